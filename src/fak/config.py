@@ -1,0 +1,75 @@
+"""Settings, built once from flags, an explicitly passed environ and files (tier T2).
+
+This is the only module that reads process environment variables, and only through
+``Settings.from_environ(environ)`` where the caller passes the mapping (the CLI passes
+``os.environ``; tests pass a dict). Library code receives a ``Settings`` or plain arguments.
+A bad value for a bounded setting falls back to its default rather than loosening anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+__all__ = ["Settings", "process_environ"]
+
+_GIB = 1024 * 1024 * 1024
+
+
+def _int(environ: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return value if value >= minimum else default
+
+
+def _float(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every knob fak reads from its environment, with its default."""
+
+    audit_journal: str | None = None  # FAK_AUDIT_JOURNAL: path of the decision journal (opt-in)
+    blob_max_bytes: int = _GIB  # FAK_BLOB_MAX_BYTES: memory CAS bound, 0 = unbounded
+    blob_dir: str | None = None  # FAK_BLOB_DIR: durable directory CAS
+    ctxmmu_max_held: int = 8192  # FAK_CTXMMU_MAX_HELD: quarantine ledger bound
+    http_read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S (0 disables)
+    http_write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S (0 disables)
+    http_idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S (0 disables)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
+        journal = environ.get("FAK_AUDIT_JOURNAL", "").strip() or None
+        blob_dir = environ.get("FAK_BLOB_DIR", "").strip() or None
+        return cls(
+            audit_journal=journal,
+            blob_max_bytes=_int(environ, "FAK_BLOB_MAX_BYTES", _GIB),
+            blob_dir=blob_dir,
+            ctxmmu_max_held=_int(environ, "FAK_CTXMMU_MAX_HELD", 8192, minimum=1),
+            http_read_timeout_s=_float(environ, "FAK_HTTP_READ_TIMEOUT_S", 30.0),
+            http_write_timeout_s=_float(environ, "FAK_HTTP_WRITE_TIMEOUT_S", 90.0),
+            http_idle_timeout_s=_float(environ, "FAK_HTTP_IDLE_TIMEOUT_S", 120.0),
+        )
+
+    def with_overrides(self, **changes: object) -> Settings:
+        """A copy with some fields replaced (flags win over the environment)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def process_environ() -> Mapping[str, str]:
+    """The process environment, for the CLI to pass into ``Settings.from_environ``."""
+    return os.environ

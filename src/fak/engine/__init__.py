@@ -1,0 +1,1 @@
+"""fak.engine (see ARCHITECTURE.md for its tier and role)."""

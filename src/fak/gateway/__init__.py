@@ -1,0 +1,1 @@
+"""fak.gateway (see ARCHITECTURE.md for its tier and role)."""

@@ -1,0 +1,1 @@
+"""fak.journal (see ARCHITECTURE.md for its tier and role)."""

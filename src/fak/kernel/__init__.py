@@ -1,0 +1,1 @@
+"""fak.kernel (see ARCHITECTURE.md for its tier and role)."""

@@ -1,0 +1,1 @@
+"""fak.policy (see ARCHITECTURE.md for its tier and role)."""

@@ -1,0 +1,1 @@
+"""fak.screen (see ARCHITECTURE.md for its tier and role)."""

@@ -1,0 +1,1 @@
+"""fak.wire (see ARCHITECTURE.md for its tier and role)."""
