@@ -75,7 +75,7 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class TurnDone:
-    """The end of a streamed turn, carrying the whole turn (text and tool calls) for adjudication."""
+    """End of a streamed turn: the whole turn (text and tool calls), for adjudication."""
 
     turn: PlannerTurn
 

@@ -63,7 +63,7 @@ def reason_by_name(name: str) -> Reason | None:
 
 
 def disposition(reason: int) -> Disposition:
-    """Disposition for a refusal reason; anything not listed (including unknown codes) is TERMINAL."""
+    """Disposition of a refusal reason; anything unlisted (unknown codes too) is TERMINAL."""
     known = _BY_CODE.get(reason)
     if known is None:
         return Disposition.TERMINAL

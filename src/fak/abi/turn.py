@@ -69,7 +69,7 @@ class Message:
 class ToolSpec:
     name: str
     description: str = ""
-    parameters: Mapping[str, Any] = field(default=_EMPTY)
+    parameters: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
 
 @dataclass(frozen=True, slots=True)

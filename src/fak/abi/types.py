@@ -35,7 +35,7 @@ class ToolCall:
     caller: str = ""
     trace_id: str = ""
     call_id: str = ""
-    meta: Mapping[str, str] = field(default=_EMPTY)
+    meta: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class ToolResult:
     payload: bytes
     call_id: str = ""
     trace_id: str = ""
-    meta: Mapping[str, str] = field(default=_EMPTY)
+    meta: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
 class RefKind(enum.StrEnum):

@@ -78,7 +78,7 @@ class Verdict:
     reason: Reason = Reason.NONE
     new_args: Mapping[str, Any] | None = None
     claim: str = ""
-    meta: Mapping[str, str] = field(default=_EMPTY)
+    meta: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:
         if self.kind in (VerdictKind.DENY, VerdictKind.QUARANTINE):
@@ -127,21 +127,25 @@ class Verdict:
         cls, reason: Reason, by: str, *, claim: str = "", meta: Mapping[str, str] | None = None
     ) -> Verdict:
         return cls(
-            VerdictKind.QUARANTINE, by, reason=reason, claim=claim[:CLAIM_MAX], meta=_bound_meta(meta)
+            VerdictKind.QUARANTINE,
+            by,
+            reason=reason,
+            claim=claim[:CLAIM_MAX],
+            meta=_bound_meta(meta),
         )
 
     @classmethod
-    def require_witness(
-        cls, claim: str, by: str, meta: Mapping[str, str] | None = None
-    ) -> Verdict:
+    def require_witness(cls, claim: str, by: str, meta: Mapping[str, str] | None = None) -> Verdict:
         return cls(VerdictKind.REQUIRE_WITNESS, by, claim=claim[:CLAIM_MAX], meta=_bound_meta(meta))
 
     @classmethod
     def deny(
         cls, reason: Reason, by: str, *, claim: str = "", meta: Mapping[str, str] | None = None
     ) -> Verdict:
-        """A refusal. ``claim`` is the bounded witness: the offending rule, never argument values."""
-        return cls(VerdictKind.DENY, by, reason=reason, claim=claim[:CLAIM_MAX], meta=_bound_meta(meta))
+        """A refusal. ``claim`` is the bounded witness: the offending rule, never arg values."""
+        return cls(
+            VerdictKind.DENY, by, reason=reason, claim=claim[:CLAIM_MAX], meta=_bound_meta(meta)
+        )
 
     # -- views ------------------------------------------------------------------------------
     @property

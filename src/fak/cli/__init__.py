@@ -1,1 +1,1 @@
-"""The ``fak`` command (tier T4): a thin layer that builds objects from Settings and calls the library."""
+"""The ``fak`` command (tier T4): thin verbs that build objects, then call the library."""
