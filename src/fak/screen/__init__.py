@@ -1,1 +1,57 @@
-"""fak.screen (see ARCHITECTURE.md for its tier and role)."""
+"""Pure detectors over tool-result bytes and the answer-shape witness (tier T1).
+
+``screen_bytes`` is the kernel's first-match result predicate (secret shapes, injection markers,
+byte-repeat pollution); ``screen_deobfuscated`` runs the same detectors over normalized and decoded
+views. ``FirstMatchScreen`` / ``DeobfuscatingScreen`` wrap them as ``ResultAdmitter``s for the
+quarantine ledger. No I/O; nothing here logs or keeps the bytes it reads.
+"""
+
+from fak.screen.admit import (
+    DeobfuscatingScreen,
+    FirstMatchScreen,
+    ResultAdmitter,
+    default_admitters,
+    finding_verdict,
+)
+from fak.screen.deobfuscate import (
+    DECODE_BUDGET,
+    MAX_DECODE_DEPTH,
+    decoded_tokens,
+    normalize,
+    screen_deobfuscated,
+)
+from fak.screen.detect import (
+    INJECTION_MARKERS,
+    POLLUTION_CHUNK,
+    POLLUTION_MIN_BYTES,
+    POLLUTION_MIN_RUN,
+    Detector,
+    Finding,
+    find_injection,
+    find_pollution,
+    find_secret,
+    screen_bytes,
+)
+
+__all__ = [
+    "DECODE_BUDGET",
+    "INJECTION_MARKERS",
+    "MAX_DECODE_DEPTH",
+    "POLLUTION_CHUNK",
+    "POLLUTION_MIN_BYTES",
+    "POLLUTION_MIN_RUN",
+    "DeobfuscatingScreen",
+    "Detector",
+    "Finding",
+    "FirstMatchScreen",
+    "ResultAdmitter",
+    "decoded_tokens",
+    "default_admitters",
+    "find_injection",
+    "find_pollution",
+    "find_secret",
+    "finding_verdict",
+    "normalize",
+    "screen_bytes",
+    "screen_deobfuscated",
+]

@@ -1,0 +1,371 @@
+"""The quarantine ledger: the kernel's write-time gate over tool results (tier T2).
+
+Every result is folded through the result-admitter chain (most restrictive wins) and comes back
+as an ``Admission``: ALLOW (bytes as-is), TRANSFORM (a benign result over 4096 bytes paged out to
+the blob store behind a pointer stub) or QUARANTINE / DENY (bytes paged out and pinned, payload
+replaced by a stub naming a quarantine id). Held ids are bounded with FIFO eviction. Bytes come
+back only through ``page_in``: a held id needs a witness ``clear`` first, and every page-in
+re-screens with the current chain. This module never logs, journals or returns held bytes
+except from an allowed ``page_in``; the kernel journals from the ``Admission`` (digests only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, NoReturn
+
+import orjson
+
+from fak.abi import (
+    BlobStore,
+    Reason,
+    Ref,
+    RefKind,
+    ToolResult,
+    Verdict,
+    VerdictKind,
+    fold_rank,
+)
+from fak.screen import ResultAdmitter, default_admitters
+
+__all__ = [
+    "DEFAULT_MAX_HELD",
+    "OVERSIZE_BYTES",
+    "POINTER_MAX",
+    "Admission",
+    "PageInRefused",
+    "QuarantineLedger",
+    "UnknownQuarantineId",
+]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MAX_HELD: Final = 8192
+OVERSIZE_BYTES: Final = 4096
+"""A benign result longer than this is paged out behind a pointer stub (TRANSFORM)."""
+POINTER_MAX: Final = 2048
+"""A pointer stub must be shorter than this, or the result is admitted as-is."""
+
+_LEDGER = "ctxmmu"
+_FALLBACK_STUB: Final = b'{"_quarantined":true}'
+_BENIGN = frozenset({VerdictKind.ALLOW, VerdictKind.DEFER})
+_DENY_RANK = fold_rank(VerdictKind.DENY)
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What the ledger decided about one result.
+
+    ``payload`` is what may enter the model's context: the original bytes (ALLOW), a pointer stub
+    (TRANSFORM) or a quarantine stub (QUARANTINE / DENY). ``ref`` names where the original bytes
+    live; for a held result it is a bytes-free name (digest and length only). ``digest`` is the
+    sha256 hex of the original bytes, for the journal.
+    """
+
+    verdict: Verdict
+    payload: bytes
+    quarantine_id: str = ""
+    ref: Ref | None = None
+    digest: str = ""
+
+
+class UnknownQuarantineId(LookupError):
+    """``clear`` was given an id the ledger does not hold (never minted, or evicted)."""
+
+
+class PageInRefused(PermissionError):
+    """``page_in`` refused: the bytes stay out of context. ``str(exc)`` says why."""
+
+    NOT_HELD: Final = "no quarantined result"
+    NOT_CLEARED: Final = "no witness clear"
+    STILL_FAILS: Final = "re-screen failed"
+    BYTES_LOST: Final = "bytes unavailable"
+
+    def __init__(self, why: str, ident: str) -> None:
+        super().__init__(f"{why}: {ident}")
+        self.why = why
+        self.ident = ident
+
+
+@dataclass(slots=True)
+class _Held:
+    ref: Ref  # inline when the store could not take the bytes (fail-closed fallback)
+    pinned: bool
+    reason: Reason
+    cleared: bool = False
+
+
+def _bad_max_held(value: object) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < 1
+
+
+class QuarantineLedger:
+    """Folds the result chain, pages out, holds quarantined bytes, gates page-in.
+
+    Thread-safe: screening runs outside the lock; ledger state changes under it.
+    """
+
+    def __init__(
+        self,
+        store: BlobStore,
+        *,
+        max_held: int = DEFAULT_MAX_HELD,
+        admitters: Sequence[ResultAdmitter] | None = None,
+    ) -> None:
+        if _bad_max_held(max_held):
+            _log.warning("bad max_held %r, using the default %d", max_held, DEFAULT_MAX_HELD)
+            max_held = DEFAULT_MAX_HELD
+        self._store = store
+        self._max_held = max_held
+        self._admitters: tuple[ResultAdmitter, ...] = (
+            default_admitters() if admitters is None else tuple(admitters)
+        )
+        self._lock = threading.Lock()
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        self._paged: OrderedDict[str, int] = OrderedDict()  # digest -> length, FIFO-bounded
+        self._minted = 0
+        self._counts: dict[str, int] = dict.fromkeys(
+            (
+                "total",
+                "admitted",
+                "paged",
+                "quarantined",
+                "denied",
+                "evicted",
+                "cleared",
+                "paged_in",
+                "page_in_refused",
+                "admitter_faults",
+                "inline_fallbacks",
+            ),
+            0,
+        )
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def max_held(self) -> int:
+        return self._max_held
+
+    @property
+    def admitters(self) -> tuple[ResultAdmitter, ...]:
+        return self._admitters
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """total, admitted, paged, quarantined, denied, evicted, cleared, paged_in, ..."""
+        with self._lock:
+            out = dict(self._counts)
+            out["held"] = len(self._held)
+            return out
+
+    @property
+    def pollution_rate(self) -> float:
+        """Fraction of admitted results that were held out (quarantined or denied)."""
+        with self._lock:
+            total = self._counts["total"]
+            held = self._counts["quarantined"] + self._counts["denied"]
+        return held / total if total else 0.0
+
+    def is_held(self, qid: str) -> bool:
+        with self._lock:
+            return qid in self._held
+
+    def is_cleared(self, qid: str) -> bool:
+        with self._lock:
+            held = self._held.get(qid)
+            return held is not None and held.cleared
+
+    # -- the fold ---------------------------------------------------------------------------
+    def screen(self, data: bytes) -> Verdict:
+        """Fold the chain over ``data``: the most restrictive verdict, first one on ties.
+
+        An admitter that raises or answers something that is not a Verdict holds the bytes
+        (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY).
+        """
+        if not self._admitters:
+            return Verdict.quarantine(Reason.DEFAULT_DENY, "empty-chain", claim="no admitters")
+        best: Verdict | None = None
+        for admitter in self._admitters:
+            verdict = self._run(admitter, data)
+            if best is None or verdict.rank > best.rank:
+                best = verdict
+            if best.rank >= _DENY_RANK:
+                break
+        assert best is not None
+        return best
+
+    def _run(self, admitter: ResultAdmitter, data: bytes) -> Verdict:
+        name = "admitter"
+        try:
+            name = str(admitter.name) or name
+            verdict = admitter.admit(data)
+        except Exception as exc:  # an admitter fault holds the bytes (fail closed)
+            _log.warning("result admitter %s faulted (%s); holding the result", name, type(exc))
+            verdict = None
+        if not isinstance(verdict, Verdict):
+            with self._lock:
+                self._counts["admitter_faults"] += 1
+            return Verdict.quarantine(
+                Reason.TRUST_VIOLATION,
+                name,
+                claim=f"admitter {name} faulted",
+                meta={"detector": "admitter_fault"},
+            )
+        return verdict
+
+    # -- admission --------------------------------------------------------------------------
+    def admit(self, result: ToolResult) -> Admission:
+        """Decide what of ``result`` may enter the model's context."""
+        data = bytes(result.payload)
+        digest = hashlib.sha256(data).hexdigest()
+        verdict = self.screen(data)
+        if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
+            forced = verdict.kind == VerdictKind.TRANSFORM
+            if forced or len(data) > OVERSIZE_BYTES:
+                paged = self._page_out(data, digest)
+                if paged is not None:
+                    return paged
+            with self._lock:
+                self._counts["total"] += 1
+                self._counts["admitted"] += 1
+            return Admission(Verdict.allow(_LEDGER), data, digest=digest)
+        return self._hold(data, digest, verdict)
+
+    def _page_out(self, data: bytes, digest: str) -> Admission | None:
+        stub_fields = {"_paged": True, "ref": digest, "len": len(data), "hint": "oversize"}
+        stub = orjson.dumps(stub_fields, option=orjson.OPT_SORT_KEYS)
+        if len(stub) >= POINTER_MAX:
+            return None
+        try:
+            ref = self._store.put(data)
+        except Exception as exc:  # benign bytes: admitting them whole is the safe fallback
+            _log.warning("page-out failed (%s); admitting %d bytes whole", type(exc), len(data))
+            return None
+        with self._lock:
+            self._counts["total"] += 1
+            self._counts["paged"] += 1
+            self._paged[digest] = len(data)
+            self._paged.move_to_end(digest)
+            while len(self._paged) > self._max_held:
+                self._paged.popitem(last=False)
+        verdict = Verdict.transform(stub_fields, _LEDGER, meta={"pageout": "oversize"})
+        return Admission(verdict, stub, ref=ref, digest=digest)
+
+    def _hold(self, data: bytes, digest: str, verdict: Verdict) -> Admission:
+        ref, pinned = self._store_pinned(data, digest)
+        reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
+        with self._lock:
+            self._minted += 1
+            qid = f"q{self._minted}"
+            self._held[qid] = _Held(ref, pinned, reason)
+            self._counts["total"] += 1
+            self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
+            evicted = self._evict_locked()
+        for old in evicted:
+            self._unpin(old)
+        detector = verdict.meta.get("detector", "")
+        claim = f"{verdict.by} {reason.name} {detector} quarantine_id={qid}".replace("  ", " ")
+        meta = {**verdict.meta, "quarantine_id": qid}
+        if verdict.kind == VerdictKind.DENY:
+            final = Verdict.deny(reason, verdict.by, claim=claim, meta=meta)
+        else:
+            final = Verdict.quarantine(reason, verdict.by, claim=claim, meta=meta)
+        name = Ref(digest=digest, length=len(data), kind=RefKind.BLOB)
+        return Admission(final, _stub(qid, reason, len(data)), qid, name, digest)
+
+    def _store_pinned(self, data: bytes, digest: str) -> tuple[Ref, bool]:
+        """Page the bytes out and pin them; on any failure keep them inline (fail closed)."""
+        try:
+            ref = self._store.put(data)
+            if ref.kind == RefKind.BLOB:
+                self._store.pin(ref.digest)
+                return ref, True
+            return ref, False
+        except Exception as exc:
+            _log.warning("quarantine page-out failed (%s); holding inline", type(exc))
+            with self._lock:
+                self._counts["inline_fallbacks"] += 1
+            return Ref(digest=digest, length=len(data), kind=RefKind.INLINE, inline=data), False
+
+    def _evict_locked(self) -> list[_Held]:
+        out: list[_Held] = []
+        while len(self._held) > self._max_held:
+            _, held = self._held.popitem(last=False)
+            self._counts["evicted"] += 1
+            out.append(held)
+        return out
+
+    def _unpin(self, held: _Held) -> None:
+        if not held.pinned:
+            return
+        try:
+            self._store.unpin(held.ref.digest)
+        except Exception as exc:
+            _log.warning("unpin after eviction failed (%s)", type(exc))
+
+    # -- clear / page-in --------------------------------------------------------------------
+    def clear(self, qid: str) -> None:
+        """Record a witness clearance for a currently held id; unknown ids raise."""
+        with self._lock:
+            held = self._held.get(qid)
+            if held is None:
+                msg = f"no quarantined result with id {qid!r}"
+                raise UnknownQuarantineId(msg)
+            if not held.cleared:
+                held.cleared = True
+                self._counts["cleared"] += 1
+
+    def page_in(self, qid_or_ref: str) -> bytes:
+        """The original bytes of a cleared quarantine id or a paged-out digest, re-screened.
+
+        Refuses (``PageInRefused``) an unknown or evicted id, an uncleared id, bytes the store
+        lost, and bytes the current chain still holds out.
+        """
+        with self._lock:
+            held = self._held.get(qid_or_ref)
+            paged = qid_or_ref in self._paged
+        if held is not None:
+            if not held.cleared:
+                self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
+            source: Ref | str = held.ref
+        elif paged:
+            source = qid_or_ref
+        else:
+            self._refuse(PageInRefused.NOT_HELD, qid_or_ref)
+        try:
+            if isinstance(source, Ref) and source.inline is not None:
+                data = source.inline
+            else:
+                data = self._store.get(source)
+        except Exception as exc:
+            _log.warning("page-in read failed (%s)", type(exc))
+            self._refuse(PageInRefused.BYTES_LOST, qid_or_ref)
+        verdict = self.screen(data)
+        if verdict.kind not in _BENIGN and verdict.kind != VerdictKind.TRANSFORM:
+            self._refuse(PageInRefused.STILL_FAILS, qid_or_ref)
+        with self._lock:
+            self._counts["paged_in"] += 1
+        return data
+
+    def _refuse(self, why: str, ident: str) -> NoReturn:
+        with self._lock:
+            self._counts["page_in_refused"] += 1
+        raise PageInRefused(why, ident)
+
+
+def _stub(qid: str, reason: Reason, length: int) -> bytes:
+    fields: Mapping[str, object] = {
+        "_quarantined": True,
+        "id": qid,
+        "reason": reason.name,
+        "len": length,
+    }
+    try:
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
+    except Exception:  # cannot happen for these types; never let the bytes through if it does
+        return _FALLBACK_STUB

@@ -1,0 +1,80 @@
+"""Result admitters: the seam between the screens and the kernel's quarantine ledger (tier T1).
+
+A ``ResultAdmitter`` looks at a tool result's bytes and answers a Verdict: ALLOW (no objection)
+or QUARANTINE / DENY with a closed reason. The ledger folds the chain most-restrictive-wins.
+Two admitters ship: the first-match screen and the de-obfuscating view; they share detectors but
+not inputs, so each is an independent gate. Admitters are pure; they never log the bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from fak.abi import Verdict
+from fak.screen.deobfuscate import screen_deobfuscated
+from fak.screen.detect import Finding, screen_bytes
+
+__all__ = [
+    "DeobfuscatingScreen",
+    "FirstMatchScreen",
+    "ResultAdmitter",
+    "default_admitters",
+    "finding_verdict",
+]
+
+
+@runtime_checkable
+class ResultAdmitter(Protocol):
+    """Above: the quarantine ledger (kernel). Below: pure detectors over bytes.
+
+    ``admit`` returns ALLOW (or DEFER) to let the bytes through, QUARANTINE or DENY (with a reason)
+    to hold them out. It must not keep or log the bytes. Raising is treated as a hold (fail closed).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def admit(self, data: bytes) -> Verdict: ...
+
+
+def finding_verdict(finding: Finding | None, by: str) -> Verdict:
+    """ALLOW for no finding, else QUARANTINE with the finding's reason and detector in meta."""
+    if finding is None:
+        return Verdict.allow(by)
+    return Verdict.quarantine(
+        finding.reason,
+        by,
+        claim=f"{by} {finding.reason.name} {finding.detector}",
+        meta={"detector": str(finding.detector)},
+    )
+
+
+class FirstMatchScreen:
+    """The kernel's write-time gate over the raw bytes: secret, injection, pollution."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return "ctxmmu"
+
+    def admit(self, data: bytes) -> Verdict:
+        return finding_verdict(screen_bytes(data), self.name)
+
+
+class DeobfuscatingScreen:
+    """Defense in depth: the same detectors over normalized and decoded views of the bytes."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return "normgate"
+
+    def admit(self, data: bytes) -> Verdict:
+        return finding_verdict(screen_deobfuscated(data), self.name)
+
+
+def default_admitters() -> tuple[ResultAdmitter, ...]:
+    """The shipped result chain: first-match screen, then the de-obfuscating screen."""
+    return (FirstMatchScreen(), DeobfuscatingScreen())
