@@ -13,6 +13,16 @@ from fak.abi.protocols import (
     TurnDone,
 )
 from fak.abi.reasons import Disposition, Reason, disposition, reason_by_name, reason_name
+from fak.abi.replies import (
+    REGISTRY,
+    Reply,
+    ReplyBuilder,
+    ReplyEnvelope,
+    ReplyType,
+    reply_for_reason,
+    reply_for_verdict,
+    safe_tool,
+)
 from fak.abi.turn import (
     FinishReason,
     Message,
@@ -28,6 +38,7 @@ from fak.abi.verdicts import Verdict, VerdictKind, fold_rank
 
 __all__ = [
     "INLINE_MAX",
+    "REGISTRY",
     "BlobStore",
     "Clock",
     "Disposition",
@@ -41,6 +52,10 @@ __all__ = [
     "Reason",
     "Ref",
     "RefKind",
+    "Reply",
+    "ReplyBuilder",
+    "ReplyEnvelope",
+    "ReplyType",
     "Role",
     "TextDelta",
     "ToolCall",
@@ -55,4 +70,7 @@ __all__ = [
     "fold_rank",
     "reason_by_name",
     "reason_name",
+    "reply_for_reason",
+    "reply_for_verdict",
+    "safe_tool",
 ]
