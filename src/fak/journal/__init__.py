@@ -1,1 +1,28 @@
-"""fak.journal (see ARCHITECTURE.md for its tier and role)."""
+"""The decision journal (tier T1): hash-chained, fsync'd JSONL, one row per kernel decision.
+
+``Journal`` appends durable rows to a file (opt-in via ``FAK_AUDIT_JOURNAL``, opened by the
+kernel's builder) and implements ``fak.abi.JournalSink``; ``MemoryJournal`` is the in-memory
+double; ``verify`` checks a file row by row. Rows carry names, verdicts and sha256 digests,
+never argument or result bytes.
+"""
+
+from fak.journal.filejournal import Journal, JournalCorruptError, JournalHead
+from fak.journal.memory import MemoryJournal
+from fak.journal.record import DIGEST_FIELDS, FIELDS, RowError, build_row, check_line, row_hash
+from fak.journal.verify import VerifyReport, read_rows, verify
+
+__all__ = [
+    "DIGEST_FIELDS",
+    "FIELDS",
+    "Journal",
+    "JournalCorruptError",
+    "JournalHead",
+    "MemoryJournal",
+    "RowError",
+    "VerifyReport",
+    "build_row",
+    "check_line",
+    "read_rows",
+    "row_hash",
+    "verify",
+]
