@@ -1,1 +1,43 @@
-"""fak.wire (see ARCHITECTURE.md for its tier and role)."""
+"""Pure translation between client wires and the canonical turn IR (tier T1, no I/O).
+
+One module per wire: ``openai_chat`` (Chat Completions), ``openai_responses`` (Responses API),
+``anthropic`` (Messages). Shared pieces: ``extension`` (the ``fak`` object, deny summary,
+``[fak]`` note), ``outcome`` (what parsers return and renderers take), ``sse`` (event framing),
+``errors`` (``WireError``). Nothing here opens a socket, reads a file or logs a payload.
+"""
+
+from fak.wire import anthropic, openai_chat, openai_responses
+from fak.wire.errors import WireError
+from fak.wire.extension import (
+    ADMIT_ERROR,
+    Adjudication,
+    FakExtension,
+    ResultAdmission,
+    WireVerdict,
+    anthropic_note,
+    args_digest,
+    deny_summary,
+)
+from fak.wire.outcome import ParsedRequest, TurnOutcome, split_after_spaces
+from fak.wire.sse import SSEDecoder, SSEEvent, encode_event
+
+__all__ = [
+    "ADMIT_ERROR",
+    "Adjudication",
+    "FakExtension",
+    "ParsedRequest",
+    "ResultAdmission",
+    "SSEDecoder",
+    "SSEEvent",
+    "TurnOutcome",
+    "WireError",
+    "WireVerdict",
+    "anthropic",
+    "anthropic_note",
+    "args_digest",
+    "deny_summary",
+    "encode_event",
+    "openai_chat",
+    "openai_responses",
+    "split_after_spaces",
+]

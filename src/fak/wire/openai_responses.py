@@ -1,0 +1,495 @@
+"""OpenAI Responses API ⇄ canonical turn IR (tier T1, pure, no I/O).
+
+The wire Codex and the OpenAI Agents SDK speak. ``parse_request`` reads ``instructions`` and the
+``input`` items (messages, ``function_call`` and ``function_call_output``); ``render_response``
+and ``ResponseEvents`` produce a ``response`` object or its streamed events (created … completed).
+``render_request``/``parse_response`` exist for the round-trip laws. fak keeps no server-side
+response state: ``previous_response_id`` is refused with a message saying to send the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from fak.abi import (
+    FinishReason,
+    Message,
+    PlannerTurn,
+    ProposedCall,
+    Role,
+    ToolSpec,
+    TurnRequest,
+    Usage,
+)
+from fak.wire.errors import WireError
+from fak.wire.fields import (
+    INVALID,
+    arguments_text,
+    as_object,
+    opt_bool,
+    opt_float,
+    opt_int,
+    opt_str,
+    req_str,
+)
+from fak.wire.outcome import ParsedRequest, TurnOutcome
+
+__all__ = [
+    "ResponseEvents",
+    "parse_request",
+    "parse_response",
+    "render_request",
+    "render_response",
+]
+
+_ROLES = {
+    "system": Role.SYSTEM,
+    "developer": Role.SYSTEM,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+_SKIPPED_ITEMS = frozenset({"reasoning"})
+
+
+def _text(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise WireError(INVALID, f"{where} must be a string or an array of parts", where)
+    texts: list[str] = []
+    for i, raw in enumerate(value):
+        p = as_object(raw, f"{where}[{i}]")
+        kind = p.get("type")
+        if kind in _TEXT_PARTS:
+            texts.append(req_str(p, "text", f"{where}[{i}]"))
+        elif kind == "refusal":
+            texts.append(req_str(p, "refusal", f"{where}[{i}]"))
+        else:
+            raise WireError(
+                "unsupported_content",
+                f"{where}[{i}] has type {kind!r}; fak serve screens text only, send text parts",
+                f"{where}[{i}].type",
+            )
+    return "".join(texts)
+
+
+def _items(value: Any) -> list[Message]:
+    if isinstance(value, str):
+        return [Message(Role.USER, value)]
+    if not isinstance(value, list):
+        raise WireError(INVALID, "input must be a string or an array of items", "input")
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for i, raw in enumerate(value):
+        at = f"input[{i}]"
+        item = as_object(raw, at)
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = _ROLES.get(item.get("role", ""))
+            if role is None:
+                raise WireError(
+                    INVALID, f"{at}.role must be system, developer, user or assistant", f"{at}.role"
+                )
+            out.append(Message(role, _text(item.get("content"), f"{at}.content")))
+        elif kind == "function_call":
+            call = ProposedCall(
+                id=req_str(item, "call_id", at),
+                name=req_str(item, "name", at),
+                arguments=arguments_text(item.get("arguments"), f"{at}.arguments"),
+            )
+            names[call.id] = call.name
+            last = out[-1] if out else None
+            if last is not None and last.role is Role.ASSISTANT:
+                out[-1] = Message(Role.ASSISTANT, last.content, tool_calls=(*last.tool_calls, call))
+            else:
+                out.append(Message(Role.ASSISTANT, "", tool_calls=(call,)))
+        elif kind == "function_call_output":
+            call_id = req_str(item, "call_id", at)
+            out.append(
+                Message(
+                    Role.TOOL,
+                    _text(item.get("output"), f"{at}.output"),
+                    tool_call_id=call_id,
+                    name=names.get(call_id, "tool"),
+                )
+            )
+        elif kind not in _SKIPPED_ITEMS:
+            raise WireError(
+                "unsupported_content",
+                f"{at} has type {kind!r}; fak serve carries messages, function_call and "
+                "function_call_output items",
+                f"{at}.type",
+            )
+    return out
+
+
+def _tools(value: Any) -> tuple[ToolSpec, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise WireError(INVALID, "tools must be an array", "tools")
+    specs: list[ToolSpec] = []
+    for i, raw in enumerate(value):
+        t = as_object(raw, f"tools[{i}]")
+        if t.get("type") != "function":
+            raise WireError(
+                "unsupported_parameter",
+                f"tools[{i}] has type {t.get('type')!r}; fak adjudicates function tools only",
+                f"tools[{i}].type",
+            )
+        params = t.get("parameters")
+        specs.append(
+            ToolSpec(
+                name=req_str(t, "name", f"tools[{i}]"),
+                description=opt_str(t, "description", f"tools[{i}]"),
+                parameters=as_object(params, f"tools[{i}].parameters")
+                if params is not None
+                else {},
+            )
+        )
+    return tuple(specs)
+
+
+def _tool_choice(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value in ("auto", "none", "required"):
+        return str(value)
+    if (
+        isinstance(value, Mapping)
+        and value.get("type") == "function"
+        and isinstance(value.get("name"), str)
+    ):
+        return "tool:" + str(value["name"])
+    raise WireError(
+        INVALID, "tool_choice must be auto, none, required or a function", "tool_choice"
+    )
+
+
+def parse_request(body: Any) -> ParsedRequest:
+    """A decoded Responses request → canonical form. Raises ``WireError``."""
+    obj = as_object(body, "body")
+    if obj.get("previous_response_id") is not None:
+        raise WireError(
+            "unsupported_parameter",
+            "fak serve keeps no response state; send the whole conversation in input "
+            "instead of previous_response_id",
+            "previous_response_id",
+        )
+    if "input" not in obj:
+        raise WireError(INVALID, "input is required", "input")
+    messages: list[Message] = []
+    instructions = opt_str(obj, "instructions", "body")
+    if instructions:
+        messages.append(Message(Role.SYSTEM, instructions))
+    messages.extend(_items(obj.get("input")))
+    if not messages:
+        raise WireError(INVALID, "input must not be empty", "input")
+    turn = TurnRequest(
+        model=opt_str(obj, "model", "body"),
+        messages=tuple(messages),
+        tools=_tools(obj.get("tools")),
+        max_tokens=opt_int(obj, "max_output_tokens"),
+        temperature=opt_float(obj, "temperature", 0.0, 2.0),
+        stream=bool(opt_bool(obj, "stream")),
+        session=opt_str(obj, "user", "body"),
+    )
+    options: dict[str, Any] = {}
+    top_p = opt_float(obj, "top_p", 0.0, 1.0)
+    if top_p is not None:
+        options["top_p"] = top_p
+    choice = _tool_choice(obj.get("tool_choice"))
+    if choice is not None:
+        options["tool_choice"] = choice
+    parallel = opt_bool(obj, "parallel_tool_calls")
+    if parallel is not None:
+        options["parallel_tool_calls"] = parallel
+    return ParsedRequest(turn, options)
+
+
+def render_request(parsed: ParsedRequest) -> dict[str, Any]:
+    """Canonical form → a Responses request (every message as an input item)."""
+    turn = parsed.turn
+    items: list[dict[str, Any]] = []
+    for m in turn.messages:
+        if m.role is Role.TOOL:
+            items.append(
+                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
+            )
+            continue
+        if m.role is not Role.ASSISTANT or m.content or not m.tool_calls:
+            items.append({"type": "message", "role": str(m.role), "content": m.content})
+        items.extend(_call_item(c, "") for c in m.tool_calls)
+    body: dict[str, Any] = {"model": turn.model, "input": items}
+    if turn.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+            }
+            for t in turn.tools
+        ]
+    if turn.max_tokens is not None:
+        body["max_output_tokens"] = turn.max_tokens
+    if turn.temperature is not None:
+        body["temperature"] = turn.temperature
+    if turn.stream:
+        body["stream"] = True
+    if turn.session:
+        body["user"] = turn.session
+    opts = parsed.options
+    if "top_p" in opts:
+        body["top_p"] = opts["top_p"]
+    choice = opts.get("tool_choice")
+    if isinstance(choice, str):
+        body["tool_choice"] = (
+            {"type": "function", "name": choice[5:]} if choice.startswith("tool:") else choice
+        )
+    if "parallel_tool_calls" in opts:
+        body["parallel_tool_calls"] = opts["parallel_tool_calls"]
+    return body
+
+
+# -- client response ------------------------------------------------------------------------
+def _call_item(c: ProposedCall, item_id: str, status: str = "completed") -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "function_call",
+        "call_id": c.id,
+        "name": c.name,
+        "arguments": c.arguments,
+        "status": status,
+    }
+    if item_id:
+        item["id"] = item_id
+    return item
+
+
+def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    content = (
+        [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+    )
+    return {
+        "type": "message",
+        "id": item_id,
+        "status": status,
+        "role": "assistant",
+        "content": content,
+    }
+
+
+def _usage(u: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": u.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": u.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+    }
+
+
+def _shell(id: str, model: str, created: int, status: str) -> dict[str, Any]:
+    return {
+        "id": id,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "model": model,
+        "output": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "usage": None,
+    }
+
+
+def _output(o: TurnOutcome) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if o.text:
+        out.append(_message_item(f"msg_{o.id}", o.text))
+    out.extend(_call_item(c, f"fc_{o.id}_{i}") for i, c in enumerate(o.tool_calls))
+    return out
+
+
+def render_response(o: TurnOutcome) -> dict[str, Any]:
+    incomplete = o.finish_reason is FinishReason.LENGTH and not o.tool_calls
+    body = _shell(o.id, o.model, o.created, "incomplete" if incomplete else "completed")
+    body["output"] = _output(o)
+    body["usage"] = _usage(o.usage)
+    if incomplete:
+        body["incomplete_details"] = {"reason": "max_output_tokens"}
+    if o.extension is not None and not o.extension.empty:
+        body["fak"] = o.extension.to_json()
+    return body
+
+
+def parse_response(body: Any) -> PlannerTurn:
+    """A ``response`` object → ``PlannerTurn`` (the inverse of ``render_response``)."""
+    obj = as_object(body, "response")
+    texts: list[str] = []
+    calls: list[ProposedCall] = []
+    for raw in obj.get("output") or []:
+        item = as_object(raw, "output[]")
+        if item.get("type") == "message":
+            texts.append(_text(item.get("content") or [], "output[].content"))
+        elif item.get("type") == "function_call":
+            calls.append(
+                ProposedCall(
+                    req_str(item, "call_id", "output[]"),
+                    req_str(item, "name", "output[]"),
+                    req_str(item, "arguments", "output[]"),
+                )
+            )
+    usage = obj.get("usage") if isinstance(obj.get("usage"), Mapping) else {}
+    assert isinstance(usage, Mapping)
+    finish = FinishReason.TOOL_CALLS if calls else FinishReason.STOP
+    if obj.get("status") == "incomplete":
+        finish = FinishReason.LENGTH
+    model = obj.get("model")
+    return PlannerTurn(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        finish_reason=finish,
+        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        model=model if isinstance(model, str) else "",
+    )
+
+
+class ResponseEvents:
+    """Builds the SSE events of a streamed response, numbering them in order.
+
+    Text may stream live (``text_start``/``text_delta``) before the tool calls are adjudicated;
+    function-call items are only emitted by ``finish`` together with ``response.completed``.
+    """
+
+    __slots__ = ("_created", "_id", "_model", "_seq", "_text", "_text_open")
+
+    def __init__(self, id: str, model: str, created: int) -> None:
+        self._id, self._model, self._created = id, model, created
+        self._seq = 0
+        self._text: list[str] = []
+        self._text_open = False
+
+    def _event(self, kind: str, data: dict[str, Any]) -> bytes:
+        data = {"type": kind, "sequence_number": self._seq, **data}
+        self._seq += 1
+        return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+    def start(self) -> list[bytes]:
+        shell = _shell(self._id, self._model, self._created, "in_progress")
+        return [
+            self._event("response.created", {"response": shell}),
+            self._event("response.in_progress", {"response": shell}),
+        ]
+
+    @property
+    def _msg_id(self) -> str:
+        return f"msg_{self._id}"
+
+    def text_delta(self, delta: str) -> list[bytes]:
+        frames: list[bytes] = []
+        if not self._text_open:
+            self._text_open = True
+            frames.append(
+                self._event(
+                    "response.output_item.added",
+                    {"output_index": 0, "item": _message_item(self._msg_id, "", "in_progress")},
+                )
+            )
+            frames.append(
+                self._event(
+                    "response.content_part.added",
+                    {
+                        "item_id": self._msg_id,
+                        "output_index": 0,
+                        "content_index": 0,
+                        "part": {"type": "output_text", "text": "", "annotations": []},
+                    },
+                )
+            )
+        self._text.append(delta)
+        frames.append(
+            self._event(
+                "response.output_text.delta",
+                {
+                    "item_id": self._msg_id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": delta,
+                    "logprobs": [],
+                },
+            )
+        )
+        return frames
+
+    def finish(self, o: TurnOutcome) -> list[bytes]:
+        """Close the text item (emitting the outcome text if none streamed), emit each
+        surviving function call, then ``response.completed`` with the whole response."""
+        frames: list[bytes] = []
+        if o.text and not self._text_open:
+            frames.extend(self.text_delta(o.text))
+        if self._text_open:
+            text = "".join(self._text)
+            part = {"type": "output_text", "text": text, "annotations": []}
+            where = {"item_id": self._msg_id, "output_index": 0, "content_index": 0}
+            frames.append(
+                self._event("response.output_text.done", {**where, "text": text, "logprobs": []})
+            )
+            frames.append(self._event("response.content_part.done", {**where, "part": part}))
+            frames.append(
+                self._event(
+                    "response.output_item.done",
+                    {"output_index": 0, "item": _message_item(self._msg_id, text)},
+                )
+            )
+        base = 1 if self._text_open else 0
+        for i, call in enumerate(o.tool_calls):
+            item_id = f"fc_{o.id}_{i}"
+            index = base + i
+            pending = {**_call_item(call, item_id, "in_progress"), "arguments": ""}
+            frames.append(
+                self._event("response.output_item.added", {"output_index": index, "item": pending})
+            )
+            frames.append(
+                self._event(
+                    "response.function_call_arguments.delta",
+                    {"item_id": item_id, "output_index": index, "delta": call.arguments},
+                )
+            )
+            frames.append(
+                self._event(
+                    "response.function_call_arguments.done",
+                    {
+                        "item_id": item_id,
+                        "output_index": index,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    },
+                )
+            )
+            frames.append(
+                self._event(
+                    "response.output_item.done",
+                    {"output_index": index, "item": _call_item(call, item_id)},
+                )
+            )
+        final = render_response(o)
+        kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+        frames.append(self._event(kind, {"response": final}))
+        return frames
+
+    def failed(self, message: str, code: str = "server_error") -> bytes:
+        shell = _shell(self._id, self._model, self._created, "failed")
+        shell["error"] = {"code": code, "message": message}
+        return self._event("response.failed", {"response": shell})
