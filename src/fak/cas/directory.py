@@ -73,6 +73,13 @@ class DirectoryStore:
         _fsync_dir(final.parent)
         return Ref(digest=digest, length=len(data), kind=RefKind.BLOB)
 
+    def put_pinned(self, data: bytes) -> Ref:
+        """``put`` then ``pin`` (nothing is evicted from disk, so there is no race)."""
+        ref = self.put(data)
+        if ref.kind == RefKind.BLOB:
+            self.pin(ref.digest)
+        return ref
+
     def _verify(self, path: Path, digest: str) -> bool:
         try:
             return hashlib.sha256(path.read_bytes()).hexdigest() == digest

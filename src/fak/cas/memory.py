@@ -41,7 +41,21 @@ class MemoryStore:
         return self._max
 
     def put(self, data: bytes) -> Ref:
-        """Store ``data`` (idempotent by content) and return its Ref; small payloads stay inline."""
+        """Store ``data`` (idempotent by content) and return its Ref; small payloads stay inline.
+
+        Under pressure the new blob is evicted like any other unpinned one (possibly at once, if
+        pinned blobs fill the bound); use ``put_pinned`` to store and pin in one step.
+        """
+        return self._put(data, pin=False)
+
+    def put_pinned(self, data: bytes) -> Ref:
+        """``put`` and ``pin`` atomically, so the blob cannot be evicted in between.
+
+        An inline Ref (≤ ``INLINE_MAX`` bytes) is returned unpinned: nothing is stored.
+        """
+        return self._put(data, pin=True)
+
+    def _put(self, data: bytes, *, pin: bool) -> Ref:
         data = bytes(data)
         if len(data) <= INLINE_MAX:
             return make_ref(data)
@@ -56,7 +70,10 @@ class MemoryStore:
                 self._blobs[digest] = data
                 self._bytes += len(data)
                 self._lru[digest] = None
-                self._evict_locked()
+            if pin:
+                self._pins[digest] = self._pins.get(digest, 0) + 1
+                self._lru.pop(digest, None)
+            self._evict_locked()
         return Ref(digest=digest, length=len(data), kind=RefKind.BLOB)
 
     def get(self, ref: Ref | str) -> bytes:

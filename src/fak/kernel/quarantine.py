@@ -31,6 +31,7 @@ from fak.abi import (
     VerdictKind,
     fold_rank,
 )
+from fak.abi.replies import Reply, reply_for_verdict
 from fak.screen import ResultAdmitter, default_admitters
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "PageInRefused",
     "QuarantineLedger",
     "UnknownQuarantineId",
+    "admission_reply",
 ]
 
 _log = logging.getLogger(__name__)
@@ -281,9 +283,16 @@ class QuarantineLedger:
     def _store_pinned(self, data: bytes, digest: str) -> tuple[Ref, bool]:
         """Page the bytes out and pin them; on any failure keep them inline (fail closed)."""
         try:
-            ref = self._store.put(data)
+            put_pinned = getattr(self._store, "put_pinned", None)
+            if callable(put_pinned):
+                ref = put_pinned(data)
+                if not isinstance(ref, Ref):
+                    raise TypeError("put_pinned did not return a Ref")
+            else:
+                ref = self._store.put(data)
+                if ref.kind == RefKind.BLOB:
+                    self._store.pin(ref.digest)
             if ref.kind == RefKind.BLOB:
-                self._store.pin(ref.digest)
                 return ref, True
             return ref, False
         except Exception as exc:
@@ -356,6 +365,22 @@ class QuarantineLedger:
         with self._lock:
             self._counts["page_in_refused"] += 1
         raise PageInRefused(why, ident)
+
+
+def admission_reply(admission: Admission) -> Reply:
+    """The reply for an admission: S for ALLOW / TRANSFORM, D for a held result.
+
+    A quarantine is ``EN-READ-D-001`` with ``quarantine_id``, ``reason`` and ``len`` in ``data``;
+    a denied result carries its reason's D code and the same id. Never the bytes.
+    """
+    data: dict[str, object] = {}
+    if admission.quarantine_id:
+        data["quarantine_id"] = admission.quarantine_id
+        data["len"] = admission.ref.length if admission.ref is not None else 0
+    elif admission.verdict.kind == VerdictKind.TRANSFORM and admission.ref is not None:
+        data["ref"] = admission.ref.digest
+        data["len"] = admission.ref.length
+    return reply_for_verdict(admission.verdict, data)
 
 
 def _stub(qid: str, reason: Reason, length: int) -> bytes:

@@ -1,18 +1,17 @@
 """De-obfuscating views of a result, screened by the same detectors (tier T1).
 
-The second, independent result gate. Each view undoes one cheap trick: invisible characters
-(zero-width, bidi controls, soft hyphen, variation selectors) are removed, Unicode tag characters
-are read as the ASCII they smuggle, compatibility forms (fullwidth, ideographic space, math
-letters) and common Cyrillic/Greek homoglyphs fold to ASCII, long base64 / hex tokens are decoded
-when the result is mostly printable text (recursively, to a bounded depth), letter-spaced and
-reversed marker phrases are caught. Every decoding shrinks its input, so the total work is linear.
+The second, independent result gate (it screens the raw bytes too). Each view undoes one cheap
+trick: invisible characters (zero-width, bidi controls, soft hyphen, variation selectors) and
+combining marks are removed, Unicode tag characters are read as the ASCII they smuggle,
+compatibility forms (fullwidth, math letters) and common Cyrillic/Greek homoglyphs fold to ASCII,
+long base64 / hex tokens are decoded when mostly printable (recursively, bounded), letter-spaced
+and reversed marker phrases are caught. Decoding shrinks its input, so the work stays linear.
 """
 
 from __future__ import annotations
 
 import binascii
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import replace
 
 import re2
@@ -21,9 +20,7 @@ from fak.abi import Reason
 from fak.screen.detect import (
     Detector,
     Finding,
-    find_injection,
-    find_pollution,
-    find_secret,
+    screen_bytes,
 )
 
 __all__ = [
@@ -54,6 +51,12 @@ def _invisible() -> list[int]:
     cps += range(0xFE00, 0xFE10)  # variation selectors
     cps += range(0xE0100, 0xE01F0)  # variation selectors supplement
     cps += [0xE0001, 0xE007F]  # language tag, cancel tag
+    # combining marks (accents after NFKD, "zalgo" overlays)
+    cps += range(0x0300, 0x0370)
+    cps += range(0x1AB0, 0x1B00)
+    cps += range(0x1DC0, 0x1E00)
+    cps += range(0x20D0, 0x2100)
+    cps += range(0xFE20, 0xFE30)
     return cps
 
 
@@ -77,7 +80,8 @@ _TABLE.update({cp: chr(cp - 0xE0000) for cp in range(0xE0020, 0xE007F)})  # tag 
 
 
 def normalize(data: bytes) -> bytes:
-    """The folded view: NFKC, invisible characters removed, homoglyphs mapped, as UTF-8 bytes.
+    """The folded view as UTF-8: NFKD, combining marks and invisible characters removed,
+    homoglyphs and tag characters mapped to ASCII.
 
     Pure-ASCII input is returned unchanged (none of the tricks can be present). Bytes that are not
     valid UTF-8 are dropped, so they cannot split a marker either.
@@ -85,105 +89,125 @@ def normalize(data: bytes) -> bytes:
     if data.isascii():
         return data
     text = data.decode("utf-8", errors="ignore")
-    folded = unicodedata.normalize("NFKC", text).translate(_TABLE)
+    folded = unicodedata.normalize("NFKD", text).translate(_TABLE)
     return folded.encode("utf-8")
 
 
 # --- encoded tokens ---------------------------------------------------------------------------
 
-_TOKEN = re2.compile(rb"[A-Za-z0-9+/_\-]{%d,}={0,2}" % _MIN_TOKEN)
-_HEX = re2.compile(rb"(?:0[xX])?[0-9a-fA-F]+")
-_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 13)) + b"\x7f"
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
+_TOKEN_MASK = bytes(1 if b in _ALPHABET else 0 for b in range(256))
+_RUN = b"\x01" * _MIN_TOKEN
+_HEXDIGITS = b"0123456789abcdefABCDEF"
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
+# Bytes that count against "printable": C0 controls except tab/newline/return, and DEL.
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 13)) + b"\x7f"
+# Bytes that never occur in UTF-8: a decoding holding any of them is not text.
+_NOT_UTF8 = bytes([0xC0, 0xC1, *range(0xF5, 0x100)])
 
 
 def _mostly_printable(raw: bytes) -> bool:
-    if len(raw) < _MIN_TOKEN // 2:
+    """At least 90% non-control bytes and, if not ASCII, valid UTF-8."""
+    size = len(raw)
+    if size < _MIN_TOKEN // 2:
+        return False
+    if size - len(raw.translate(None, _CONTROL)) > size * (1.0 - _PRINTABLE_RATIO):
+        return False
+    if raw.isascii():
+        return True
+    if len(raw.translate(None, _NOT_UTF8)) != size:
         return False
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    controls = len(raw) - len(raw.translate(None, _CONTROL))
-    return controls <= len(raw) * (1.0 - _PRINTABLE_RATIO)
+    return True
 
 
-def _decode_hex(token: bytes) -> bytes | None:
-    if _HEX.fullmatch(token) is None:
-        return None
-    digits = token[2:] if token[:2] in (b"0x", b"0X") else token
-    if len(digits) % 2:
-        digits = digits[:-1]
-    try:
-        return binascii.unhexlify(digits)
-    except (binascii.Error, ValueError):
-        return None
+def decoded_tokens(view: bytes) -> list[bytes]:
+    """Decodings of the long base64 / hex tokens in ``view`` that are mostly printable text.
 
-
-def _decode_base64(token: bytes) -> bytes | None:
-    body = token.rstrip(b"=").translate(_URLSAFE)
-    if len(body) % 4 == 1:
-        body = body[:-1]
-    body += b"=" * (-len(body) % 4)
-    try:
-        return binascii.a2b_base64(body)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def decoded_tokens(view: bytes) -> Iterator[bytes]:
-    """Decodings of the long base64 / hex tokens in ``view`` that are mostly printable text."""
-    for match in _TOKEN.finditer(view):
-        token = match.group(0)
-        for decoded in (_decode_hex(token), _decode_base64(token)):
-            if decoded is not None and _mostly_printable(decoded):
-                yield decoded
+    Tokens are maximal runs of at least 16 base64-alphabet bytes, found with a byte mask rather
+    than a regex. A token of hex digits only (with or without ``0x``) is read as hex; any other
+    token as standard or URL-safe base64. (No marker or secret shape has a base64 form made of hex
+    digits alone; ``tests/screen`` checks that.)
+    """
+    mask = view.translate(_TOKEN_MASK)
+    find = mask.find
+    out: list[bytes] = []
+    start = 0
+    while (begin := find(_RUN, start)) >= 0:
+        end = find(b"\x00", begin + _MIN_TOKEN)
+        if end < 0:
+            end = len(mask)
+        token = view[begin:end]
+        start = end
+        if token[:2] in (b"0x", b"0X") and not token[2:].translate(None, _HEXDIGITS):
+            token = token[2:]
+        if not token.translate(None, _HEXDIGITS):
+            raw = binascii.unhexlify(token[: len(token) & ~1])
+        else:
+            body = token.translate(_URLSAFE)
+            cut = len(body) % 4
+            body = body[:-1] if cut == 1 else body + b"=" * (4 - cut) if cut else body
+            raw = binascii.a2b_base64(body)
+        if _mostly_printable(raw):
+            out.append(raw)
+    return out
 
 
 # --- the screen -------------------------------------------------------------------------------
 
-_SQUEEZED_MARKERS = (
+_DISTINCTIVE = (
     b"ignorepreviousinstructions",
     b"ignoreallprevious",
     b"disregardtheabove",
     b"systemoverride",
     b"revealyoursystemprompt",
 )
-_NOT_ALNUM = bytes(b for b in range(256) if not (48 <= b <= 57 or 97 <= b <= 122))
+# Letter-spaced or punctuated markers, forwards and backwards, over the alnum-only view.
+_SQUEEZED = re2.compile(b"|".join([*_DISTINCTIVE, *(m[::-1] for m in _DISTINCTIVE), b"etartlifxe"]))
+_UPPER = bytes(range(65, 91))
+_SQUEEZE_TABLE = bytes.maketrans(_UPPER, _UPPER.lower())
+_NOT_ALNUM = bytes(b for b in range(256) if not (48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122))
 
 
-def _screen_view(view: bytes, label: str) -> Finding | None:
-    low = view.lower()
-    hit = find_secret(view, low) or find_injection(view, low) or find_pollution(view)
-    if hit is not None:
-        return replace(hit, view=label)
-    backwards = low[::-1]
-    hit = find_injection(backwards, backwards)
-    if hit is not None:
-        return replace(hit, view="reversed")
-    squeezed = low.translate(None, _NOT_ALNUM)
-    for marker in _SQUEEZED_MARKERS:
-        if marker in squeezed:
-            return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view=label)
+def _screen_view(view: bytes, label: str, *, first_match_done: bool = False) -> Finding | None:
+    if not first_match_done:
+        hit = screen_bytes(view)
+        if hit is not None:
+            return replace(hit, view=label)
+    squeezed = view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)
+    if _SQUEEZED.search(squeezed) is not None:
+        return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
     return None
 
 
 def screen_deobfuscated(data: bytes) -> Finding | None:
-    """The first finding over the normalized view and its decoded layers, or None.
+    """The first finding over the raw bytes, the normalized view and its decoded layers.
 
-    Fails closed (TRUST_VIOLATION) when printable encoded layers nest deeper than
-    ``MAX_DECODE_DEPTH`` or the decoded views outgrow ``DECODE_BUDGET`` times the input.
+    The raw bytes are screened too, so this admitter alone holds everything ``screen_bytes``
+    holds. Fails closed (TRUST_VIOLATION) when printable encoded layers nest deeper than
+    ``MAX_DECODE_DEPTH`` or the decoded layers together outgrow ``DECODE_BUDGET`` times the input.
     """
+    hit = screen_bytes(data)
+    if hit is not None:
+        return hit
+    top = normalize(data)
+    hit = _screen_view(top, "normalized", first_match_done=top is data)
+    if hit is not None:
+        return hit
     budget = DECODE_BUDGET * len(data) + 4096
-    pending = [(normalize(data), 0)]
+    pending = [(top, 0)]
     while pending:
         view, depth = pending.pop()
-        budget -= len(view)
-        if budget < 0:
-            return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
-        hit = _screen_view(view, "normalized" if depth == 0 else "decoded")
-        if hit is not None:
-            return hit
+        if depth:
+            budget -= len(view)
+            if budget < 0:
+                return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
+            hit = _screen_view(view, "decoded")
+            if hit is not None:
+                return hit
         inner = [normalize(layer) for layer in decoded_tokens(view)]
         if inner and depth >= MAX_DECODE_DEPTH:
             return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_DEPTH, view="decoded")

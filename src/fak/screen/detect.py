@@ -141,7 +141,18 @@ def find_pollution(data: bytes) -> Finding | None:
 # --- the first-match screen -----------------------------------------------------------------
 
 
+# One case-insensitive RE2 pass over the raw bytes rules out both the secret shapes and the
+# markers for almost every benign body; only a body it flags is lower-cased and classified.
+_ANY = re2.compile(
+    b"(?i)" + _SECRET.pattern + b"|" + b"|".join(re2.escape(m) for m in INJECTION_MARKERS)
+)
+
+
 def screen_bytes(data: bytes) -> Finding | None:
     """The kernel's result predicate: secret, then injection, then pollution; first hit wins."""
-    low = data.lower()
-    return find_secret(data, low) or find_injection(data, low) or find_pollution(data)
+    if _ANY.search(data) is not None:
+        low = data.lower()
+        hit = find_secret(data, low) or find_injection(data, low)
+        if hit is not None:
+            return hit
+    return find_pollution(data)
