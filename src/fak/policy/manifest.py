@@ -1,0 +1,322 @@
+"""The ``fak-policy/v1`` manifest: strict load, canonical dump, content hash (tier T1).
+
+A manifest is the whole capability floor; loading one replaces the floor, nothing merges. The
+loader is strict: an unknown field, an unknown refusal reason, a bad regex or posture, an arg rule
+with zero or two matchers, an empty name that would match every tool, or another major version
+is a ``PolicyError`` that lists every problem and says what to fix. It never falls back to a more
+permissive floor. Pure: parsing and validation only, no file I/O beyond ``load_manifest_file``.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import re2
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from fak.abi import Reason
+
+__all__ = [
+    "MANIFEST_VERSION",
+    "ArgRule",
+    "Manifest",
+    "PolicyError",
+    "PolicyErrorCode",
+    "Posture",
+    "Problem",
+    "compile_re2",
+    "dump_manifest",
+    "load_manifest",
+    "load_manifest_file",
+    "manifest_hash",
+    "refusal_vocabulary",
+]
+
+MANIFEST_VERSION: Final = "fak-policy/v1"
+_MAJOR_PREFIX: Final = "fak-policy/v"
+
+
+class Posture(enum.StrEnum):
+    FAIL_CLOSED = "fail_closed"
+    ADMIT_AND_LOG = "admit_and_log"
+
+
+class PolicyErrorCode(enum.StrEnum):
+    """Stable codes for manifest problems (what a CI gate can branch on)."""
+
+    BAD_JSON = "FAK-POLICY-BAD-JSON"
+    UNKNOWN_FIELD = "FAK-POLICY-UNKNOWN-FIELD"
+    UNKNOWN_REASON = "FAK-POLICY-UNKNOWN-REASON"
+    BAD_VERSION = "FAK-POLICY-BAD-VERSION"
+    BAD_POSTURE = "FAK-POLICY-BAD-POSTURE"
+    BAD_REGEX = "FAK-POLICY-BAD-REGEX"
+    BAD_RULE = "FAK-POLICY-BAD-ARG-RULE"
+    BAD_VALUE = "FAK-POLICY-BAD-VALUE"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    code: PolicyErrorCode
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class PolicyError(ValueError):
+    """A manifest that cannot be loaded. ``problems`` lists every defect found."""
+
+    def __init__(self, problems: tuple[Problem, ...], source: str = "") -> None:
+        self.problems = problems
+        self.source = source
+        head = f"invalid policy manifest{f' {source}' if source else ''}"
+        lines = "\n".join(f"  - [{p.code}] {p}" for p in problems)
+        super().__init__(f"{head}:\n{lines}")
+
+    @property
+    def code(self) -> PolicyErrorCode:
+        return self.problems[0].code
+
+
+def refusal_vocabulary() -> tuple[str, ...]:
+    """The reason names a manifest may use (every refusal; NONE is not one)."""
+    return tuple(r.name for r in Reason if r != Reason.NONE)
+
+
+def _check_reason(name: str) -> str:
+    if Reason.__members__.get(name) in (None, Reason.NONE):
+        msg = f"unknown reason {name!r}; valid reasons: {', '.join(refusal_vocabulary())}"
+        raise ValueError(msg)
+    return name
+
+
+def compile_re2(pattern: str) -> Any:
+    """Compile an RE2 pattern quietly (RE2 would log parse errors to stderr)."""
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options=options)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ArgRule(_Strict):
+    """A restrict-only predicate on one argument of one tool; exactly one matcher."""
+
+    tool: str
+    arg: str
+    allow_glob: str | None = None
+    deny_regex: str | None = None
+    max_bytes: int | None = None
+    reason: str | None = None
+
+    @field_validator("tool", "arg")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            msg = "must be a non-empty name"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _known_reason(cls, value: str | None) -> str | None:
+        return None if value is None else _check_reason(value)
+
+    @field_validator("deny_regex")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                compile_re2(value)
+            except Exception as exc:
+                detail = exc.args[0] if exc.args else exc
+                if isinstance(detail, bytes):
+                    detail = detail.decode("utf-8", "replace")
+                msg = f"bad RE2 regex {value!r}: {detail}"
+                raise ValueError(msg) from None
+        return value
+
+    @field_validator("max_bytes")
+    @classmethod
+    def _positive(cls, value: int | None) -> int | None:
+        if value is not None and value <= 0:
+            msg = "max_bytes must be a positive number of bytes"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("allow_glob")
+    @classmethod
+    def _glob(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            msg = "allow_glob must not be empty"
+            raise ValueError(msg)
+        return value
+
+    @model_validator(mode="after")
+    def _one_matcher(self) -> ArgRule:
+        present = [
+            name
+            for name in ("allow_glob", "deny_regex", "max_bytes")
+            if getattr(self, name) is not None
+        ]
+        if len(present) != 1:
+            got = " and ".join(present) if present else "none"
+            msg = (
+                f"rule for {self.tool}.{self.arg} needs exactly one of allow_glob, deny_regex, "
+                f"max_bytes (got {got})"
+            )
+            raise ValueError(msg)
+        return self
+
+
+class Manifest(_Strict):
+    """The whole floor. ``{}`` is valid and denies every call."""
+
+    version: str = MANIFEST_VERSION
+    posture: Posture = Posture.FAIL_CLOSED
+    allow: tuple[str, ...] = ()
+    allow_prefix: tuple[str, ...] = ()
+    deny: dict[str, str] = {}
+    self_modify_globs: tuple[str, ...] = ()
+    redact_fields: tuple[str, ...] = ()
+    arg_rules: tuple[ArgRule, ...] = ()
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        if value == MANIFEST_VERSION or value.startswith(MANIFEST_VERSION + "."):
+            return value
+        if value.startswith(_MAJOR_PREFIX):
+            msg = f"unsupported major version {value!r}; this build reads {MANIFEST_VERSION}"
+        else:
+            msg = f"version must be {MANIFEST_VERSION!r} (got {value!r})"
+        raise ValueError(msg)
+
+    @field_validator("allow", "allow_prefix", "self_modify_globs", "redact_fields")
+    @classmethod
+    def _no_empty_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not item.strip() for item in value):
+            msg = "empty string not allowed (it would match everything)"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("deny")
+    @classmethod
+    def _deny_reasons(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(
+            (tool, name)
+            for tool, name in value.items()
+            if Reason.__members__.get(name) in (None, Reason.NONE)
+        )
+        if bad:
+            offenders = ", ".join(f'{tool}="{name}"' for tool, name in bad)
+            msg = (
+                f"unknown deny reason(s): {offenders}; "
+                f"valid reasons: {', '.join(refusal_vocabulary())}"
+            )
+            raise ValueError(msg)
+        if any(not tool.strip() for tool in value):
+            msg = "deny has an empty tool name"
+            raise ValueError(msg)
+        return value
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Every field, in declaration order; arg rules omit absent matchers."""
+        out: dict[str, Any] = {
+            "version": self.version,
+            "posture": self.posture.value,
+            "allow": list(self.allow),
+            "allow_prefix": list(self.allow_prefix),
+            "deny": dict(self.deny),
+            "self_modify_globs": list(self.self_modify_globs),
+            "redact_fields": list(self.redact_fields),
+            "arg_rules": [rule.model_dump(exclude_none=True) for rule in self.arg_rules],
+        }
+        return out
+
+
+_KNOWN_FIELDS: Final = {
+    (): tuple(Manifest.model_fields),
+    ("arg_rules",): tuple(ArgRule.model_fields),
+}
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc]
+    return "".join(parts).lstrip(".")
+
+
+def _problem(err: Mapping[str, Any]) -> Problem:
+    loc = tuple(err.get("loc", ()))
+    etype = str(err.get("type", ""))
+    where = _where(loc)
+    if etype == "json_invalid":
+        detail = err.get("ctx", {}).get("error", "malformed JSON")
+        return Problem(PolicyErrorCode.BAD_JSON, "", f"not valid JSON: {detail}")
+    if etype == "model_type" and not loc:
+        return Problem(PolicyErrorCode.BAD_JSON, "", "a manifest must be a JSON object")
+    if etype == "extra_forbidden":
+        parent = tuple(p for p in loc[:-1] if not isinstance(p, int))
+        known = ", ".join(_KNOWN_FIELDS.get(parent, ()))
+        return Problem(
+            PolicyErrorCode.UNKNOWN_FIELD,
+            where,
+            f'unknown field "{loc[-1]}" (check the spelling; known fields: {known})',
+        )
+    if loc and loc[0] == "posture":
+        values = ", ".join(p.value for p in Posture)
+        return Problem(PolicyErrorCode.BAD_POSTURE, where, f"posture must be one of: {values}")
+    message = str(err.get("msg", "invalid value"))
+    if etype == "value_error":
+        message = str(err.get("ctx", {}).get("error", message))
+    code = PolicyErrorCode.BAD_VALUE
+    if "reason" in message and "valid reasons" in message:
+        code = PolicyErrorCode.UNKNOWN_REASON
+    elif "RE2" in message:
+        code = PolicyErrorCode.BAD_REGEX
+    elif loc and loc[0] == "version":
+        code = PolicyErrorCode.BAD_VERSION
+    elif loc and loc[0] == "arg_rules":
+        code = PolicyErrorCode.BAD_RULE
+    return Problem(code, where, message)
+
+
+def load_manifest(text: str | bytes, *, source: str = "") -> Manifest:
+    """Parse and validate a manifest; raises PolicyError listing every problem."""
+    try:
+        return Manifest.model_validate_json(text)
+    except ValidationError as exc:
+        problems = tuple(_problem(err) for err in exc.errors(include_url=False))
+        raise PolicyError(problems, source) from None
+
+
+def load_manifest_file(path: str | Path) -> Manifest:
+    """Read a manifest file; an unreadable file is a PolicyError too."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        problem = Problem(PolicyErrorCode.BAD_JSON, "", f"cannot read {path}: {exc.strerror}")
+        raise PolicyError((problem,), str(path)) from None
+    return load_manifest(data, source=str(path))
+
+
+def dump_manifest(manifest: Manifest) -> str:
+    """The canonical text form; ``load_manifest(dump_manifest(m))`` dumps identically."""
+    return json.dumps(manifest.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def manifest_hash(manifest: Manifest) -> str:
+    """sha256 hex of the canonical (sorted-key, compact) manifest: the policy version pin."""
+    canonical = json.dumps(
+        manifest.to_json_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,0 +1,133 @@
+"""Policy: a validated manifest compiled for the decide path (tier T1).
+
+``Policy`` is immutable and built once per load: name sets, prefix tuples, the deny map resolved
+to reasons, guarded globs, lower-cased redaction keys, and arg rules grouped by lower-cased tool
+name with RE2 patterns compiled. ``version`` is the manifest's content hash, the pin that
+tool-lock callers attest to. Constructing one never reads files except through ``Policy.load``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final
+
+from fak.abi import Reason
+from fak.policy.argrules import CompiledArgRule
+from fak.policy.globs import GuardGlob
+from fak.policy.manifest import (
+    Manifest,
+    Posture,
+    dump_manifest,
+    load_manifest,
+    load_manifest_file,
+    manifest_hash,
+)
+
+__all__ = ["Policy", "default_manifest"]
+
+_DEFAULT_FLOOR: Final = "default-floor.json"
+
+
+@cache
+def _default_text() -> str:
+    return resources.files("fak.policy").joinpath(_DEFAULT_FLOOR).read_text(encoding="utf-8")
+
+
+def default_manifest() -> Manifest:
+    """The built-in floor (what ``fak policy --dump`` prints)."""
+    return load_manifest(_default_text(), source="<built-in default floor>")
+
+
+class Policy:
+    """A compiled, immutable floor. Build with ``from_manifest``/``load``/``default``/``empty``."""
+
+    __slots__ = (
+        "allow",
+        "allow_prefix",
+        "arg_rules",
+        "deny",
+        "manifest",
+        "posture",
+        "redact_fields",
+        "self_modify_globs",
+        "version",
+    )
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest: Final = manifest
+        self.version: Final = manifest_hash(manifest)
+        self.posture: Final = manifest.posture
+        self.allow: Final = frozenset(manifest.allow)
+        self.allow_prefix: Final = tuple(dict.fromkeys(manifest.allow_prefix))
+        self.deny: Final[Mapping[str, Reason]] = MappingProxyType(
+            {tool: Reason[name] for tool, name in manifest.deny.items()}
+        )
+        self.self_modify_globs: Final = tuple(GuardGlob(g) for g in manifest.self_modify_globs)
+        self.redact_fields: Final = frozenset(f.lower() for f in manifest.redact_fields)
+        grouped: dict[str, list[CompiledArgRule]] = {}
+        for rule in manifest.arg_rules:
+            compiled = CompiledArgRule.compile(rule)
+            grouped.setdefault(compiled.tool_lower, []).append(compiled)
+        self.arg_rules: Final[Mapping[str, tuple[CompiledArgRule, ...]]] = MappingProxyType(
+            {tool: tuple(rules) for tool, rules in grouped.items()}
+        )
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_manifest(cls, manifest: Manifest) -> Policy:
+        return cls(manifest)
+
+    @classmethod
+    def loads(cls, text: str | bytes, *, source: str = "") -> Policy:
+        return cls(load_manifest(text, source=source))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Policy:
+        """Load a manifest file; raises PolicyError (never falls back to another floor)."""
+        return cls(load_manifest_file(path))
+
+    @classmethod
+    def default(cls) -> Policy:
+        return cls(default_manifest())
+
+    @classmethod
+    def empty(cls) -> Policy:
+        """The ``{}`` floor: every call is refused with DEFAULT_DENY."""
+        return cls(Manifest())
+
+    # -- views ----------------------------------------------------------------------------
+    def names_allowed(self, tool: str) -> bool:
+        """Affirmative allow by exact name or prefix (case-sensitive)."""
+        return tool in self.allow or tool.startswith(self.allow_prefix)
+
+    def rules_for(self, tool: str) -> tuple[CompiledArgRule, ...]:
+        return self.arg_rules.get(tool.lower(), ())
+
+    @property
+    def fail_closed(self) -> bool:
+        return self.posture == Posture.FAIL_CLOSED
+
+    def dump(self) -> str:
+        return dump_manifest(self.manifest)
+
+    def summary(self) -> dict[str, object]:
+        """A small JSON-able description of the admitted floor."""
+        return {
+            "version": self.manifest.version,
+            "posture": self.posture.value,
+            "allow": len(self.allow),
+            "allow_prefix": list(self.allow_prefix),
+            "deny": {tool: reason.name for tool, reason in sorted(self.deny.items())},
+            "self_modify_globs": len(self.self_modify_globs),
+            "redact_fields": sorted(self.redact_fields),
+            "arg_rules": sum(len(r) for r in self.arg_rules.values()),
+            "hash": self.version,
+        }
+
+    def __repr__(self) -> str:
+        return f"Policy(version={self.version[:12]}, {json.dumps(self.summary()['deny'])})"
