@@ -83,6 +83,7 @@ class Journal:
                 self._recover()
         except BaseException:
             os.close(self._fd)
+            self._fd = -1
             raise
 
     # -- views ------------------------------------------------------------------------------
@@ -218,6 +219,7 @@ class Journal:
     def __del__(self) -> None:
         fd = getattr(self, "_fd", -1)
         if fd >= 0:
+            self._fd = -1
             os.close(fd)
 
 
