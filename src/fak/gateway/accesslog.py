@@ -1,0 +1,97 @@
+"""The structured access log: JSON lines correlated by trace id (tier T3).
+
+Two kinds of line: ``gateway_operation`` (one per kernel operation: tool, verdict, reason,
+disposition, duration) and ``gateway_http_request`` (one per request: route, method, status,
+bytes, duration). Both carry ``trace_id``, which is also returned as ``X-Trace-Id``. A line
+never holds a body, an argument, a result or a digest of one. The sink is injected (the CLI
+passes stderr; tests pass a list); with no sink nothing is written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from fak.wire import WireVerdict
+
+__all__ = ["AccessLog"]
+
+
+class AccessLog:
+    __slots__ = ("_clock", "_sink")
+
+    def __init__(
+        self, sink: Callable[[bytes], Any] | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._sink = sink
+        self._clock = clock
+
+    @property
+    def enabled(self) -> bool:
+        return self._sink is not None
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self._sink is not None:
+            self._sink(orjson.dumps(line) + b"\n")
+
+    def operation(
+        self,
+        *,
+        operation: str,
+        tool: str,
+        trace_id: str,
+        verdict: WireVerdict | None,
+        seconds: float,
+        error: str = "",
+    ) -> None:
+        if self._sink is None:
+            return
+        line: dict[str, Any] = {
+            "event": "gateway_operation",
+            "ts": round(self._clock(), 6),
+            "operation": operation,
+            "tool": tool,
+            "trace_id": trace_id,
+            "verdict": verdict.kind if verdict is not None else "ERROR",
+            "duration_ms": round(seconds * 1000, 3),
+        }
+        if verdict is not None:
+            if verdict.reason:
+                line["reason"] = verdict.reason
+            if verdict.by:
+                line["by"] = verdict.by
+            if verdict.disposition:
+                line["disposition"] = verdict.disposition
+        if error:
+            line["error"] = error
+        self._write(line)
+
+    def http(
+        self,
+        *,
+        method: str,
+        route: str,
+        status: int,
+        nbytes: int,
+        seconds: float,
+        trace_id: str,
+        user_agent: str = "",
+    ) -> None:
+        if self._sink is None:
+            return
+        line: dict[str, Any] = {
+            "event": "gateway_http_request",
+            "ts": round(self._clock(), 6),
+            "method": method,
+            "route": route,
+            "status": status,
+            "bytes": nbytes,
+            "duration_ms": round(seconds * 1000, 3),
+            "trace_id": trace_id,
+        }
+        if user_agent:
+            line["user_agent"] = user_agent[:128]
+        self._write(line)

@@ -1,0 +1,132 @@
+"""Assembles the gateway ASGI app (tier T3): routes, middleware, error rendering, lifespan.
+
+``build_app(kernel, planner, options)`` returns a Starlette app serving every wire on one port
+through one ``Boundary``. Errors are rendered once here: ``GatewayError`` with its status and
+code (Anthropic-shaped under /v1/messages), unknown paths 404 and wrong methods 405 as JSON, and
+any other exception as a 500 with no traceback. The app owns the planner and closes it on
+shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from fak.abi import Planner
+from fak.gateway.accesslog import AccessLog
+from fak.gateway.boundary import Boundary, KernelPort
+from fak.gateway.errors import GatewayError, error_body
+from fak.gateway.http import GatewayMiddleware, KeyCheck, TraceIds
+from fak.gateway.metrics import Metrics
+from fak.gateway.routes_native import native_routes
+from fak.gateway.routes_ops import ops_routes
+from fak.gateway.routes_turns import turn_routes
+from fak.gateway.state import GatewayOptions, GatewayState
+from fak.gateway.turns import TurnRunner
+
+__all__ = ["build_app"]
+
+_log = logging.getLogger(__name__)
+
+
+def _is_anthropic(request: Request) -> bool:
+    return request.url.path.startswith("/v1/messages")
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return Response(
+        exc.body(anthropic=_is_anthropic(request)),
+        status_code=exc.status,
+        media_type="application/json",
+        headers=exc.headers,
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        code, msg = "method_not_allowed", f"{request.method} is not allowed on {request.url.path}"
+    elif exc.status_code == 404:
+        code, msg = "not_found", f"no route {request.url.path}"
+    else:
+        code, msg = "http_error", str(exc.detail)
+    return Response(
+        error_body(exc.status_code, code, msg, anthropic=_is_anthropic(request)),
+        status_code=exc.status_code,
+        media_type="application/json",
+        headers=exc.headers,
+    )
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    _log.error("internal error on %s: %s", request.url.path, type(exc).__name__)
+    return Response(
+        error_body(
+            500, "internal_error", "internal gateway error", anthropic=_is_anthropic(request)
+        ),
+        status_code=500,
+        media_type="application/json",
+    )
+
+
+def build_app(
+    kernel: KernelPort, planner: Planner, options: GatewayOptions | None = None
+) -> Starlette:
+    o = options or GatewayOptions()
+    ledger = getattr(kernel, "ledger", None)
+
+    def pollution_rate() -> float | None:
+        rate = getattr(ledger, "pollution_rate", None)
+        return float(rate) if isinstance(rate, int | float) else None
+
+    metrics = Metrics(
+        counters=lambda: kernel.counters,
+        pollution_rate=pollution_rate,
+        planner=planner.kind,
+        model=planner.model,
+        clock=o.clock,
+    )
+    log = AccessLog(o.access_log, clock=o.clock)
+    boundary = Boundary(kernel, metrics, log)
+    runner = TurnRunner(
+        boundary, planner, metrics, clock=o.clock, **({"ids": o.ids} if o.ids else {})
+    )
+    state = GatewayState(kernel, runner, boundary, metrics, log, o)
+
+    if isinstance(planner, object) and hasattr(planner, "_on_error"):
+        planner._on_error = metrics.upstream_error
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await planner.aclose()
+
+    routes = [*turn_routes(state), *native_routes(state), *ops_routes(state)]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            GatewayError: _gateway_error,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
+        lifespan=lifespan,
+    )
+    app.state.gateway = state
+    app.add_middleware(
+        GatewayMiddleware,
+        metrics=metrics,
+        log=log,
+        trace_ids=TraceIds(),
+        routes=[r.path for r in routes],
+        key=KeyCheck(o.require_key) if o.require_key is not None else None,
+    )
+    return app

@@ -1,0 +1,225 @@
+"""HTTP plumbing shared by every route (tier T3): body limits, JSON replies, the middleware.
+
+``read_json`` reads a request body under the size cap (413 ``payload_too_large``) and the read
+timeout (408 ``request_timeout``) and decodes it (400 ``invalid_json``). ``GatewayMiddleware``
+is a plain ASGI wrapper (no per-request task hop) that mints or accepts the trace id, enforces
+auth, counts in-flight requests, sets ``X-Trace-Id`` and writes the ``gateway_http_request``
+access-log line and metrics. Credentials are compared in constant time over SHA-256 digests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from fak.gateway.accesslog import AccessLog
+from fak.gateway.errors import GatewayError, error_body
+from fak.gateway.metrics import Metrics
+
+__all__ = [
+    "DEFAULT_BODY_CAP",
+    "GatewayMiddleware",
+    "KeyCheck",
+    "TraceIds",
+    "json_response",
+    "read_body",
+    "read_json",
+]
+
+DEFAULT_BODY_CAP = 4 * 1024 * 1024
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+_JSON = "application/json"
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type=_JSON, headers=headers)
+
+
+async def read_body(request: Request, cap: int, timeout_s: float) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise GatewayError(413, "payload_too_large", f"request body exceeds {cap} bytes")
+
+    async def _read() -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise GatewayError(413, "payload_too_large", f"request body exceeds {cap} bytes")
+            parts.append(chunk)
+        return b"".join(parts)
+
+    if timeout_s <= 0:
+        return await _read()
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _read()
+    except TimeoutError as exc:
+        raise GatewayError(
+            408, "request_timeout", "the request body was not received in time"
+        ) from exc
+
+
+async def read_json(request: Request, cap: int, timeout_s: float) -> tuple[Any, bytes]:
+    raw = await read_body(request, cap, timeout_s)
+    try:
+        return orjson.loads(raw), raw
+    except orjson.JSONDecodeError as exc:
+        raise GatewayError(
+            400, "invalid_json", f"request body is not valid JSON: {exc.msg}"
+        ) from exc
+
+
+class KeyCheck:
+    """One required secret, checked in constant time over SHA-256 digests."""
+
+    __slots__ = ("_digest",)
+
+    def __init__(self, secret: str) -> None:
+        if not secret:
+            msg = "the required API key is empty"
+            raise ValueError(msg)
+        self._digest = hashlib.sha256(secret.encode()).digest()
+
+    def check(self, token: str | None) -> bool:
+        candidate = hashlib.sha256((token or "").encode()).digest()
+        return hmac.compare_digest(candidate, self._digest) and token is not None
+
+
+class TraceIds:
+    """Accepts a client's ``X-Trace-Id`` (printable, ≤128 chars) or mints ``gw-<run>-<n>``."""
+
+    __slots__ = ("_counter", "_run")
+
+    def __init__(self, run: str | None = None) -> None:
+        self._run = run if run is not None else secrets.token_hex(4)
+        self._counter = itertools.count(1)
+
+    def take(self, offered: str | None) -> str:
+        if offered and len(offered) <= 128 and offered.isprintable() and " " not in offered:
+            return offered
+        return f"gw-{self._run}-{next(self._counter)}"
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+class GatewayMiddleware:
+    """Trace id, auth, in-flight count, ``X-Trace-Id``, access log and HTTP metrics."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: Metrics,
+        log: AccessLog,
+        trace_ids: TraceIds,
+        routes: Iterable[str],
+        key: KeyCheck | None = None,
+        open_paths: Iterable[str] = ("/healthz",),
+    ) -> None:
+        self._app = app
+        self._metrics = metrics
+        self._log = log
+        self._ids = trace_ids
+        self._routes = frozenset(routes)
+        self._key = key
+        self._open = frozenset(open_paths)
+        self._children: dict[tuple[str, str, int], Any] = {}
+        self._hists: dict[str, Any] = {}
+
+    def _route(self, path: str) -> str:
+        if path in self._routes:
+            return path
+        return "/v1/fak/*" if path.startswith("/v1/fak/") else "other"
+
+    def _authorized(self, scope: Scope) -> bool:
+        assert self._key is not None
+        auth = _header(scope, b"authorization")
+        if auth is not None and auth.startswith("Bearer "):
+            return self._key.check(auth[7:])
+        api_key = _header(scope, b"x-api-key")
+        return api_key is not None and self._key.check(api_key)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        trace_id = self._ids.take(_header(scope, b"x-trace-id"))
+        scope["fak.trace_id"] = trace_id
+        path = scope["path"]
+        route = self._route(path)
+        status = 500
+        nbytes = 0
+        trace_header = (b"x-trace-id", trace_id.encode())
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, nbytes
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), trace_header]
+            elif message["type"] == "http.response.body":
+                nbytes += len(message.get("body", b""))
+            await send(message)
+
+        self._metrics.inflight.inc()
+        try:
+            if self._key is not None and path not in self._open and not self._authorized(scope):
+                body = error_body(401, "unauthorized", "missing or invalid credentials")
+                await send_wrapper(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send_wrapper({"type": "http.response.body", "body": body})
+            else:
+                await self._app(scope, receive, send_wrapper)
+        finally:
+            self._metrics.inflight.dec()
+            seconds = time.perf_counter() - t0
+            method = scope.get("method", "")
+            key = (route, method, status)
+            child = self._children.get(key)
+            if child is None:
+                child = self._children[key] = self._metrics.http_requests.labels(
+                    route, method, str(status)
+                )
+            child.inc()
+            hist = self._hists.get(route)
+            if hist is None:
+                hist = self._hists[route] = self._metrics.http_duration.labels(route)
+            hist.observe(seconds)
+            self._log.http(
+                method=method,
+                route=route,
+                status=status,
+                nbytes=nbytes,
+                seconds=seconds,
+                trace_id=trace_id,
+                user_agent=_header(scope, b"user-agent") or "",
+            )

@@ -1,0 +1,248 @@
+"""The upstream proxy planner (tier T3): an OpenAI-compatible or Anthropic model over HTTP.
+
+Implements ``fak.abi.Planner`` and, for the gateway, ``forward``/``forward_stream`` that also
+take the neutral forwarding options and, for an Anthropic upstream, a ``Passthrough`` (the
+client's own request bytes, forwarded unchanged when the kernel changed nothing in them). It
+proposes only: replies are parsed into ``PlannerTurn`` for adjudication, and an upstream whose
+announced tool calls do not parse fails the turn (502) instead of skipping adjudication.
+Upstream failures become ``GatewayError`` values here; raw upstream bodies are never surfaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from fak.abi import PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
+from fak.gateway.errors import GatewayError, upstream_status_error
+from fak.gateway.upstream import UpstreamClient, UpstreamFailure, UpstreamReply, UpstreamUnreachable
+from fak.wire import ParsedRequest, SSEDecoder, WireError, anthropic, openai_chat
+
+__all__ = ["ANTHROPIC_VERSION", "ForwardedDone", "Passthrough", "ProxyPlanner"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+PROVIDERS = ("openai", "anthropic")
+
+
+@dataclass(frozen=True, slots=True)
+class Passthrough:
+    """The client's Messages request bytes and the headers allowed to travel with them."""
+
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedDone(TurnDone):
+    """``TurnDone`` plus the wire-specific usage counters the upstream reported."""
+
+    usage_extra: Mapping[str, int] = field(default_factory=dict)
+
+
+class ProxyPlanner:
+    """Proposes turns by asking an upstream model. Never executes a tool."""
+
+    def __init__(
+        self,
+        client: UpstreamClient,
+        *,
+        base_url: str,
+        provider: str = "openai",
+        api_key: str | None = None,
+        model: str = "",
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        if provider not in PROVIDERS:
+            msg = f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}"
+            raise ValueError(msg)
+        self._client = client
+        self._base = base_url.rstrip("/")
+        self._provider = provider
+        self._key = api_key or None
+        self._model = model
+        self._on_error = on_error or (lambda kind: None)
+        if provider == "anthropic":
+            root = self._base[:-3] if self._base.endswith("/v1") else self._base
+            self._url = root + "/v1/messages"
+        else:
+            self._url = self._base + "/chat/completions"
+
+    def set_error_hook(self, hook: Callable[[str], None]) -> None:
+        """Called with a failure kind on every upstream error (the gateway counts them)."""
+        self._on_error = hook
+
+    # -- Planner protocol ---------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return "proxy"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def base_url(self) -> str:
+        return self._base
+
+    async def complete(self, request: TurnRequest) -> PlannerTurn:
+        turn, _ = await self.forward(ParsedRequest(request))
+        return turn
+
+    def stream(self, request: TurnRequest) -> AsyncIterator[PlannerEvent]:
+        return self.forward_stream(ParsedRequest(request))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # -- forwarding ---------------------------------------------------------------------
+    def _headers(self, passthrough: Passthrough | None) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self._provider == "anthropic":
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+            if passthrough is not None:
+                headers.update(passthrough.headers)
+            if self._key:
+                headers["x-api-key"] = self._key
+        elif self._key:
+            headers["authorization"] = f"Bearer {self._key}"
+        return headers
+
+    def _body(self, parsed: ParsedRequest, passthrough: Passthrough | None, stream: bool) -> bytes:
+        if passthrough is not None and self._provider == "anthropic":
+            return passthrough.body
+        turn = parsed.turn
+        if not turn.model and self._model:
+            parsed = ParsedRequest(
+                TurnRequest(
+                    self._model,
+                    turn.messages,
+                    turn.tools,
+                    turn.max_tokens,
+                    turn.temperature,
+                    turn.stream,
+                    turn.session,
+                ),
+                parsed.options,
+            )
+        render = (
+            anthropic.render_request
+            if self._provider == "anthropic"
+            else openai_chat.render_request
+        )
+        try:
+            return orjson.dumps(render(parsed, stream=stream))
+        except WireError as exc:
+            raise GatewayError(400, exc.code, exc.message, param=exc.param) from exc
+
+    def _fail(self, exc: UpstreamFailure) -> GatewayError:
+        self._on_error(exc.kind)
+        if isinstance(exc, UpstreamUnreachable):
+            return GatewayError(
+                502,
+                "upstream_unreachable",
+                f"cannot reach the upstream at {self._base}; check that --base-url points at a "
+                "running server",
+            )
+        if exc.kind == "timeout":
+            return GatewayError(
+                504, "upstream_timeout", "the upstream model did not answer in time"
+            )
+        return GatewayError(502, "upstream_error", "upstream model error (transport)")
+
+    def _status(self, status: int, retry_after: str | None) -> GatewayError:
+        self._on_error(f"http_{status // 100}xx")
+        return upstream_status_error(status, retry_after)
+
+    def _bad(self, exc: WireError) -> GatewayError:
+        self._on_error("bad_response")
+        if exc.code.endswith("tool_calls"):
+            msg = "the upstream's tool calls do not parse; refusing to skip adjudication"
+        else:
+            msg = "the upstream model sent a response fak could not read"
+        return GatewayError(502, exc.code, msg)
+
+    async def forward(
+        self, parsed: ParsedRequest, passthrough: Passthrough | None = None
+    ) -> tuple[PlannerTurn, dict[str, int]]:
+        """One non-streamed upstream turn → (turn, usage counters)."""
+        body = self._body(parsed, passthrough, stream=False)
+        try:
+            reply = await self._client.request("POST", self._url, body, self._headers(passthrough))
+        except UpstreamFailure as exc:
+            raise self._fail(exc) from exc
+        if not 200 <= reply.status < 300:
+            raise self._status(reply.status, reply.retry_after)
+        try:
+            decoded = orjson.loads(reply.body)
+            if self._provider == "anthropic":
+                return anthropic.parse_response(decoded), anthropic.usage_extra(
+                    decoded.get("usage")
+                )
+            return openai_chat.parse_response(decoded), {}
+        except orjson.JSONDecodeError as exc:
+            raise self._bad(WireError("upstream_bad_response", "not JSON")) from exc
+        except WireError as exc:
+            raise self._bad(exc) from exc
+
+    async def forward_stream(
+        self, parsed: ParsedRequest, passthrough: Passthrough | None = None
+    ) -> AsyncIterator[PlannerEvent]:
+        """Text deltas as the upstream streams them, then one ``ForwardedDone``."""
+        body = self._body(parsed, passthrough, stream=True)
+        decoder = SSEDecoder()
+        try:
+            async with self._client.stream(self._url, body, self._headers(passthrough)) as up:
+                if not 200 <= up.status < 300:
+                    await up.read()
+                    raise self._status(up.status, up.retry_after)
+                if self._provider == "anthropic":
+                    acc_a = anthropic.MessagesStreamAccumulator()
+                    async for chunk in up.chunks():
+                        for ev in decoder.feed(chunk):
+                            text = acc_a.feed(ev.event, _json(ev.data))
+                            if text:
+                                yield TextDelta(text)
+                    turn, extra = acc_a.finish()
+                    yield ForwardedDone(turn, extra)
+                    return
+                acc_o = openai_chat.ChatStreamAccumulator()
+                async for chunk in up.chunks():
+                    for ev in decoder.feed(chunk):
+                        if ev.data == "[DONE]":
+                            continue
+                        text = acc_o.feed(_json(ev.data))
+                        if text:
+                            yield TextDelta(text)
+                yield ForwardedDone(acc_o.finish(), {})
+        except UpstreamFailure as exc:
+            raise self._fail(exc) from exc
+        except WireError as exc:
+            raise self._bad(exc) from exc
+
+    async def forward_raw(
+        self, method: str, path: str, body: bytes | None, headers: Mapping[str, str] | None = None
+    ) -> UpstreamReply:
+        """Forward a non-turn request (models, embeddings, moderations) to ``base_url + path``."""
+        h = self._headers(None)
+        h.update(headers or {})
+        try:
+            reply = await self._client.request(method, self._base + path, body, h)
+        except UpstreamFailure as exc:
+            raise self._fail(exc) from exc
+        if not 200 <= reply.status < 300:
+            raise self._status(reply.status, reply.retry_after)
+        return reply
+
+
+def _json(data: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise WireError("upstream_bad_response", "stream event is not JSON") from exc

@@ -1,0 +1,204 @@
+"""The fak-native routes under /v1/fak/ (tier T3): one POST, one verdict.
+
+``adjudicate`` (verdict only; ``repaired_arguments`` only on TRANSFORM), ``syscall`` (adjudicate
+and run a registered tool through the kernel), ``admit`` (screen a result the client ran),
+``policy/reload`` (replace the floor from its source, never merge; 404 when the gateway was not
+started with a policy, 400 with the loader's message and the old floor untouched on failure),
+``events`` (the decision journal, 404 without one). The body key is ``arguments``; unknown keys
+are ignored. A refusal is a 200 carrying the verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fak.abi import ToolCall, VerdictKind
+from fak.gateway.boundary import RequestContext
+from fak.gateway.errors import GatewayError
+from fak.gateway.http import json_response, read_json
+from fak.gateway.routes_turns import context
+from fak.gateway.state import GatewayState
+from fak.wire import WireVerdict
+
+__all__ = ["native_routes"]
+
+_log = logging.getLogger(__name__)
+
+
+def _object(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise GatewayError(400, "invalid_request", "request body must be a JSON object")
+    return body
+
+
+def _tool(body: Mapping[str, Any]) -> str:
+    tool = body.get("tool")
+    if not isinstance(tool, str) or not tool:
+        raise GatewayError(
+            400, "missing_tool", "tool is required: the name of the tool to check", param="tool"
+        )
+    return tool
+
+
+def _arguments(body: Mapping[str, Any]) -> Mapping[str, Any] | str:
+    value = body.get("arguments")
+    if value is None:
+        return "{}"
+    if isinstance(value, Mapping | str):
+        return value
+    raise GatewayError(
+        400,
+        "invalid_arguments",
+        "arguments must be a JSON object or a JSON-encoded string",
+        param="arguments",
+    )
+
+
+def _trace(request: Request, body: Mapping[str, Any]) -> str:
+    t = body.get("trace_id")
+    return t if isinstance(t, str) and t else str(request.scope.get("fak.trace_id", ""))
+
+
+def native_routes(state: GatewayState) -> list[Route]:
+    o = state.options
+    boundary = state.boundary
+    kernel = state.kernel
+
+    async def body_of(request: Request) -> Mapping[str, Any]:
+        body, _ = await read_json(request, o.body_cap, o.read_timeout_s)
+        return _object(body)
+
+    async def adjudicate(request: Request) -> Response:
+        body = await body_of(request)
+        tool, args = _tool(body), _arguments(body)
+        ctx = context(request)
+        trace_id = _trace(request, body)
+        wv, verdict = boundary.decide_one(tool, args, "", RequestContext(trace_id, ctx.principal))
+        out: dict[str, Any] = {"verdict": wv.to_json(), "trace_id": trace_id}
+        if (
+            verdict is not None
+            and verdict.kind == VerdictKind.TRANSFORM
+            and verdict.new_args is not None
+        ):
+            out["repaired_arguments"] = dict(verdict.new_args)
+        return json_response(out)
+
+    async def syscall(request: Request) -> Response:
+        body = await body_of(request)
+        tool, args = _tool(body), _arguments(body)
+        trace_id = _trace(request, body)
+        meta = {"read_only": "true"} if body.get("read_only") is True else {}
+        call = ToolCall(
+            tool=tool,
+            args=args,
+            caller=request.headers.get("x-fak-principal", ""),
+            trace_id=trace_id,
+            meta=meta,
+        )
+        t0 = time.perf_counter()
+        try:
+            outcome = kernel.syscall(call)
+        except (TypeError, ValueError) as exc:
+            raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
+        verdict = WireVerdict.of(outcome.verdict)
+        admission = getattr(outcome, "admission", None)
+        if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
+            verdict = (
+                WireVerdict.of(admission.verdict)
+                if admission.verdict.kind != VerdictKind.TRANSFORM
+                else verdict
+            )
+        boundary.record("syscall", tool, context(request), verdict, t0)
+        result: dict[str, Any] = {
+            "status": outcome.status,
+            "content": bytes(outcome.payload).decode("utf-8", errors="replace"),
+            "served_by": getattr(outcome, "served_by", ""),
+        }
+        if admission is not None and admission.quarantine_id:
+            result["quarantine_id"] = admission.quarantine_id
+        out: dict[str, Any] = {"verdict": verdict.to_json(), "result": result, "trace_id": trace_id}
+        v = outcome.verdict
+        if v.kind == VerdictKind.TRANSFORM and v.new_args is not None:
+            out["repaired_arguments"] = dict(v.new_args)
+        return json_response(out)
+
+    async def admit(request: Request) -> Response:
+        body = await body_of(request)
+        tool = _tool(body)
+        value = body.get("result")
+        if value is None or value == "":
+            payload = b"{}"
+        elif isinstance(value, str):
+            payload = value.encode()
+        else:
+            payload = orjson.dumps(value)
+        call_id = body.get("tool_call_id")
+        ctx = context(request)
+        trace_id = _trace(request, body)
+        wv, admitted, qid = boundary.admit_one(
+            tool,
+            payload,
+            call_id if isinstance(call_id, str) else "",
+            RequestContext(trace_id, ctx.principal),
+        )
+        out: dict[str, Any] = {
+            "verdict": wv.to_json(),
+            "content": admitted.decode("utf-8", errors="replace"),
+            "trace_id": trace_id,
+        }
+        if qid:
+            out["quarantine_id"] = qid
+        return json_response(out)
+
+    async def reload(request: Request) -> Response:
+        if o.policy_reloader is None:
+            raise GatewayError(
+                404,
+                "policy_reload_unavailable",
+                "this gateway was not started with --policy; nothing to reload",
+            )
+        try:
+            policy, summary = o.policy_reloader()
+        except Exception as exc:  # the loader's message says what is wrong with the file
+            _log.warning("policy reload failed; the running floor is unchanged")
+            raise GatewayError(400, "policy_reload_failed", f"policy reload failed: {exc}") from exc
+        replace_policy = getattr(kernel, "replace_policy", None)
+        if replace_policy is None:
+            raise GatewayError(
+                404, "policy_reload_unavailable", "the kernel cannot replace its policy"
+            )
+        replace_policy(policy)
+        return json_response(
+            {"reloaded": True, "source": o.policy_source, "summary": dict(summary)}
+        )
+
+    async def events(request: Request) -> Response:
+        if o.events is None:
+            raise GatewayError(
+                404, "journal_not_configured", "no decision journal: set FAK_AUDIT_JOURNAL"
+            )
+        q = request.query_params
+        try:
+            since = int(q.get("since", "0"))
+            limit = min(max(int(q.get("limit", "256")), 1), 1024)
+        except ValueError as exc:
+            raise GatewayError(400, "invalid_request", "since and limit must be integers") from exc
+        rows = o.events(since, limit)
+        cursor = rows[-1].get("seq", since) if rows else since
+        return json_response({"events": rows, "cursor": cursor})
+
+    return [
+        Route("/v1/fak/adjudicate", adjudicate, methods=["POST"]),
+        Route("/v1/fak/syscall", syscall, methods=["POST"]),
+        Route("/v1/fak/admit", admit, methods=["POST"]),
+        Route("/v1/fak/policy/reload", reload, methods=["POST"]),
+        Route("/v1/fak/events", events, methods=["GET"]),
+    ]

@@ -1,0 +1,78 @@
+"""Operational and pass-through routes (tier T3): health, metrics, debug vars, models,
+embeddings, moderations.
+
+``/healthz`` is the one route auth never gates. ``/metrics`` is Prometheus text; ``/debug/vars``
+the same view as one JSON object. ``/v1/models`` answers from the upstream in proxy mode and
+lists the planner's model otherwise. ``/v1/embeddings`` and ``/v1/moderations`` forward the
+client's bytes to an OpenAI-compatible upstream; without one they answer 404 ``no_upstream``.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fak.gateway.errors import GatewayError
+from fak.gateway.http import json_response, read_body
+from fak.gateway.metrics import CONTENT_TYPE
+from fak.gateway.state import GatewayState
+
+__all__ = ["ops_routes"]
+
+
+def ops_routes(state: GatewayState) -> list[Route]:
+    runner, metrics, o = state.runner, state.metrics, state.options
+    planner = runner.planner
+
+    async def healthz(request: Request) -> Response:
+        return json_response({"ok": True, "planner": planner.kind, "model": planner.model})
+
+    async def prometheus(request: Request) -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+
+    async def debug_vars(request: Request) -> Response:
+        return json_response(metrics.snapshot(auth_required=o.require_key is not None))
+
+    def proxy_or_404(what: str) -> None:
+        proxy = runner.proxy
+        if proxy is None or proxy.provider != "openai":
+            raise GatewayError(
+                404,
+                "no_upstream",
+                f"{what} is forwarded to an OpenAI-compatible upstream; start fak serve with "
+                "--base-url and --provider openai",
+            )
+
+    async def models(request: Request) -> Response:
+        proxy = runner.proxy
+        if proxy is not None and proxy.provider == "openai":
+            reply = await proxy.forward_raw("GET", "/models", None)
+            return Response(reply.body, media_type="application/json")
+        owner = "fak" if planner.kind == "mock" else planner.kind
+        model = planner.model or "mock"
+        return json_response(
+            {
+                "object": "list",
+                "data": [{"id": model, "object": "model", "created": 0, "owned_by": owner}],
+            }
+        )
+
+    def forwarder(path: str, what: str):  # type: ignore[no-untyped-def]
+        async def forward(request: Request) -> Response:
+            proxy_or_404(what)
+            body = await read_body(request, o.body_cap, o.read_timeout_s)
+            assert runner.proxy is not None
+            reply = await runner.proxy.forward_raw("POST", path, body)
+            return Response(reply.body, media_type="application/json")
+
+        return forward
+
+    return [
+        Route("/healthz", healthz, methods=["GET", "HEAD"]),
+        Route("/metrics", prometheus, methods=["GET"]),
+        Route("/debug/vars", debug_vars, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/embeddings", forwarder("/embeddings", "/v1/embeddings"), methods=["POST"]),
+        Route("/v1/moderations", forwarder("/moderations", "/v1/moderations"), methods=["POST"]),
+    ]

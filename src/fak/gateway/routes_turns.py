@@ -1,0 +1,252 @@
+"""The model-turn routes: OpenAI Chat, OpenAI Responses, Anthropic Messages (tier T3).
+
+Each handler parses its wire into the canonical request (400 with the wire error's code on bad
+input), runs one adjudicated turn through ``TurnRunner`` and renders the outcome in the same
+wire. Streams: OpenAI Chat and Responses relay text as the planner produces it and emit tool
+calls only after adjudication; the Messages stream is synthesized once the turn is decided,
+with ``ping`` events every ``ping_interval_s`` while the planner is still working. A failure
+before the first byte keeps its HTTP status; after it, the wire's own error event is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from fak.abi import TextDelta
+from fak.gateway.boundary import RequestContext
+from fak.gateway.errors import GatewayError
+from fak.gateway.http import json_response, read_json
+from fak.gateway.planner_proxy import ANTHROPIC_VERSION, Passthrough
+from fak.gateway.state import GatewayState
+from fak.gateway.turns import Wire
+from fak.wire import (
+    ParsedRequest,
+    TurnOutcome,
+    WireError,
+    anthropic,
+    openai_chat,
+    openai_responses,
+    split_after_spaces,
+)
+
+__all__ = ["context", "turn_routes"]
+
+_T = TypeVar("_T")
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_SSE = "text/event-stream"
+
+
+def context(request: Request) -> RequestContext:
+    return RequestContext(
+        trace_id=request.scope.get("fak.trace_id", ""),
+        principal=request.headers.get("x-fak-principal", ""),
+    )
+
+
+async def _bounded(aw: Awaitable[_T], deadline: float | None) -> _T:
+    if deadline is None:
+        return await aw
+    try:
+        async with asyncio.timeout_at(
+            asyncio.get_running_loop().time() + deadline - time.monotonic()
+        ):
+            return await aw
+    except TimeoutError as exc:
+        raise GatewayError(
+            504, "gateway_timeout", "the turn did not finish within the write timeout"
+        ) from exc
+
+
+def _deadline(state: GatewayState) -> float | None:
+    t = state.options.write_timeout_s
+    return time.monotonic() + t if t > 0 else None
+
+
+def _parse(fn: Any, body: Any) -> ParsedRequest:
+    try:
+        parsed: ParsedRequest = fn(body)
+    except WireError as exc:
+        raise GatewayError(400, exc.code, exc.message, param=exc.param) from exc
+    return parsed
+
+
+async def _read(state: GatewayState, request: Request) -> tuple[Any, bytes]:
+    o = state.options
+    return await read_json(request, o.body_cap, o.read_timeout_s)
+
+
+def turn_routes(state: GatewayState) -> list[Route]:
+    runner = state.runner
+
+    # -- OpenAI Chat Completions ---------------------------------------------------------
+    async def chat(request: Request) -> Response:
+        body, _ = await _read(state, request)
+        parsed = _parse(openai_chat.parse_request, body)
+        ctx = context(request)
+        deadline = _deadline(state)
+        if not parsed.turn.stream:
+            outcome = await _bounded(runner.complete(Wire.CHAT, parsed, ctx), deadline)
+            return json_response(openai_chat.render_response(outcome))
+        id = runner.new_id(Wire.CHAT)
+        gen = runner.stream(Wire.CHAT, parsed, ctx, id=id)
+        first = await _first(gen, deadline)
+        chunks = openai_chat.ChatChunks(id, runner.now(), runner.model_for(parsed))
+
+        async def frames() -> AsyncIterator[bytes]:
+            yield chunks.role()
+            item, sent = first, ""
+            try:
+                while isinstance(item, TextDelta):
+                    sent += item.text
+                    yield chunks.text(item.text)
+                    item = await _bounded(anext(gen), deadline)
+                outcome: TurnOutcome = item
+                for piece in split_after_spaces(outcome.text[len(sent) :]):
+                    yield chunks.text(piece)
+                if outcome.tool_calls:
+                    yield chunks.tool_calls(outcome.tool_calls)
+                yield chunks.final(outcome)
+            except GatewayError as exc:
+                yield chunks.error(exc.message, exc.code)
+            finally:
+                await gen.aclose()
+            yield chunks.done()
+
+        return StreamingResponse(frames(), media_type=_SSE, headers=_SSE_HEADERS)
+
+    # -- OpenAI Responses ----------------------------------------------------------------
+    async def responses(request: Request) -> Response:
+        body, _ = await _read(state, request)
+        parsed = _parse(openai_responses.parse_request, body)
+        ctx = context(request)
+        deadline = _deadline(state)
+        if not parsed.turn.stream:
+            outcome = await _bounded(runner.complete(Wire.RESPONSES, parsed, ctx), deadline)
+            return json_response(openai_responses.render_response(outcome))
+        id = runner.new_id(Wire.RESPONSES)
+        gen = runner.stream(Wire.RESPONSES, parsed, ctx, id=id)
+        first = await _first(gen, deadline)
+        events = openai_responses.ResponseEvents(id, runner.model_for(parsed), runner.now())
+
+        async def frames() -> AsyncIterator[bytes]:
+            for frame in events.start():
+                yield frame
+            item = first
+            try:
+                while isinstance(item, TextDelta):
+                    for frame in events.text_delta(item.text):
+                        yield frame
+                    item = await _bounded(anext(gen), deadline)
+                for frame in events.finish(item):
+                    yield frame
+            except GatewayError as exc:
+                yield events.failed(exc.message, exc.code or "server_error")
+            finally:
+                await gen.aclose()
+
+        return StreamingResponse(frames(), media_type=_SSE, headers=_SSE_HEADERS)
+
+    # -- Anthropic Messages --------------------------------------------------------------
+    def passthrough(request: Request, raw: bytes) -> Passthrough | None:
+        proxy = runner.proxy
+        if proxy is None or proxy.provider != "anthropic":
+            return None
+        headers = {"anthropic-version": request.headers.get("anthropic-version", ANTHROPIC_VERSION)}
+        beta = request.headers.get("anthropic-beta")
+        if beta:
+            headers["anthropic-beta"] = beta
+        client_key = request.headers.get("x-api-key")
+        if client_key and state.options.require_key is None:
+            headers["x-api-key"] = client_key
+        return Passthrough(raw, headers)
+
+    async def messages(request: Request) -> Response:
+        body, raw = await _read(state, request)
+        parsed = _parse(anthropic.parse_request, body)
+        ctx = context(request)
+        deadline = _deadline(state)
+        pt = passthrough(request, raw)
+        if not parsed.turn.stream:
+            outcome = await _bounded(
+                runner.complete(Wire.ANTHROPIC, parsed, ctx, passthrough=pt), deadline
+            )
+            return json_response(anthropic.render_response(outcome))
+        id = runner.new_id(Wire.ANTHROPIC)
+        events = anthropic.MessageEvents(id, runner.model_for(parsed))
+
+        async def collect() -> TurnOutcome:
+            async for item in runner.stream(Wire.ANTHROPIC, parsed, ctx, id=id, passthrough=pt):
+                if isinstance(item, TurnOutcome):
+                    return item
+            raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
+
+        task = asyncio.ensure_future(_bounded(collect(), deadline))
+        interval = state.options.ping_interval_s
+        await asyncio.wait({task}, timeout=interval)
+        if task.done():
+            outcome = task.result()  # a failure here keeps its HTTP status
+            frames = [events.start(outcome.usage.prompt_tokens), *events.body(outcome)]
+            return Response(b"".join(frames), media_type=_SSE, headers=_SSE_HEADERS)
+        estimate = max(1, len(raw) // 4)
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                yield events.start(estimate)
+                yield events.ping()
+                while True:
+                    await asyncio.wait({task}, timeout=interval)
+                    if task.done():
+                        break
+                    yield events.ping()
+                try:
+                    outcome = task.result()
+                except GatewayError as exc:
+                    yield events.error(exc.message)
+                    return
+                for frame in events.body(outcome):
+                    yield frame
+            finally:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+
+        return StreamingResponse(stream(), media_type=_SSE, headers=_SSE_HEADERS)
+
+    async def count_tokens(request: Request) -> Response:
+        body, raw = await _read(state, request)
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            raise GatewayError(
+                400,
+                "invalid_request",
+                "messages is required and must be an array",
+                param="messages",
+            )
+        return json_response({"input_tokens": max(1, len(raw) // 4)})
+
+    return [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+    ]
+
+
+async def _first(gen: AsyncIterator[_T], deadline: float | None) -> _T:
+    """The first stream item, before any byte is committed, so failures keep their status."""
+    try:
+        return await _bounded(anext(gen), deadline)
+    except BaseException:
+        aclose = getattr(gen, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(BaseException):
+                await aclose()
+        raise

@@ -1,0 +1,99 @@
+"""Running the gateway app under uvicorn (tier T3): the CLI's server and a loopback server.
+
+``serve`` blocks in the foreground (``fak serve``). ``LoopbackServer`` binds 127.0.0.1 on a free
+port itself (no bind race), runs uvicorn in a background thread and stops it cleanly — the test
+fixtures and the gateway benchmark use it to put real clients on a real socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+__all__ = ["LoopbackServer", "serve", "uvicorn_config"]
+
+
+def _fastest(module: str, name: str) -> str:
+    return name if importlib.util.find_spec(module) is not None else "auto"
+
+
+def uvicorn_config(
+    app: Any, *, host: str, port: int, idle_timeout_s: float = 120.0, **extra: Any
+) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        loop=_fastest("uvloop", "uvloop"),
+        http=_fastest("httptools", "httptools"),
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=int(idle_timeout_s) if idle_timeout_s > 0 else 10**6,
+        server_header=False,
+        date_header=False,
+        **extra,
+    )
+
+
+def serve(app: Any, *, host: str, port: int, idle_timeout_s: float = 120.0) -> None:
+    """Bind first (a bind failure surfaces at once), then serve until interrupted."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    server = uvicorn.Server(
+        uvicorn_config(app, host=host, port=port, idle_timeout_s=idle_timeout_s)
+    )
+    server.run(sockets=[sock])
+
+
+class LoopbackServer:
+    """``with LoopbackServer(app) as url:`` serves ``app`` on ``http://127.0.0.1:<free port>``."""
+
+    def __init__(self, app: Any, *, idle_timeout_s: float = 120.0) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(512)
+        self.port = int(self._sock.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn_config(
+            app, host="127.0.0.1", port=self.port, idle_timeout_s=idle_timeout_s
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name=f"loopback-{self.port}", daemon=True)
+
+    def _run(self) -> None:
+        async def main() -> None:
+            await self._server.serve(sockets=[self._sock])
+            await asyncio.sleep(0.02)  # let closing transports release their sockets
+
+        asyncio.run(main())
+
+    def start(self) -> str:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                msg = "the loopback server did not start"
+                raise RuntimeError(msg)
+            time.sleep(0.005)
+        return self.url
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,47 @@
+"""What every route shares: the options a gateway runs with and the objects it serves from
+(tier T3). Built once by ``fak.gateway.app.build_app``; routes receive it, never globals.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fak.gateway.accesslog import AccessLog
+from fak.gateway.boundary import Boundary, KernelPort
+from fak.gateway.http import DEFAULT_BODY_CAP
+from fak.gateway.metrics import Metrics
+from fak.gateway.turns import TurnRunner
+
+__all__ = ["GatewayOptions", "GatewayState", "PolicyReloader"]
+
+PolicyReloader = Callable[[], tuple[Any, Mapping[str, Any]]]
+"""Loads the policy again from its source: returns (policy, summary) or raises with a message."""
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayOptions:
+    body_cap: int = DEFAULT_BODY_CAP
+    read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S: receiving the request body (0 = off)
+    write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S: producing the response (0 = off)
+    idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S: keep-alive idle (server level)
+    ping_interval_s: float = 15.0  # Anthropic stream keep-alive while the planner is in flight
+    require_key: str | None = None  # the secret itself (the CLI reads it from the named variable)
+    policy_reloader: PolicyReloader | None = None
+    policy_source: str = ""
+    events: Callable[[int, int], list[dict[str, Any]]] | None = None  # (since, limit) -> rows
+    access_log: Callable[[bytes], Any] | None = None
+    ids: Callable[[], str] | None = None
+    clock: Callable[[], float] = field(default=time.time)
+
+
+@dataclass(slots=True)
+class GatewayState:
+    kernel: KernelPort
+    runner: TurnRunner
+    boundary: Boundary
+    metrics: Metrics
+    log: AccessLog
+    options: GatewayOptions

@@ -1,0 +1,157 @@
+"""One adjudicated turn, for any wire and any planner (tier T3).
+
+``TurnRunner.complete`` and ``TurnRunner.stream`` run the same steps: screen inbound results,
+ask the planner (the proxy planner also gets the forwarding options and, when nothing was
+replaced, the Anthropic passthrough bytes), adjudicate every proposed call, build the outcome.
+``stream`` yields ``TextDelta`` as the planner produces text and ends with the ``TurnOutcome``;
+tool calls only exist in that final value, after their verdicts.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import secrets
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import replace
+
+from fak.abi import Planner, PlannerEvent, PlannerTurn, TextDelta, TurnDone
+from fak.gateway.boundary import Boundary, RequestContext
+from fak.gateway.errors import GatewayError
+from fak.gateway.metrics import Metrics
+from fak.gateway.planner_proxy import ForwardedDone, Passthrough, ProxyPlanner
+from fak.wire import ParsedRequest, TurnOutcome
+
+__all__ = ["TurnRunner", "Wire"]
+
+_log = logging.getLogger(__name__)
+
+
+class Wire(enum.StrEnum):
+    CHAT = "openai_chat"
+    RESPONSES = "openai_responses"
+    ANTHROPIC = "anthropic"
+
+
+_PREFIX = {Wire.CHAT: "chatcmpl-fak-", Wire.RESPONSES: "resp_fak_", Wire.ANTHROPIC: "msg_fak_"}
+
+
+def _token() -> str:
+    return secrets.token_hex(12)
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        boundary: Boundary,
+        planner: Planner,
+        metrics: Metrics,
+        *,
+        ids: Callable[[], str] = _token,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._boundary = boundary
+        self._planner = planner
+        self._metrics = metrics
+        self._ids = ids
+        self._clock = clock
+        self._proxy = planner if isinstance(planner, ProxyPlanner) else None
+
+    @property
+    def planner(self) -> Planner:
+        return self._planner
+
+    @property
+    def proxy(self) -> ProxyPlanner | None:
+        return self._proxy
+
+    def new_id(self, wire: Wire) -> str:
+        return _PREFIX[wire] + self._ids()
+
+    def now(self) -> int:
+        return int(self._clock())
+
+    def model_for(self, parsed: ParsedRequest) -> str:
+        return parsed.turn.model or self._planner.model
+
+    def _finish(
+        self,
+        wire: Wire,
+        id: str,
+        parsed: ParsedRequest,
+        turn: PlannerTurn,
+        admissions: tuple,  # type: ignore[type-arg]
+        usage_extra: dict[str, int],
+        ctx: RequestContext,
+    ) -> TurnOutcome:
+        kept, adjudications = self._boundary.adjudicate(turn, ctx)
+        self._metrics.turns.labels(str(wire), str(parsed.turn.stream).lower()).inc()
+        return Boundary.outcome(
+            id=id,
+            created=self.now(),
+            model=turn.model or self.model_for(parsed),
+            turn=turn,
+            kept=kept,
+            adjudications=adjudications,
+            admissions=admissions,
+            usage_extra=usage_extra,
+            with_note=wire is Wire.ANTHROPIC,
+        )
+
+    async def complete(
+        self,
+        wire: Wire,
+        parsed: ParsedRequest,
+        ctx: RequestContext,
+        *,
+        id: str = "",
+        passthrough: Passthrough | None = None,
+    ) -> TurnOutcome:
+        admitted, admissions, changed = self._boundary.admit_inbound(parsed, ctx)
+        extra: dict[str, int] = {}
+        if self._proxy is not None:
+            turn, extra = await self._proxy.forward(admitted, None if changed else passthrough)
+        else:
+            turn = await self._planner.complete(admitted.turn)
+        return self._finish(wire, id or self.new_id(wire), parsed, turn, admissions, extra, ctx)
+
+    async def stream(
+        self,
+        wire: Wire,
+        parsed: ParsedRequest,
+        ctx: RequestContext,
+        *,
+        id: str,
+        passthrough: Passthrough | None = None,
+    ) -> AsyncGenerator[TextDelta | TurnOutcome, None]:
+        admitted, admissions, changed = self._boundary.admit_inbound(parsed, ctx)
+        events: AsyncIterator[PlannerEvent]
+        if self._proxy is not None:
+            events = self._proxy.forward_stream(admitted, None if changed else passthrough)
+        else:
+            events = self._planner.stream(admitted.turn)
+        streamed: list[str] = []
+        done: TurnDone | None = None
+        try:
+            async for ev in events:
+                if isinstance(ev, TextDelta):
+                    if ev.text:
+                        streamed.append(ev.text)
+                        yield ev
+                elif isinstance(ev, TurnDone):
+                    done = ev
+                    break
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if done is None:
+            raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
+        turn = done.turn
+        text = "".join(streamed)
+        if streamed and turn.text != text:
+            _log.warning("planner text deltas disagree with its final turn; keeping what was sent")
+            turn = replace(turn, text=text)
+        extra = dict(done.usage_extra) if isinstance(done, ForwardedDone) else {}
+        yield self._finish(wire, id, parsed, turn, admissions, extra, ctx)

@@ -1,0 +1,241 @@
+"""The upstream HTTP client seam (tier T3): one small Protocol, two implementations.
+
+``UpstreamClient`` is what the proxy planner and the forwarding routes call; below it sits a
+pooled ``httpx.AsyncClient`` (``HttpxUpstream``) or an ``aiohttp`` session (``AiohttpUpstream``,
+used when aiohttp is installed; the gateway benchmark measures both). Transport exceptions are
+translated here, once, into ``UpstreamUnreachable`` / ``UpstreamFailure`` values; nothing above
+sees an httpx or aiohttp exception. Response bodies are returned as bytes, never logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+__all__ = [
+    "AiohttpUpstream",
+    "HttpxUpstream",
+    "UpstreamClient",
+    "UpstreamFailure",
+    "UpstreamReply",
+    "UpstreamStream",
+    "UpstreamUnreachable",
+    "default_upstream",
+]
+
+
+class UpstreamFailure(Exception):
+    """The upstream could not be used: a transport error, a timeout or a stall."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class UpstreamUnreachable(UpstreamFailure):
+    """The connection could not be made (refused, DNS, TLS)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("unreachable", message)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamReply:
+    status: int
+    body: bytes
+    content_type: str = ""
+    retry_after: str | None = None
+
+
+class UpstreamStream(Protocol):
+    """An open streamed response: status known, body read incrementally."""
+
+    status: int
+    retry_after: str | None
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def read(self) -> bytes: ...
+
+
+class UpstreamClient(Protocol):
+    """Above: the proxy planner and forwarding routes. Below: a pooled HTTP client."""
+
+    name: str
+
+    async def request(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> UpstreamReply: ...
+
+    def stream(
+        self, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> contextlib.AbstractAsyncContextManager[UpstreamStream]: ...
+
+    async def aclose(self) -> None: ...
+
+
+# -- httpx ------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _map_httpx() -> Iterator[None]:
+    try:
+        yield
+    except httpx.ConnectError as exc:
+        raise UpstreamUnreachable(f"cannot connect to the upstream: {type(exc).__name__}") from exc
+    except httpx.TimeoutException as exc:
+        raise UpstreamFailure("timeout", "the upstream timed out") from exc
+    except httpx.HTTPError as exc:
+        raise UpstreamFailure(
+            "transport", f"upstream transport error: {type(exc).__name__}"
+        ) from exc
+
+
+class _HttpxStream:
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self.status = response.status_code
+        self.retry_after = response.headers.get("retry-after")
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        with _map_httpx():
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+
+    async def read(self) -> bytes:
+        with _map_httpx():
+            return await self._response.aread()
+
+
+class HttpxUpstream:
+    """A pooled ``httpx.AsyncClient`` behind the seam."""
+
+    name = "httpx"
+
+    def __init__(self, *, timeout_s: float = 60.0, max_connections: int = 256) -> None:
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s or None, connect=10.0),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=64),
+            trust_env=False,
+        )
+
+    async def request(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> UpstreamReply:
+        with _map_httpx():
+            r = await self._client.request(method, url, content=body, headers=dict(headers))
+            return UpstreamReply(
+                r.status_code,
+                r.content,
+                r.headers.get("content-type", ""),
+                r.headers.get("retry-after"),
+            )
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> AsyncIterator[UpstreamStream]:
+        with _map_httpx():
+            req = self._client.build_request("POST", url, content=body, headers=dict(headers))
+            response = await self._client.send(req, stream=True)
+        try:
+            yield _HttpxStream(response)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+# -- aiohttp ----------------------------------------------------------------------------------
+class _AiohttpStream:
+    def __init__(self, response: Any, mapper: Any) -> None:
+        self._response = response
+        self._map = mapper
+        self.status = int(response.status)
+        self.retry_after = response.headers.get("retry-after")
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        with self._map():
+            async for chunk in self._response.content.iter_any():
+                yield bytes(chunk)
+
+    async def read(self) -> bytes:
+        with self._map():
+            return bytes(await self._response.read())
+
+
+class AiohttpUpstream:
+    """An ``aiohttp.ClientSession`` behind the seam (created lazily inside the running loop)."""
+
+    name = "aiohttp"
+
+    def __init__(self, *, timeout_s: float = 60.0, max_connections: int = 256) -> None:
+        import aiohttp
+
+        self._aiohttp = aiohttp
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s or None, connect=10.0)
+        self._limit = max_connections
+        self._session: Any = None
+
+    def _get(self) -> Any:
+        if self._session is None or self._session.closed:
+            connector = self._aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300)
+            self._session = self._aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, auto_decompress=True, trust_env=False
+            )
+        return self._session
+
+    @contextlib.contextmanager
+    def _map(self) -> Iterator[None]:
+        aiohttp = self._aiohttp
+        try:
+            yield
+        except (aiohttp.ClientConnectorError, aiohttp.ClientSSLError) as exc:
+            raise UpstreamUnreachable(
+                f"cannot connect to the upstream: {type(exc).__name__}"
+            ) from exc
+        except TimeoutError as exc:
+            raise UpstreamFailure("timeout", "the upstream timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamFailure(
+                "transport", f"upstream transport error: {type(exc).__name__}"
+            ) from exc
+
+    async def request(
+        self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
+    ) -> UpstreamReply:
+        with self._map():
+            async with self._get().request(method, url, data=body, headers=dict(headers)) as r:
+                data = await r.read()
+                return UpstreamReply(
+                    int(r.status),
+                    bytes(data),
+                    r.headers.get("content-type", ""),
+                    r.headers.get("retry-after"),
+                )
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> AsyncIterator[UpstreamStream]:
+        with self._map():
+            response = await self._get().post(url, data=body, headers=dict(headers))
+        try:
+            yield _AiohttpStream(response, self._map)
+        finally:
+            response.release()
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def default_upstream(kind: str = "auto", *, timeout_s: float = 60.0) -> UpstreamClient:
+    """``aiohttp`` when installed (measured faster on this hot path), else ``httpx``."""
+    if kind == "httpx" or (kind == "auto" and importlib.util.find_spec("aiohttp") is None):
+        return HttpxUpstream(timeout_s=timeout_s)
+    return AiohttpUpstream(timeout_s=timeout_s)
