@@ -1,0 +1,423 @@
+"""The Kernel: one decision path for every tool call and every tool result (tier T2).
+
+``decide`` folds the policy chain to one verdict (the compiled floor when the default chain is in
+use). ``syscall`` consults the vDSO first, else decides, then dispatches only an ALLOW/TRANSFORM
+to a registered handler and admits the handler's result through the quarantine ledger before
+returning it. Refusals are values (``CallOutcome`` with ``status="error"``), never exceptions.
+Decisions and admissions are journaled (digests only) when a ``JournalSink`` is given; a call
+that cannot be journaled is refused. The policy state is swapped atomically, never merged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from fak.abi import (
+    BlobStore,
+    Clock,
+    JournalSink,
+    Reason,
+    ToolCall,
+    ToolResult,
+    Verdict,
+    VerdictKind,
+)
+from fak.cas import MemoryStore
+from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
+from fak.kernel.quarantine import DEFAULT_MAX_HELD, Admission, QuarantineLedger
+from fak.kernel.vdso import DEFAULT_CAPACITY, VdsoCache, VdsoEntry, VdsoKey
+from fak.policy import (
+    Chain,
+    CompiledFloor,
+    Grammar,
+    Policy,
+    Rung,
+    RungTrace,
+    Schema,
+    args_digest,
+    decode_args,
+    read_shaped,
+    write_shaped,
+)
+from fak.screen import ResultAdmitter
+
+__all__ = ["Handler", "Kernel", "ToolEntry"]
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[dict[str, Any]], Any]
+"""A tool: called with the (possibly rewritten) arguments; returns JSON-able, str or bytes."""
+
+_VDSO_ALLOW: Final = Verdict.allow("vdso", meta={"served_by": "vdso"})
+_COUNTERS: Final = (
+    "submits",
+    "decisions",
+    "vdso_hits",
+    "engine_calls",
+    "denies",
+    "transforms",
+    "admitted",
+    "paged",
+    "quarantined",
+    "result_denies",
+    "paged_in",
+    "cleared",
+    "tool_errors",
+    "unknown_tools",
+    "journal_faults",
+    "world_bumps",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """A registered tool. ``cacheable``: vDSO may serve repeats; ``mutates``: bumps the world."""
+
+    name: str
+    handler: Handler
+    cacheable: bool
+    mutates: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """Everything the decide path reads, swapped as one reference."""
+
+    policy: Policy
+    decider: CompiledFloor | Chain
+    grammars: Mapping[str, Grammar]
+    schemas: Mapping[str, Schema]
+    epoch: int
+
+
+class _SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+def _to_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+class Kernel:
+    """The in-process kernel. ``policy=None`` uses the built-in default floor."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        chain: Sequence[Rung] | Chain | None = None,
+        store: BlobStore | None = None,
+        journal: JournalSink | None = None,
+        clock: Clock | None = None,
+        max_held: int = DEFAULT_MAX_HELD,
+        admitters: Sequence[ResultAdmitter] | None = None,
+        vdso: bool = True,
+        vdso_capacity: int = DEFAULT_CAPACITY,
+    ) -> None:
+        injected = chain if isinstance(chain, Chain) else Chain(chain or ())
+        self._injected: Chain | None = injected if len(injected) else None
+        self._journal = journal
+        self._clock: Clock = clock if clock is not None else _SystemClock()
+        self._store: BlobStore = store if store is not None else MemoryStore()
+        self._ledger = QuarantineLedger(self._store, max_held=max_held, admitters=admitters)
+        self._vdso = VdsoCache(vdso_capacity) if vdso else None
+        self._tools: dict[str, ToolEntry] = {}
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(_COUNTERS, 0)
+        self._world = 0
+        self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
+
+    # -- policy state -----------------------------------------------------------------------
+    def _build_state(
+        self,
+        policy: Policy,
+        grammars: Mapping[str, Grammar],
+        schemas: Mapping[str, Schema],
+        epoch: int,
+    ) -> _State:
+        decider: CompiledFloor | Chain
+        if self._injected is not None:
+            decider = self._injected
+        else:
+            decider = CompiledFloor(policy, grammars, schemas)
+        return _State(policy, decider, dict(grammars), dict(schemas), epoch)
+
+    def _swap(
+        self,
+        policy: Policy | None = None,
+        grammars: Mapping[str, Grammar] | None = None,
+        schemas: Mapping[str, Schema] | None = None,
+    ) -> None:
+        with self._lock:
+            old = self._state
+            self._state = self._build_state(
+                policy or old.policy,
+                old.grammars if grammars is None else grammars,
+                old.schemas if schemas is None else schemas,
+                old.epoch + 1,
+            )
+        if self._vdso is not None:
+            self._vdso.flush()
+
+    @property
+    def policy(self) -> Policy:
+        return self._state.policy
+
+    @property
+    def policy_version(self) -> str:
+        """sha256 hex of the canonical manifest in force (the tool-lock pin)."""
+        return self._state.policy.version
+
+    def replace_policy(self, policy: Policy) -> None:
+        """Swap the floor atomically (replace, never merge); cached results are dropped."""
+        if not isinstance(policy, Policy):
+            msg = f"replace_policy needs a fak.policy.Policy, got {type(policy).__name__}"
+            raise TypeError(msg)
+        self._swap(policy=policy)
+
+    def register_grammar(self, tool: str, grammar: Grammar) -> None:
+        self._swap(grammars={**self._state.grammars, tool: grammar})
+
+    def register_schema(self, tool: str, schema: Schema) -> None:
+        self._swap(schemas={**self._state.schemas, tool: schema})
+
+    def register_tool(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        read_only: bool | None = None,
+        idempotent: bool = True,
+        schema: Schema | None = None,
+        grammar: Grammar | None = None,
+    ) -> ToolEntry:
+        """Register a handler. ``read_only=None`` infers it from the name (read prefixes).
+
+        The write-shape veto is name-based: a write-shaped name is never cached and always
+        bumps the world version, whatever ``read_only`` says.
+        """
+        if not name or not callable(handler):
+            msg = "register_tool needs a non-empty name and a callable handler"
+            raise ValueError(msg)
+        reads = read_shaped(name) if read_only is None else bool(read_only)
+        reads = reads and not write_shaped(name)
+        entry = ToolEntry(name, handler, cacheable=reads and idempotent, mutates=not reads)
+        with self._lock:
+            self._tools[name] = entry
+        if schema is not None:
+            self.register_schema(name, schema)
+        if grammar is not None:
+            self.register_grammar(name, grammar)
+        return entry
+
+    def tool_entry(self, name: str) -> ToolEntry | None:
+        return self._tools.get(name)
+
+    # -- counters ---------------------------------------------------------------------------
+    def _count(self, name: str, other: str = "") -> None:
+        with self._lock:
+            self._counts[name] += 1
+            if other:
+                self._counts[other] += 1
+
+    @property
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            out = dict(self._counts)
+            out["world_version"] = self._world
+            out["policy_epoch"] = self._state.epoch
+        out["quarantine_held"] = self._ledger.counters.get("held", 0)
+        out["vdso_entries"] = len(self._vdso) if self._vdso is not None else 0
+        return out
+
+    @property
+    def world_version(self) -> int:
+        return self._world
+
+    def bump_world(self) -> None:
+        """A write happened: every cached read is stale."""
+        with self._lock:
+            self._world += 1
+            self._counts["world_bumps"] += 1
+        if self._vdso is not None:
+            self._vdso.flush()
+
+    @property
+    def ledger(self) -> QuarantineLedger:
+        return self._ledger
+
+    @property
+    def store(self) -> BlobStore:
+        return self._store
+
+    # -- journal ----------------------------------------------------------------------------
+    def _journal_call(self, kind: str, call: ToolCall, verdict: Verdict) -> bool:
+        journal = self._journal
+        if journal is None:
+            return True
+        record = {
+            "kind": kind,
+            "tool": call.tool,
+            "trace_id": call.trace_id,
+            "verdict": str(verdict.kind),
+            "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
+            "by": verdict.by,
+            "digest": args_digest(call.args),
+            "policy": self._state.policy.version,
+        }
+        try:
+            journal.append(record)
+        except Exception as exc:
+            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, call.tool)
+            self._count("journal_faults")
+            return False
+        return True
+
+    def _journal_result(self, kind: str, result: ToolResult, admission: Admission) -> None:
+        journal = self._journal
+        if journal is None:
+            return
+        verdict = admission.verdict
+        record = {
+            "kind": kind,
+            "tool": result.tool,
+            "trace_id": result.trace_id,
+            "verdict": str(verdict.kind),
+            "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
+            "by": verdict.by,
+            "result_digest": admission.digest,
+        }
+        try:
+            journal.append(record)
+        except Exception as exc:
+            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, result.tool)
+            self._count("journal_faults")
+
+    # -- decide -----------------------------------------------------------------------------
+    def decide(self, call: ToolCall) -> Verdict:
+        """Fold the chain for one call (no vDSO, no dispatch); counted and journaled."""
+        verdict = self._state.decider.decide(call)
+        kind = verdict.kind
+        if kind == VerdictKind.DENY:
+            self._count("decisions", "denies")
+            if self._journal is not None:
+                self._journal_call("DENY", call, verdict)
+            return verdict
+        self._count("decisions", "transforms" if kind == VerdictKind.TRANSFORM else "")
+        if self._journal is not None and not self._journal_call("DECIDE", call, verdict):
+            # an admission nobody can audit is refused
+            return Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
+        return verdict
+
+    def explain(self, call: ToolCall) -> tuple[Verdict, list[RungTrace]]:
+        """The folded verdict and each rung's own answer (diagnostic; not counted)."""
+        return self._state.decider.explain(call)
+
+    # -- syscall ----------------------------------------------------------------------------
+    def _refuse(self, call: ToolCall, verdict: Verdict, start: float) -> CallOutcome:
+        payload = encode(deny_value(verdict, call.tool))
+        return CallOutcome(ERROR, verdict, payload, None, "", self._ms(start))
+
+    def _ms(self, start: float) -> float:
+        return max(0.0, (self._clock.monotonic() - start) * 1000.0)
+
+    def syscall(self, call: ToolCall) -> CallOutcome:
+        """vDSO, else decide; dispatch an admitted call; admit its result. Never raises on deny."""
+        start = self._clock.monotonic()
+        self._count("submits")
+        entry = self._tools.get(call.tool)
+        state = self._state
+        key: VdsoKey | None = None
+        if entry is not None and entry.cacheable and self._vdso is not None:
+            key = (call.tool, args_digest(call.args), self._world, state.epoch)
+            hit = self._vdso.get(key)
+            if hit is not None:
+                self._count("vdso_hits")
+                self._journal_call("VDSO_HIT", call, _VDSO_ALLOW)
+                return CallOutcome(
+                    OK, _VDSO_ALLOW, hit.payload, hit.admission, "vdso", self._ms(start)
+                )
+        verdict = self.decide(call)
+        if not verdict.admits:
+            return self._refuse(call, held_as_deny(verdict), start)
+        if entry is None:
+            refusal = Verdict.deny(Reason.UNKNOWN_TOOL, "kernel", claim="no handler registered")
+            self._count("denies", "unknown_tools")
+            self._journal_call("DENY", call, refusal)
+            return self._refuse(call, refusal, start)
+        if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
+            args = dict(verdict.new_args)
+        else:
+            decoded = decode_args(call.args)
+            args = dict(decoded) if decoded is not None else {}
+        self._count("engine_calls")
+        try:
+            raw = entry.handler(args)
+        except Exception as exc:  # a tool fault is a value too; never the exception text
+            if entry.mutates:
+                self.bump_world()
+            self._count("tool_errors")
+            logger.warning("tool %s raised %s", call.tool, type(exc).__name__)
+            error = {"status": ERROR, "error": "TOOL_FAILED", "exception": type(exc).__name__}
+            return CallOutcome(ERROR, verdict, encode(error), None, "tool", self._ms(start))
+        if entry.mutates:
+            self.bump_world()
+        result = ToolResult(call.tool, _to_bytes(raw), call.call_id, call.trace_id)
+        admission = self.admit_result(result)
+        fresh = key is not None and key[2] == self._world and key[3] == self._state.epoch
+        if (
+            fresh
+            and key is not None
+            and self._vdso is not None
+            and verdict.kind == VerdictKind.ALLOW
+            and admission.verdict.kind == VerdictKind.ALLOW
+        ):
+            self._vdso.put(key, VdsoEntry(admission.payload, admission))
+        return CallOutcome(OK, verdict, admission.payload, admission, "tool", self._ms(start))
+
+    submit = syscall
+
+    # -- results ----------------------------------------------------------------------------
+    def admit_result(self, result: ToolResult) -> Admission:
+        """Screen a tool result before it may enter a model's context (the wall)."""
+        admission = self._ledger.admit(result)
+        match admission.verdict.kind:
+            case VerdictKind.ALLOW:
+                self._count("admitted")
+                self._journal_result("ADMIT", result, admission)
+            case VerdictKind.TRANSFORM:
+                self._count("paged")
+                self._journal_result("PAGE_OUT", result, admission)
+            case VerdictKind.DENY:
+                self._count("result_denies")
+                self._journal_result("RESULT_DENY", result, admission)
+            case _:
+                self._count("quarantined")
+                self._journal_result("QUARANTINE", result, admission)
+        return admission
+
+    def clear(self, qid: str) -> None:
+        """Record a witness clearance for a held result (unknown ids raise LookupError)."""
+        self._ledger.clear(qid)
+        self._count("cleared")
+
+    def page_in(self, qid_or_ref: str) -> bytes:
+        """The original bytes of a cleared or paged-out result, re-screened first."""
+        data = self._ledger.page_in(qid_or_ref)
+        self._count("paged_in")
+        return data

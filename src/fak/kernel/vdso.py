@@ -1,0 +1,76 @@
+"""The vDSO fast path: repeat reads served from memory without adjudication or dispatch (T2).
+
+Only results of read-only, idempotent tools whose call was ALLOWed and whose result was admitted
+unchanged are cached. The key is the tool name, the sha256 of the canonical arguments, the
+world version and the policy epoch, so a write-shaped completion (which bumps the world version)
+or a policy change makes every older entry unreachable; both also flush the cache. A hit is
+therefore the value a fresh call would have produced. Bounded LRU; thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Final
+
+from fak.kernel.quarantine import Admission
+
+__all__ = ["DEFAULT_CAPACITY", "VdsoCache", "VdsoEntry", "VdsoKey"]
+
+DEFAULT_CAPACITY: Final = 1024
+
+VdsoKey = tuple[str, str, int, int]
+"""(tool, canonical-args sha256, world version, policy epoch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VdsoEntry:
+    payload: bytes
+    admission: Admission
+
+
+class VdsoCache:
+    __slots__ = ("_capacity", "_entries", "_lock", "_stats")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            msg = f"vdso capacity must be a positive int, got {capacity!r}"
+            raise ValueError(msg)
+        self._capacity = capacity
+        self._entries: OrderedDict[VdsoKey, VdsoEntry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._stats = {"lookups": 0, "hits": 0, "fills": 0, "evictions": 0, "flushes": 0}
+
+    def get(self, key: VdsoKey) -> VdsoEntry | None:
+        with self._lock:
+            self._stats["lookups"] += 1
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self._stats["hits"] += 1
+            return entry
+
+    def put(self, key: VdsoKey, entry: VdsoEntry) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            self._stats["fills"] += 1
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+                self._stats["evictions"] += 1
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._entries:
+                self._entries.clear()
+            self._stats["flushes"] += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {**self._stats, "size": len(self._entries)}
