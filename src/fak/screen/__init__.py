@@ -32,19 +32,24 @@ from fak.screen.detect import (
     find_secret,
     screen_bytes,
 )
+from fak.screen.shape import MAX_PERIOD, RUNE_FLOOR, ShapeReport, answer_shape
 
 __all__ = [
     "DECODE_BUDGET",
     "INJECTION_MARKERS",
     "MAX_DECODE_DEPTH",
+    "MAX_PERIOD",
     "POLLUTION_CHUNK",
     "POLLUTION_MIN_BYTES",
     "POLLUTION_MIN_RUN",
+    "RUNE_FLOOR",
     "DeobfuscatingScreen",
     "Detector",
     "Finding",
     "FirstMatchScreen",
     "ResultAdmitter",
+    "ShapeReport",
+    "answer_shape",
     "decoded_tokens",
     "default_admitters",
     "find_injection",
