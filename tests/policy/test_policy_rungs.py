@@ -143,3 +143,13 @@ def test_chain_repairs_then_checks_the_repaired_args() -> None:
     assert (bad.kind, bad.reason, bad.by) == (VerdictKind.DENY, Reason.MALFORMED, "preflight")
     misrouted = chain.decide(ToolCall("convert_currency", {"amount": 2}))
     assert (misrouted.reason, misrouted.by) == (Reason.MISROUTE, "grammar")
+
+
+def test_closed_schema_refuses_unknown_fields() -> None:
+    closed = Schema.from_json_schema(
+        {"properties": {"a": {"type": "string"}, "b": {}}, "additionalProperties": False}
+    )
+    rung = PreflightRung({"t": closed})
+    assert rung.decide(ToolCall("t", {"a": "x", "b": 1}), {"a": "x", "b": 1}).kind == "DEFER"
+    v = rung.decide(ToolCall("t", {"c": 1}), {"c": 1})
+    assert (v.reason, v.claim) == (Reason.MALFORMED, "rung-1: unknown field c")

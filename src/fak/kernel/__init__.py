@@ -5,23 +5,43 @@ settings; ``create_tool_lock`` and ``guarded_tool`` put it in front of in-proces
 """
 
 from fak.kernel.build import KernelSettings, build_kernel
+from fak.kernel.guarded import guarded_tool
 from fak.kernel.kernel import Handler, Kernel, ToolEntry
 from fak.kernel.outcome import CallOutcome, deny_value, outcome_reply
 from fak.kernel.quarantine import Admission, PageInRefused, QuarantineLedger, UnknownQuarantineId
+from fak.kernel.toollock import (
+    AdmissionAuditEvent,
+    DenialKind,
+    DenialReason,
+    MiddlewareRequest,
+    MiddlewareStage,
+    ToolAdmissionDeniedError,
+    admitted_args,
+    create_tool_lock,
+)
 from fak.kernel.vdso import VdsoCache
 
 __all__ = [
     "Admission",
+    "AdmissionAuditEvent",
     "CallOutcome",
+    "DenialKind",
+    "DenialReason",
     "Handler",
     "Kernel",
     "KernelSettings",
+    "MiddlewareRequest",
+    "MiddlewareStage",
     "PageInRefused",
     "QuarantineLedger",
+    "ToolAdmissionDeniedError",
     "ToolEntry",
     "UnknownQuarantineId",
     "VdsoCache",
+    "admitted_args",
     "build_kernel",
+    "create_tool_lock",
     "deny_value",
+    "guarded_tool",
     "outcome_reply",
 ]

@@ -46,10 +46,12 @@ def _is_type(value: object, json_type: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """Required field names and declared JSON types per property."""
+    """Required field names, declared JSON types per property, and whether others may appear."""
 
     required: tuple[str, ...] = ()
     types: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
+    allow_extra: bool = True
+    known: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         for name, allowed in self.types.items():
@@ -58,6 +60,9 @@ class Schema:
                 msg = f"schema property {name!r}: unknown JSON type(s) {bad or allowed}"
                 raise ValueError(msg)
         object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
+        object.__setattr__(
+            self, "known", frozenset(self.known) | frozenset(self.required) | frozenset(self.types)
+        )
 
     @classmethod
     def from_json_schema(cls, schema: Mapping[str, Any]) -> Schema:
@@ -68,7 +73,8 @@ class Schema:
             if declared is None:
                 continue
             types[name] = (declared,) if isinstance(declared, str) else tuple(declared)
-        return cls(tuple(schema.get("required") or ()), types)
+        extra = schema.get("additionalProperties", True) is not False
+        return cls(tuple(schema.get("required") or ()), types, extra, frozenset(props))
 
     def problem(self, args: Mapping[str, Any]) -> str | None:
         """The first violated check as a bounded witness (field names only), or None."""
@@ -78,6 +84,10 @@ class Schema:
         for name, allowed in self.types.items():
             if name in args and not any(_is_type(args[name], t) for t in allowed):
                 return f"rung-1: field {name} is not {'|'.join(allowed)}"
+        if not self.allow_extra:
+            unknown = sorted(str(k) for k in args if k not in self.known)
+            if unknown:
+                return f"rung-1: unknown field {unknown[0][:64]}"
         return None
 
 
