@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fak.abi import Reason, VerdictKind
 from fak.screen import (
+    INJECTION_MARKERS,
     MAX_DECODE_DEPTH,
     DeobfuscatingScreen,
     Detector,
@@ -171,3 +172,73 @@ def test_zero_width_insertion_never_hides_the_phrase(filler: str, where: int) ->
 def test_decode_work_is_bounded_for_a_huge_single_token() -> None:
     token = base64.b64encode(b"A perfectly ordinary sentence. " * 40000)  # ~1.6 MB, printable
     assert screen_deobfuscated(token) is None
+
+
+# --- why a token of hex digits is read as base64 too --------------------------------------------
+
+_HEX_ALPHABET = set(b"0123456789abcdefABCDEF")
+_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_ANY = frozenset(range(256))
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _lit(text: bytes) -> list[frozenset[int]]:
+    """A literal matched case-insensitively: each byte in either case."""
+    return [frozenset({bytes([b]).lower()[0], bytes([b]).upper()[0]}) for b in text]
+
+
+# The minimal shape of every detector hit (PEM: both fixed halves; any filler may sit between).
+SHAPES = {
+    **{m.decode(): _lit(m) for m in INJECTION_MARKERS},
+    "sk-": _lit(b"sk-") + [_ALNUM] * 16,
+    "akia": _lit(b"akia") + [_ALNUM] * 12,
+    "pem-head": _lit(b"-----begin "),
+    "pem-tail": _lit(b" private key-----"),
+    "ghp_": _lit(b"ghp_") + [_ALNUM] * 20,
+    **{f"xox{chr(c)}-": _lit(b"xox%c-" % c) + [_ALNUM | {45}] * 10 for c in b"baprs"},
+}
+
+
+def _hex_group(group: list[frozenset[int]]) -> bytes | None:
+    """Three bytes from these sets whose base64 is four hex-digit characters, if any exist."""
+    for b1 in sorted(group[0]):
+        if _B64[b1 >> 2] not in _HEX_ALPHABET:
+            continue
+        for b2 in sorted(group[1]):
+            if _B64[((b1 & 3) << 4) | (b2 >> 4)] not in _HEX_ALPHABET:
+                continue
+            for b3 in sorted(group[2]):
+                c3, c4 = _B64[((b2 & 15) << 2) | (b3 >> 6)], _B64[b3 & 63]
+                if c3 in _HEX_ALPHABET and c4 in _HEX_ALPHABET:
+                    return bytes([b1, b2, b3])
+    return None
+
+
+def _all_hex_form(shape: list[frozenset[int]], shift: int) -> bytes | None:
+    stream = [_ANY] * shift + shape
+    stream += [_ANY] * (-len(stream) % 3)
+    groups = [_hex_group(stream[i : i + 3]) for i in range(0, len(stream), 3)]
+    return None if any(g is None for g in groups) else b"".join(g for g in groups if g)
+
+
+def _all_hex_alignments(shape: list[frozenset[int]]) -> list[int]:
+    """Alignments at which some bytes matching ``shape`` encode to hex-digit base64 only."""
+    return [shift for shift in range(3) if _all_hex_form(shape, shift) is not None]
+
+
+def test_a_slack_token_can_hide_in_an_all_hex_base64_token_and_is_still_caught() -> None:
+    # Why hex-digit tokens are read as base64 too: this secret shape has an all-hex form.
+    assert not _all_hex_alignments(SHAPES["ignore previous instructions"])
+    shift = _all_hex_alignments(SHAPES["xoxp-"])[0]
+    raw = _all_hex_form(SHAPES["xoxp-"], shift)
+    assert raw is not None
+    token = base64.b64encode(raw)
+    assert set(token) <= _HEX_ALPHABET and len(token) >= 16
+    assert screen_bytes(b"id " + token + b" end") is None
+    hit = screen_deobfuscated(b"id " + token + b" end")
+    assert hit is not None and hit.reason == Reason.SECRET_EXFIL
+
+
+def test_math_and_modifier_greek_fold_to_latin() -> None:
+    assert normalize("\U0001d704gnore".encode()) == b"ignore"  # mathematical italic iota
+    assert normalize("ignοre".encode()) == b"ignore"  # Greek omicron

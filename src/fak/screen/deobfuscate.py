@@ -1,16 +1,16 @@
 """De-obfuscating views of a result, screened by the same detectors (tier T1).
 
-The second, independent result gate (it screens the raw bytes too). Each view undoes one cheap
-trick: invisible characters (zero-width, bidi controls, soft hyphen, variation selectors) and
-combining marks are removed, Unicode tag characters are read as the ASCII they smuggle,
-compatibility forms (fullwidth, math letters) and common Cyrillic/Greek homoglyphs fold to ASCII,
-long base64 / hex tokens are decoded when mostly printable (recursively, bounded), letter-spaced
-and reversed marker phrases are caught. Decoding shrinks its input, so the work stays linear.
+The second, independent result gate (it screens the raw bytes too). The normalized view is the
+text's ASCII skeleton: compatibility forms folded, tag characters read as the ASCII they smuggle,
+Cyrillic/Greek homoglyphs mapped, everything else non-ASCII (zero-width, bidi, combining marks)
+dropped. Long base64 / hex tokens are decoded when mostly printable (recursively, bounded), and
+letter-spaced or reversed marker phrases are caught. Decoding shrinks its input: linear work.
 """
 
 from __future__ import annotations
 
 import binascii
+import codecs
 import unicodedata
 from dataclasses import replace
 
@@ -43,23 +43,6 @@ _PRINTABLE_RATIO = 0.9
 # --- normalization ----------------------------------------------------------------------------
 
 
-def _invisible() -> list[int]:
-    cps = [0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF, 0xFFA0]
-    cps += range(0x200B, 0x2010)  # zero-width space/joiners, LRM, RLM
-    cps += range(0x202A, 0x202F)  # bidi embeddings and overrides
-    cps += range(0x2060, 0x2070)  # word joiner, invisible operators, isolates, deprecated formats
-    cps += range(0xFE00, 0xFE10)  # variation selectors
-    cps += range(0xE0100, 0xE01F0)  # variation selectors supplement
-    cps += [0xE0001, 0xE007F]  # language tag, cancel tag
-    # combining marks (accents after NFKD, "zalgo" overlays)
-    cps += range(0x0300, 0x0370)
-    cps += range(0x1AB0, 0x1B00)
-    cps += range(0x1DC0, 0x1E00)
-    cps += range(0x20D0, 0x2100)
-    cps += range(0xFE20, 0xFE30)
-    return cps
-
-
 _HOMOGLYPHS = {
     # Cyrillic
     "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
@@ -74,23 +57,46 @@ _HOMOGLYPHS = {
     "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
 }  # fmt: skip
 
-_TABLE: dict[int, int | str | None] = dict.fromkeys(_invisible())
-_TABLE.update({ord(k): v for k, v in _HOMOGLYPHS.items()})
-_TABLE.update({cp: chr(cp - 0xE0000) for cp in range(0xE0020, 0xE007F)})  # tag characters
+# A charmap encoder keeps ASCII, turns each homoglyph into a private byte 128 + i, and drops every
+# other character (errors="ignore"): invisible and bidi controls, combining marks left by NFKD,
+# and all other non-ASCII text. A byte table then maps the private bytes to their ASCII letters.
+_GLYPHS = list(_HOMOGLYPHS)
+_FILLER = "\ufffe"  # a noncharacter for the unused private bytes; mapped to nothing below
+_ENCODE_MAP = codecs.charmap_build(
+    "".join([*map(chr, range(128)), *_GLYPHS, *([_FILLER] * (128 - len(_GLYPHS)))])
+)
+_PRIVATE_TO_ASCII = (
+    bytes(range(128)) + bytes(ord(_HOMOGLYPHS[g]) for g in _GLYPHS) + b"\x00" * (128 - len(_GLYPHS))
+)
+_TAGS = {cp: chr(cp - 0xE0000) for cp in range(0xE0020, 0xE007F)}  # Unicode tag characters
+_TAG_LEAD = b"\xf3\xa0"  # every tag character's UTF-8 encoding starts with these bytes
+# UTF-8 lead bytes of the homoglyph blocks (IPA ɡ, Greek, Cyrillic) and of the compatibility
+# blocks NFKD turns into Greek letters (modifier letters, math alphanumerics). Text without any of
+# them takes the plain ASCII encoder, which is several times faster than the charmap.
+_GLYPH_LEADS = (
+    *(b"\xc9", b"\xce", b"\xcf", b"\xd0", b"\xd1", b"\xd3", b"\xd4"),
+    *(b"\xe1\xb4", b"\xe1\xb5", b"\xe1\xb6", b"\xf0\x9d"),
+)
 
 
 def normalize(data: bytes) -> bytes:
-    """The folded view as UTF-8: NFKD, combining marks and invisible characters removed,
-    homoglyphs and tag characters mapped to ASCII.
+    """The ASCII skeleton of ``data``: what a reader would take the text to say.
 
-    Pure-ASCII input is returned unchanged (none of the tricks can be present). Bytes that are not
-    valid UTF-8 are dropped, so they cannot split a marker either.
+    NFKD folds compatibility forms (fullwidth letters, math alphanumerics, ligatures, exotic
+    spaces) and splits accents off; Unicode tag characters are read as the ASCII they encode;
+    Cyrillic/Greek homoglyphs map to their Latin twins; every other non-ASCII character
+    (zero-width, bidi controls, combining marks, other scripts) and invalid UTF-8 is dropped, so
+    it cannot split a marker. Pure-ASCII input is returned as is.
     """
     if data.isascii():
         return data
-    text = data.decode("utf-8", errors="ignore")
-    folded = unicodedata.normalize("NFKD", text).translate(_TABLE)
-    return folded.encode("utf-8")
+    text = unicodedata.normalize("NFKD", data.decode("utf-8", errors="ignore"))
+    if _TAG_LEAD in data:
+        text = text.translate(_TAGS)
+    if not any(lead in data for lead in _GLYPH_LEADS):
+        return text.encode("ascii", errors="ignore")
+    skeleton, _ = codecs.charmap_encode(text, "ignore", _ENCODE_MAP)
+    return skeleton.translate(_PRIVATE_TO_ASCII, b"\x00")
 
 
 # --- encoded tokens ---------------------------------------------------------------------------
@@ -124,13 +130,23 @@ def _mostly_printable(raw: bytes) -> bool:
     return True
 
 
+def _base64(token: bytes) -> bytes:
+    body = token.translate(_URLSAFE)
+    cut = len(body) % 4
+    if cut == 1:
+        body = body[:-1]
+    elif cut:
+        body += b"=" * (4 - cut)
+    return binascii.a2b_base64(body)
+
+
 def decoded_tokens(view: bytes) -> list[bytes]:
     """Decodings of the long base64 / hex tokens in ``view`` that are mostly printable text.
 
     Tokens are maximal runs of at least 16 base64-alphabet bytes, found with a byte mask rather
-    than a regex. A token of hex digits only (with or without ``0x``) is read as hex; any other
-    token as standard or URL-safe base64. (No marker or secret shape has a base64 form made of hex
-    digits alone; ``tests/screen`` checks that.)
+    than a regex. Every token is read as standard or URL-safe base64; a token of hex digits (with
+    or without ``0x``) is also read as hex (some secret shapes have all-hex base64 forms, so hex
+    tokens are never read as hex alone).
     """
     mask = view.translate(_TOKEN_MASK)
     find = mask.find
@@ -142,15 +158,12 @@ def decoded_tokens(view: bytes) -> list[bytes]:
             end = len(mask)
         token = view[begin:end]
         start = end
-        if token[:2] in (b"0x", b"0X") and not token[2:].translate(None, _HEXDIGITS):
-            token = token[2:]
-        if not token.translate(None, _HEXDIGITS):
-            raw = binascii.unhexlify(token[: len(token) & ~1])
-        else:
-            body = token.translate(_URLSAFE)
-            cut = len(body) % 4
-            body = body[:-1] if cut == 1 else body + b"=" * (4 - cut) if cut else body
-            raw = binascii.a2b_base64(body)
+        digits = token[2:] if token[:2] in (b"0x", b"0X") else token
+        if not digits.translate(None, _HEXDIGITS):
+            raw = binascii.unhexlify(digits[: len(digits) & ~1])
+            if _mostly_printable(raw):
+                out.append(raw)
+        raw = _base64(token)
         if _mostly_printable(raw):
             out.append(raw)
     return out
