@@ -407,3 +407,44 @@ def test_build_kernel_uses_directory_store(tmp_path: Path) -> None:
     assert any((tmp_path / "blobs").rglob("*"))
     assert kernel.page_in(admission.digest) == BIG
     assert kernel.ledger.max_held == 3
+
+
+def test_a_repaired_call_is_judged_again_as_dispatched() -> None:
+    kernel = Kernel(
+        Policy.loads(
+            json.dumps(
+                {
+                    "allow": ["convert_currency"],
+                    "redact_fields": ["token"],
+                    "arg_rules": [
+                        {"tool": "convert_currency", "arg": "to_currency", "deny_regex": "^XXX$"}
+                    ],
+                }
+            )
+        )
+    )
+    seen: list[dict[str, Any]] = []
+    kernel.register_tool(
+        "convert_currency",
+        lambda a: seen.append(a) or "ok",
+        grammar=Grammar(
+            (Param("from_currency"), Param("to_currency")),
+            {"from": "from_currency", "to": "to_currency"},
+        ),
+    )
+    # the fold alone keeps the grammar's rewrite and loses the monitor's redaction ...
+    fold_only, _ = kernel.explain(
+        ToolCall("convert_currency", {"from": "A", "to": "B", "token": "t"})
+    )
+    assert dict(fold_only.new_args or {})["token"] == "t"
+    # ... the kernel settles the rewritten call, so the dispatched args are also redacted
+    outcome = kernel.syscall(ToolCall("convert_currency", {"from": "A", "to": "B", "token": "t"}))
+    assert outcome.verdict.kind == VerdictKind.TRANSFORM and outcome.verdict.by == "grammar"
+    assert seen == [{"from_currency": "A", "to_currency": "B", "token": "[REDACTED]"}]
+    # and an arg rule that only fires on the repaired names still refuses
+    refused = kernel.syscall(ToolCall("convert_currency", {"from": "A", "to": "XXX"}))
+    assert (refused.verdict.reason, refused.verdict.claim) == (
+        Reason.POLICY_BLOCK,
+        "convert_currency.to_currency deny_regex /^XXX$/",
+    )
+    assert len(seen) == 1

@@ -87,7 +87,8 @@ def preflight(
         except ValueError as exc:
             _fail(f"bad schema or alias: {exc}")
     call = ToolCall(tool, args_text)  # raw text: rung 0 refuses what is not a JSON object
-    verdict, trace = kernel.explain(call)
+    verdict = kernel.decide(call)  # settled: a rewritten call is judged as dispatched
+    _, trace = kernel.explain(call)
     if as_json:
         out: dict[str, Any] = {
             "tool": tool,

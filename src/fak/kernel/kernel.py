@@ -309,9 +309,33 @@ class Kernel:
             self._count("journal_faults")
 
     # -- decide -----------------------------------------------------------------------------
+    def _settle(self, call: ToolCall, verdict: Verdict) -> Verdict:
+        """Judge a rewritten call as it will be dispatched (one extra fold, never more).
+
+        On equal rank the fold keeps the first TRANSFORM, so a later rung's rewrite of the
+        already-rewritten arguments (the monitor's redaction after a grammar repair) would be
+        lost; folding the rewritten call once more applies it, and a refusal of the rewritten
+        call is a refusal.
+        """
+        assert verdict.new_args is not None
+        again = self._state.decider.decide(
+            ToolCall(call.tool, verdict.new_args, call.caller, call.trace_id, call.call_id)
+        )
+        if again.kind == VerdictKind.TRANSFORM and again.new_args is not None:
+            meta = {**verdict.meta, **again.meta, "settled_by": again.by}
+            return Verdict.transform(again.new_args, verdict.by, meta=meta)
+        if again.kind == VerdictKind.ALLOW:
+            return verdict
+        return again
+
     def decide(self, call: ToolCall) -> Verdict:
-        """Fold the chain for one call (no vDSO, no dispatch); counted and journaled."""
+        """Fold the chain for one call (no vDSO, no dispatch); counted and journaled.
+
+        A TRANSFORM is settled: the rewritten call is folded once more and must pass too.
+        """
         verdict = self._state.decider.decide(call)
+        if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
+            verdict = self._settle(call, verdict)
         kind = verdict.kind
         if kind == VerdictKind.DENY:
             self._count("decisions", "denies")

@@ -1,0 +1,231 @@
+"""Decide-path cost: in-process ``Kernel.decide`` versus spawning ``fak hook`` per call.
+
+In one run, side by side:
+  in-process arms   Kernel.decide on the compiled floor (allow-listed read by exact name and by
+                    prefix, explicit deny, default deny, an arg-rule call that needs the full fold),
+                    the uncompiled fold for the same read, a vDSO hit and a full syscall
+                    (decide + dispatch + result admission)
+  spawned arm       one `fak hook` process per call (python start-up, imports, policy load, one
+                    decision), the way a hook-based firewall pays for every call
+In-process timings are taken in batches (rounds interleave the arms; GC off while timing, as
+timeit does); each sample is one batch's mean per call, and p50/p99 are over samples. Prints a
+table and the ratio, and writes benchmarks/results/decide.json. Not a test.
+
+    .venv/bin/python benchmarks/decide.py [--rounds 400] [--batch 200] [--spawns 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fak.abi import ToolCall
+from fak.kernel import Kernel
+from fak.policy import Policy
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "decide.json"
+SUPPORT = ROOT / "examples" / "customer-support-readonly-policy.json"
+GATE_P50_NS = 3000.0
+GATE_RATIO = 1000.0
+HOOK_INPUT = json.dumps({"tool": "calculate", "args": {"expression": "2+2"}}).encode()
+
+
+def _pct(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(p / 100.0 * (len(ordered) - 1)))]
+
+
+def _arms() -> dict[str, tuple[Callable[[ToolCall], Any], ToolCall, str]]:
+    default = Kernel(Policy.default())
+    support = Kernel(Policy.load(SUPPORT))
+    chain = default.explain  # the uncompiled fold (with a per-rung trace)
+    uncompiled = Kernel(Policy.default())
+    plain_chain = uncompiled._state.decider.chain  # type: ignore[union-attr]
+    syscall = Kernel(Policy.default())
+    syscall.register_tool("get_user_details", lambda args: {"user_id": args["user_id"], "n": 1})
+    dispatch = Kernel(Policy.default(), vdso=False)
+    dispatch.register_tool("get_user_details", lambda args: {"user_id": args["user_id"], "n": 1})
+    read = ToolCall("calculate", {"expression": "2+2"})
+    prefixed = ToolCall("get_user_details", {"user_id": "u1"})
+    syscall.syscall(prefixed)  # warm the vDSO entry
+    return {
+        "decide allow (exact allow-list, read)": (default.decide, read, "ALLOW"),
+        "decide allow (allow_prefix get_)": (default.decide, prefixed, "ALLOW"),
+        "decide deny (explicit deny)": (default.decide, ToolCall("delete_account", {}), "DENY"),
+        "decide deny (default deny)": (default.decide, ToolCall("wire_money", {"to": "x"}), "DENY"),
+        "decide allow (arg rule, full fold)": (
+            support.decide,
+            ToolCall("search_kb", {"query": "reset my password"}),
+            "ALLOW",
+        ),
+        "uncompiled fold, same read": (plain_chain.decide, read, "ALLOW"),
+        "explain (fold + per-rung trace)": (lambda c: chain(c)[0], read, "ALLOW"),
+        "syscall vDSO hit": (lambda c: syscall.syscall(c).verdict, prefixed, "ALLOW"),
+        "syscall decide+dispatch+admit": (lambda c: dispatch.syscall(c).verdict, prefixed, "ALLOW"),
+    }
+
+
+def _in_process(rounds: int, batch: int) -> dict[str, dict[str, float]]:
+    arms = _arms()
+    for name, (fn, call, expect) in arms.items():
+        got = str(fn(call).kind)
+        if got != expect:
+            msg = f"{name}: expected {expect}, got {got}"
+            raise SystemExit(msg)
+    samples: dict[str, list[float]] = {name: [] for name in arms}
+    clock = time.perf_counter_ns
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, (fn, call, _) in arms.items():
+                start = clock()
+                for _ in range(batch):
+                    fn(call)
+                samples[name].append((clock() - start) / batch)
+    finally:
+        gc.enable()
+    return {
+        name: {
+            "p50_ns": _pct(values, 50),
+            "p99_ns": _pct(values, 99),
+            "mean_ns": statistics.fmean(values),
+            "samples": len(values),
+        }
+        for name, values in samples.items()
+    }
+
+
+def _fak_binary() -> list[str]:
+    local = Path(sys.executable).with_name("fak")
+    if local.exists():
+        return [str(local)]
+    found = shutil.which("fak")
+    return [found] if found else [sys.executable, "-m", "fak.cli.main"]
+
+
+def _spawned(spawns: int, command: list[str], *, check_verdict: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAK_")}
+    first = subprocess.run(command, input=HOOK_INPUT, capture_output=True, env=env, check=True)
+    if check_verdict:
+        verdict = json.loads(first.stdout)
+        if verdict.get("kind") != "ALLOW":
+            msg = f"fak hook answered {verdict}"
+            raise SystemExit(msg)
+    times: list[float] = []
+    for _ in range(spawns):
+        start = time.perf_counter_ns()
+        subprocess.run(command, input=HOOK_INPUT, capture_output=True, env=env, check=True)
+        times.append(float(time.perf_counter_ns() - start))
+    return {
+        "command": " ".join(command),
+        "p50_ns": _pct(times, 50),
+        "p99_ns": _pct(times, 99),
+        "mean_ns": statistics.fmean(times),
+        "samples": len(times),
+    }
+
+
+def _fmt_ns(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:,.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:,.2f} µs"
+    return f"{ns:,.0f} ns"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--spawns", type=int, default=30)
+    opts = parser.parse_args()
+
+    in_proc = _in_process(opts.rounds, opts.batch)
+    spawned = _spawned(opts.spawns, [*_fak_binary(), "hook"], check_verdict=True)
+    bare = _spawned(opts.spawns, [sys.executable, "-S", "-c", "pass"], check_verdict=False)
+    headline = in_proc["decide allow (exact allow-list, read)"]
+    ratio = spawned["p50_ns"] / headline["p50_ns"]
+
+    width = max(len(n) for n in in_proc) + 8
+    print(f"{'arm':<{width}}{'p50':>12}{'p99':>12}{'samples':>9}")
+    for name, row in in_proc.items():
+        print(
+            f"{name:<{width}}{_fmt_ns(row['p50_ns']):>12}{_fmt_ns(row['p99_ns']):>12}"
+            f"{row['samples']:>9}"
+        )
+    print(
+        f"{'spawned `fak hook` per call':<{width}}{_fmt_ns(spawned['p50_ns']):>12}"
+        f"{_fmt_ns(spawned['p99_ns']):>12}{spawned['samples']:>9}"
+    )
+    print(
+        f"{'(floor) spawned bare `python -S -c pass`':<{width}}{_fmt_ns(bare['p50_ns']):>12}"
+        f"{_fmt_ns(bare['p99_ns']):>12}{bare['samples']:>9}"
+    )
+    print()
+    gate_ok = headline["p50_ns"] <= GATE_P50_NS
+    print(
+        f"in-process decide p50 (allow-listed read): {_fmt_ns(headline['p50_ns'])}"
+        f"  (gate ≤ {_fmt_ns(GATE_P50_NS)}: {'pass' if gate_ok else 'FAIL'})"
+    )
+    print(
+        f"spawned hook p50 / in-process decide p50 = {ratio:,.0f}x"
+        f"  (gate ≥ {GATE_RATIO:,.0f}x: {'pass' if ratio >= GATE_RATIO else 'FAIL'})"
+    )
+
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(
+        json.dumps(
+            {
+                "benchmark": "decide",
+                "command": "benchmarks/decide.py " + " ".join(sys.argv[1:]),
+                "machine": {
+                    "python": platform.python_version(),
+                    "implementation": platform.python_implementation(),
+                    "platform": platform.platform(),
+                    "cpus": os.cpu_count(),
+                },
+                "method": {
+                    "rounds": opts.rounds,
+                    "batch": opts.batch,
+                    "gc": "disabled while timing",
+                },
+                "in_process": in_proc,
+                "spawned_hook": spawned,
+                "spawned_bare_interpreter": bare,
+                "ratio_bare_interpreter_over_in_process": bare["p50_ns"] / headline["p50_ns"],
+                "headline": {
+                    "arm": "decide allow (exact allow-list, read)",
+                    "p50_ns": headline["p50_ns"],
+                    "ratio_spawned_over_in_process": ratio,
+                    "gate_p50_ns": GATE_P50_NS,
+                    "gate_ratio": GATE_RATIO,
+                    "pass": headline["p50_ns"] <= GATE_P50_NS and ratio >= GATE_RATIO,
+                },
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    print(
+        f"even a bare interpreter spawn is {bare['p50_ns'] / headline['p50_ns']:,.0f}x "
+        "the in-process decide (the floor for any Python hook)"
+    )
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
