@@ -10,9 +10,10 @@ are ignored. A refusal is a 200 carrying the verdict.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -26,9 +27,10 @@ from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response, read_json
 from fak.gateway.routes_turns import context
 from fak.gateway.state import GatewayState
+from fak.journal import read_rows
 from fak.wire import WireVerdict
 
-__all__ = ["native_routes"]
+__all__ = ["file_events", "native_routes"]
 
 _log = logging.getLogger(__name__)
 
@@ -65,6 +67,16 @@ def _arguments(body: Mapping[str, Any]) -> Mapping[str, Any] | str:
 def _trace(request: Request, body: Mapping[str, Any]) -> str:
     t = body.get("trace_id")
     return t if isinstance(t, str) and t else str(request.scope.get("fak.trace_id", ""))
+
+
+def file_events(path: str) -> Callable[[int, int], list[dict[str, Any]]]:
+    """A reader for ``/v1/fak/events`` over a journal file: rows with ``seq > since``."""
+
+    def read(since: int, limit: int) -> list[dict[str, Any]]:
+        rows = (r for r in read_rows(path) if int(r.get("seq", 0)) > since)
+        return list(itertools.islice(rows, limit))
+
+    return read
 
 
 def native_routes(state: GatewayState) -> list[Route]:

@@ -18,7 +18,6 @@ from fak.wire.extension import FakExtension
 __all__ = ["ParsedRequest", "TurnOutcome", "split_after_spaces"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class ParsedRequest:
     """A client request in canonical form.
