@@ -28,7 +28,10 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	touch $@
 
 run: $(VENV)/.run-deps
-	$(BIN)/fak agent --offline
+	@echo "Starting fak serve on http://127.0.0.1:8080 -- in another shell try:"
+	@echo "  curl -s http://127.0.0.1:8080/v1/fak/adjudicate -d '{\"tool\":\"delete_account\",\"arguments\":{}}'"
+	@echo "  curl -s http://127.0.0.1:8080/v1/chat/completions -d '{\"model\":\"mock\",\"messages\":[{\"role\":\"user\",\"content\":\"call read_file {}\"}]}'"
+	$(BIN)/fak serve
 
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check src tests benchmarks

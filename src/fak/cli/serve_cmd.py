@@ -1,11 +1,235 @@
-"""Placeholder verb module (tier T4); its verbs are added by the issue that owns them."""
+"""The ``fak serve`` verb (tier T4): build a kernel, a planner and the gateway app, then serve.
+
+Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-key-env`` names the
+variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
+``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
+else the scripted mock with a loud warning. Exit codes: 1 bad policy file, 2 bad usage
+(an empty ``--require-key-env`` variable, an unknown flag value, an unloadable ``--gguf``).
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import click
 
-__all__ = ["register"]
+from fak.config import Settings, process_environ
+
+__all__ = ["build_planner", "register"]
+
+_log = logging.getLogger(__name__)
+
+
+def _warn(msg: str) -> None:
+    click.secho(f"WARNING: {msg}", fg="yellow", err=True)
+
+
+def _split_addr(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise click.BadParameter("use HOST:PORT, e.g. 127.0.0.1:8080", param_hint="--addr")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _secret(environ: Mapping[str, str], var: str, flag: str) -> str:
+    value = environ.get(var, "")
+    if not value:
+        click.secho(
+            f"error: {flag} {var}: the variable is unset or empty; refusing to start",
+            fg="red",
+            err=True,
+        )
+        sys.exit(2)
+    return value
+
+
+def build_planner(
+    *,
+    base_url: str | None,
+    provider: str,
+    model: str,
+    api_key: str | None,
+    gguf: str | None,
+    mock: bool,
+    upstream_client: str,
+    timeout_s: float,
+) -> Any:
+    """The planner by the precedence in the module docstring."""
+    from fak.gateway.planner_mock import MockPlanner
+
+    if base_url:
+        from fak.gateway.planner_proxy import ProxyPlanner
+        from fak.gateway.upstream import default_upstream
+
+        client = default_upstream(upstream_client, timeout_s=timeout_s)
+        return ProxyPlanner(
+            client, base_url=base_url, provider=provider, api_key=api_key, model=model
+        )
+    if not mock:
+        try:
+            from fak.engine import load_engine_planner  # type: ignore[attr-defined]
+
+            return load_engine_planner(gguf)
+        except (ImportError, FileNotFoundError, AttributeError) as exc:
+            if gguf:
+                click.secho(f"error: cannot load --gguf {gguf}: {exc}", fg="red", err=True)
+                sys.exit(2)
+            _log.debug("engine unavailable: %s", type(exc).__name__)
+    _warn(
+        "no --base-url and no in-kernel model: serving the SCRIPTED MOCK planner. Replies are "
+        "canned; use --base-url to front a real model."
+    )
+    return MockPlanner(model=model or "mock")
+
+
+def _line_writer(stream: Any) -> Callable[[bytes], None]:
+    buffer = stream.buffer
+
+    def write(line: bytes) -> None:
+        buffer.write(line)
+        buffer.flush()
+
+    return write
 
 
 def register(group: click.Group) -> None:
-    """Attach this module's verbs to the `fak` group."""
+    """Attach ``serve`` to the ``fak`` group."""
+
+    @group.command("serve")
+    @click.option("--addr", default="127.0.0.1:8080", show_default=True, help="HOST:PORT to bind.")
+    @click.option("--base-url", default=None, help="Upstream model URL (OpenAI: include /v1).")
+    @click.option(
+        "--provider",
+        type=click.Choice(["openai", "anthropic"]),
+        default="openai",
+        show_default=True,
+    )
+    @click.option("--model", default="", help="Model name when the client sends none.")
+    @click.option(
+        "--api-key-env", default=None, metavar="VAR", help="Variable holding the upstream key."
+    )
+    @click.option(
+        "--policy",
+        "policy_path",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="Policy manifest.",
+    )
+    @click.option(
+        "--require-key-env",
+        default=None,
+        metavar="VAR",
+        help="Variable holding the key clients must send.",
+    )
+    @click.option(
+        "--gguf", default=None, type=click.Path(dir_okay=False), help="In-kernel model file."
+    )
+    @click.option("--mock", is_flag=True, help="Force the scripted mock planner.")
+    @click.option(
+        "--upstream-client",
+        type=click.Choice(["auto", "aiohttp", "httpx"]),
+        default="auto",
+        show_default=True,
+        help="HTTP client used for the upstream.",
+    )
+    @click.option(
+        "--access-log",
+        type=click.Choice(["stdout", "stderr", "off"]),
+        default="stdout",
+        show_default=True,
+    )
+    def serve(
+        addr: str,
+        base_url: str | None,
+        provider: str,
+        model: str,
+        api_key_env: str | None,
+        policy_path: str | None,
+        require_key_env: str | None,
+        gguf: str | None,
+        mock: bool,
+        upstream_client: str,
+        access_log: str,
+    ) -> None:
+        """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
+        environ = process_environ()
+        settings = Settings.from_environ(environ)
+        host, port = _split_addr(addr)
+        required = (
+            _secret(environ, require_key_env, "--require-key-env") if require_key_env else None
+        )
+        upstream_key = _secret(environ, api_key_env, "--api-key-env") if api_key_env else None
+
+        from fak.gateway.app import build_app
+        from fak.gateway.routes_native import file_events
+        from fak.gateway.server import serve as run_server
+        from fak.gateway.state import GatewayOptions
+        from fak.kernel import build_kernel
+        from fak.policy import Policy, PolicyError
+
+        policy = None
+        reloader = None
+        if policy_path:
+            try:
+                policy = Policy.load(policy_path)
+            except (PolicyError, OSError) as exc:
+                click.secho(f"error: --policy {policy_path}: {exc}", fg="red", err=True)
+                sys.exit(1)
+
+            def reloader() -> tuple[Any, Mapping[str, Any]]:
+                fresh = Policy.load(policy_path)
+                return fresh, fresh.summary()
+
+        kernel = build_kernel(settings, policy)
+        planner = build_planner(
+            base_url=base_url,
+            provider=provider,
+            model=model,
+            api_key=upstream_key,
+            gguf=gguf,
+            mock=mock,
+            upstream_client=upstream_client,
+            timeout_s=settings.http_write_timeout_s,
+        )
+        if not _is_loopback(host) and required is None:
+            _warn(
+                f"binding {host}:{port} with NO client key: anyone who can reach it can use "
+                "it. Add --require-key-env."
+            )
+        sink = {"stdout": sys.stdout, "stderr": sys.stderr}.get(access_log)
+        options = GatewayOptions(
+            read_timeout_s=settings.http_read_timeout_s,
+            write_timeout_s=settings.http_write_timeout_s,
+            idle_timeout_s=settings.http_idle_timeout_s,
+            require_key=required,
+            policy_reloader=reloader,
+            policy_source=policy_path or "",
+            events=file_events(settings.audit_journal) if settings.audit_journal else None,
+            access_log=_line_writer(sink) if sink is not None else None,
+        )
+        app = build_app(kernel, planner, options)
+        shown = f"[{host}]" if ":" in host else host
+        origin = f"http://{shown}:{port}"
+        click.echo(
+            f"fak serve: planner={planner.kind} model={planner.model or '-'} on {origin} "
+            f"(OpenAI base URL {origin}/v1, Anthropic base URL {origin})",
+            err=True,
+        )
+        try:
+            run_server(app, host=host, port=port, idle_timeout_s=settings.http_idle_timeout_s)
+        except OSError as exc:
+            click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
+            sys.exit(2)

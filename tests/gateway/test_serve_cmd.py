@@ -1,0 +1,93 @@
+"""``fak serve``: start-up refusals and a real process answering on its port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from fak.cli.main import cli
+
+pytestmark = pytest.mark.gateway
+
+
+def test_empty_required_key_refuses_to_start() -> None:
+    r = CliRunner().invoke(
+        cli, ["serve", "--mock", "--require-key-env", "FAK_T_EMPTY"], env={"FAK_T_EMPTY": ""}
+    )
+    assert r.exit_code == 2
+    assert "FAK_T_EMPTY" in r.output and "refusing to start" in r.output
+
+
+def test_bad_policy_file_refuses_to_start(tmp_path: Path) -> None:
+    bad = tmp_path / "floor.json"
+    bad.write_text('{"version": "fak-policy/v1", "allows": ["x"]}')
+    r = CliRunner().invoke(cli, ["serve", "--mock", "--policy", str(bad)])
+    assert r.exit_code == 1
+    assert "allows" in r.output
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
+
+
+def test_serve_process_answers_with_auth_and_warns_on_a_public_bind() -> None:
+    port = _free_port()
+    env = {**os.environ, "FAK_T_TOKEN": "tok-123"}
+    cmd = [sys.executable, "-m", "fak.cli.main", "serve", "--mock", "--access-log", "off"]
+    proc = subprocess.Popen(
+        [*cmd, "--addr", f"0.0.0.0:{port}", "--require-key-env", "FAK_T_TOKEN"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                health = httpx.get(url + "/healthz")
+                break
+            except httpx.ConnectError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+        assert health.json() == {"ok": True, "planner": "mock", "model": "mock"}
+        assert httpx.get(url + "/metrics").status_code == 401
+        ok = httpx.post(
+            url + "/v1/fak/adjudicate",
+            json={"tool": "delete_account", "arguments": {}},
+            headers={"authorization": "Bearer tok-123"},
+        )
+        assert ok.status_code == 200 and ok.json()["verdict"]["reason"] == "POLICY_BLOCK"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert "SCRIPTED MOCK" in err
+    assert "NO client key" not in err  # a key was required, so no public-bind warning
+
+    port = _free_port()
+    proc = subprocess.Popen([*cmd, "--addr", f"0.0.0.0:{port}"], stderr=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    try:
+        deadline = time.monotonic() + 20
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz")
+                break
+            except httpx.ConnectError:
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert "NO client key" in err
