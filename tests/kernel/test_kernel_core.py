@@ -337,15 +337,24 @@ def test_file_journal_verifies(tmp_path: Path) -> None:
 
 
 def test_an_admission_that_cannot_be_journaled_is_refused() -> None:
-    class Broken:
-        def append(self, record: Mapping[str, Any]) -> None:
-            raise OSError("disk full")
+    class Flaky:
+        broken = False
 
-    kernel, tools = _kernel(journal=Broken())
-    outcome = kernel.syscall(ToolCall("get_user_details", {"user_id": "u1"}))
-    assert (outcome.verdict.kind, outcome.verdict.by) == (VerdictKind.DENY, "journal")
-    assert tools.calls == []
-    assert kernel.counters["journal_faults"] >= 1
+        def append(self, record: Mapping[str, Any]) -> None:
+            if self.broken:
+                raise OSError("disk full")
+
+    journal = Flaky()
+    kernel, tools = _kernel(journal=journal)
+    read = ToolCall("get_user_details", {"user_id": "u1"})
+    assert kernel.syscall(read).served_by == "tool"
+    journal.broken = True
+    for call in (read, ToolCall("get_user_details", {"user_id": "u2"})):  # a vDSO hit, a miss
+        outcome = kernel.syscall(call)
+        assert (outcome.verdict.kind, outcome.verdict.by) == (VerdictKind.DENY, "journal")
+        assert outcome.status == "error" and outcome.served_by == ""
+    assert len(tools.calls) == 1
+    assert kernel.counters["journal_faults"] >= 2
 
 
 # -- chains, grammars, schemas -------------------------------------------------------------------

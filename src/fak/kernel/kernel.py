@@ -56,6 +56,7 @@ Handler = Callable[[dict[str, Any]], Any]
 """A tool: called with the (possibly rewritten) arguments; returns JSON-able, str or bytes."""
 
 _VDSO_ALLOW: Final = Verdict.allow("vdso", meta={"served_by": "vdso"})
+_UNAUDITED: Final = Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
 _COUNTERS: Final = (
     "submits",
     "decisions",
@@ -344,9 +345,13 @@ class Kernel:
             return verdict
         self._count("decisions", "transforms" if kind == VerdictKind.TRANSFORM else "")
         if self._journal is not None and not self._journal_call("DECIDE", call, verdict):
-            # an admission nobody can audit is refused
-            return Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
+            return self._unaudited()
         return verdict
+
+    def _unaudited(self) -> Verdict:
+        """An admission nobody can audit is refused."""
+        self._count("denies")
+        return _UNAUDITED
 
     def explain(self, call: ToolCall) -> tuple[Verdict, list[RungTrace]]:
         """The folded verdict and each rung's own answer (diagnostic; not counted)."""
@@ -372,7 +377,8 @@ class Kernel:
             hit = self._vdso.get(key)
             if hit is not None:
                 self._count("vdso_hits")
-                self._journal_call("VDSO_HIT", call, _VDSO_ALLOW)
+                if not self._journal_call("VDSO_HIT", call, _VDSO_ALLOW):
+                    return self._refuse(call, self._unaudited(), start)
                 return CallOutcome(
                     OK, _VDSO_ALLOW, hit.payload, hit.admission, "vdso", self._ms(start)
                 )
