@@ -457,3 +457,38 @@ def test_a_repaired_call_is_judged_again_as_dispatched() -> None:
         "convert_currency.to_currency deny_regex /^XXX$/",
     )
     assert len(seen) == 1
+
+
+def test_no_process_spawn_or_network_on_the_decide_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import socket
+    import subprocess
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the decide path must not spawn processes or open sockets")
+
+    for name in ("fork", "posix_spawn", "execv", "execve", "system"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, forbidden)
+    monkeypatch.setattr(subprocess.Popen, "__init__", forbidden)
+    monkeypatch.setattr(socket.socket, "connect", forbidden)
+    kernel, _ = _kernel()
+    for call in (
+        ToolCall("get_user_details", {"user_id": "u1"}),
+        ToolCall("get_user_details", {"user_id": "u1"}),
+        ToolCall("delete_account", {}),
+        ToolCall("update_user", {"user_id": "u1", "tier": "x", "password": "p"}),
+        ToolCall("nope", "not json"),
+    ):
+        kernel.decide(call)
+        kernel.syscall(call)
+
+
+def test_decide_path_logs_no_argument_values(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    kernel, _ = _kernel()
+    kernel.syscall(ToolCall("read_explode", {"secret_arg": "s3cr3t-value"}))
+    kernel.syscall(ToolCall("update_user", {"user_id": "u1", "tier": "x", "password": "hunter2"}))
+    assert "s3cr3t-value" not in caplog.text and "hunter2" not in caplog.text
