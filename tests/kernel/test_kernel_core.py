@@ -492,3 +492,23 @@ def test_decide_path_logs_no_argument_values(caplog: pytest.LogCaptureFixture) -
     kernel.syscall(ToolCall("read_explode", {"secret_arg": "s3cr3t-value"}))
     kernel.syscall(ToolCall("update_user", {"user_id": "u1", "tier": "x", "password": "hunter2"}))
     assert "s3cr3t-value" not in caplog.text and "hunter2" not in caplog.text
+
+
+def test_counters_are_monotonic_and_gauges_are_levels() -> None:
+    kernel, _ = _kernel()
+    read = ToolCall("get_user_details", {"user_id": "u1"})
+    kernel.syscall(read)
+    kernel.syscall(read)
+    assert kernel.gauges == {"quarantine_held": 0.0, "vdso_entries": 1.0, "vdso_hit_ratio": 0.5}
+    kernel.syscall(ToolCall("fetch_weather", {}))
+    assert kernel.gauges["quarantine_held"] == 1.0
+    assert set(kernel.counters) >= {
+        "submits",
+        "vdso_hits",
+        "engine_calls",
+        "denies",
+        "transforms",
+        "quarantined",
+        "paged",
+        "admitted",
+    }

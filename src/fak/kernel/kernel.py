@@ -238,13 +238,23 @@ class Kernel:
 
     @property
     def counters(self) -> dict[str, int]:
+        """Monotonic counts (submits, vdso_hits, engine_calls, denies, transforms, ...)."""
         with self._lock:
             out = dict(self._counts)
             out["world_version"] = self._world
             out["policy_epoch"] = self._state.epoch
-        out["quarantine_held"] = self._ledger.counters.get("held", 0)
-        out["vdso_entries"] = len(self._vdso) if self._vdso is not None else 0
         return out
+
+    @property
+    def gauges(self) -> dict[str, float]:
+        """Current levels: held quarantine ids, cached vDSO entries, vDSO hit ratio."""
+        with self._lock:
+            submits, hits = self._counts["submits"], self._counts["vdso_hits"]
+        return {
+            "quarantine_held": float(self._ledger.counters.get("held", 0)),
+            "vdso_entries": float(len(self._vdso) if self._vdso is not None else 0),
+            "vdso_hit_ratio": hits / submits if submits else 0.0,
+        }
 
     @property
     def world_version(self) -> int:
