@@ -333,6 +333,8 @@ class Kernel:
             ToolCall(call.tool, verdict.new_args, call.caller, call.trace_id, call.call_id)
         )
         if again.kind == VerdictKind.TRANSFORM and again.new_args is not None:
+            if dict(again.new_args) == dict(verdict.new_args):
+                return verdict  # already settled (e.g. a redaction judged again)
             meta = {**verdict.meta, **again.meta, "settled_by": again.by}
             return Verdict.transform(again.new_args, verdict.by, meta=meta)
         if again.kind == VerdictKind.ALLOW:
