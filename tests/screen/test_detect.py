@@ -14,7 +14,9 @@ from fak.screen import (
     INJECTION_MARKERS,
     Detector,
     Finding,
+    find_injection,
     find_pollution,
+    find_secret,
     screen_bytes,
 )
 
@@ -219,3 +221,19 @@ def test_adversarial_inputs_scale_linearly(name: str) -> None:
     # 2 MiB of any of these finishes well inside a second.
     assert large < max(small, 1e-4) * 12
     assert large < 1.0
+
+
+def _reference_screen(body: bytes) -> Finding | None:
+    """The predicate without the one-pass prefilter: lower-case, then each detector in order."""
+    low = body.lower()
+    return find_secret(body, low) or find_injection(body, low) or find_pollution(body)
+
+
+_PIECES = st.sampled_from([*SECRETS, *NEAR_MISSES, *INJECTION_MARKERS, CHUNK * 52, b"AKIA", b"sk-"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=40), _PIECES), max_size=8))
+def test_the_prefiltered_screen_equals_the_plain_predicate(parts: list[bytes]) -> None:
+    body = b"".join(parts)
+    assert screen_bytes(body) == _reference_screen(body)

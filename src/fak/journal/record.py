@@ -53,7 +53,7 @@ _TEXT_LIMITS: Final = {
     "taint": 16,
 }
 _INPUT_KEYS: Final = frozenset({"kind", "digest", *_TEXT_LIMITS, *DIGEST_FIELDS})
-_RESULT_KINDS: Final = frozenset({"QUARANTINE", "RESULT_DENY", "PAGE_OUT", "PAGE_IN"})
+_RESULT_KINDS: Final = frozenset({"ADMIT", "QUARANTINE", "RESULT_DENY", "PAGE_OUT", "PAGE_IN"})
 _REQUIRED: Final = ("seq", "ts_unix_nano", "kind", "prev_hash", "hash")
 _HEX: Final = frozenset("0123456789abcdef")
 
