@@ -242,3 +242,14 @@ def test_a_slack_token_can_hide_in_an_all_hex_base64_token_and_is_still_caught()
 def test_math_and_modifier_greek_fold_to_latin() -> None:
     assert normalize("\U0001d704gnore".encode()) == b"ignore"  # mathematical italic iota
     assert normalize("ignοre".encode()) == b"ignore"  # Greek omicron
+
+
+def test_the_default_chain_screens_the_raw_bytes_once() -> None:
+    plain = b"key AKIAIOSFODNN7EXAMPLE"
+    first, second = default_admitters()
+    assert first.admit(plain).kind == VerdictKind.QUARANTINE
+    assert second.admit(plain).kind == VerdictKind.ALLOW  # the raw bytes are the first one's job
+    standalone = DeobfuscatingScreen()
+    assert standalone.admit(plain).kind == VerdictKind.QUARANTINE
+    hidden = "\u200b".join("AKIAIOSFODNN7EXAMPLE").encode()
+    assert second.admit(hidden).reason == Reason.SECRET_EXFIL

@@ -63,18 +63,29 @@ class FirstMatchScreen:
 
 
 class DeobfuscatingScreen:
-    """Defense in depth: the same detectors over normalized and decoded views of the bytes."""
+    """Defense in depth: the same detectors over normalized and decoded views of the bytes.
 
-    __slots__ = ()
+    ``include_raw=True`` (the default) also screens the raw bytes, so the screen stands alone;
+    the default chain passes False because ``FirstMatchScreen`` already screens them.
+    """
+
+    __slots__ = ("_include_raw",)
+
+    def __init__(self, *, include_raw: bool = True) -> None:
+        self._include_raw = include_raw
 
     @property
     def name(self) -> str:
         return "normgate"
 
     def admit(self, data: bytes) -> Verdict:
-        return finding_verdict(screen_deobfuscated(data), self.name)
+        found = screen_deobfuscated(data, include_raw=self._include_raw)
+        return finding_verdict(found, self.name)
 
 
 def default_admitters() -> tuple[ResultAdmitter, ...]:
-    """The shipped result chain: first-match screen, then the de-obfuscating screen."""
-    return (FirstMatchScreen(), DeobfuscatingScreen())
+    """The shipped result chain: the first-match screen, then the de-obfuscating views.
+
+    The second admitter skips re-screening the raw bytes, which the first one just screened.
+    """
+    return (FirstMatchScreen(), DeobfuscatingScreen(include_raw=False))

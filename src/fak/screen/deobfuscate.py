@@ -117,7 +117,7 @@ def _mostly_printable(raw: bytes) -> bool:
     size = len(raw)
     if size < _MIN_TOKEN // 2:
         return False
-    if size - len(raw.translate(None, _CONTROL)) > size * (1.0 - _PRINTABLE_RATIO):
+    if (size - len(raw.translate(None, _CONTROL))) * 10 > size:
         return False
     if raw.isascii():
         return True
@@ -130,14 +130,7 @@ def _mostly_printable(raw: bytes) -> bool:
     return True
 
 
-def _base64(token: bytes) -> bytes:
-    body = token.translate(_URLSAFE)
-    cut = len(body) % 4
-    if cut == 1:
-        body = body[:-1]
-    elif cut:
-        body += b"=" * (4 - cut)
-    return binascii.a2b_base64(body)
+_PAD = (b"", b"", b"==", b"=")
 
 
 def decoded_tokens(view: bytes) -> list[bytes]:
@@ -146,10 +139,13 @@ def decoded_tokens(view: bytes) -> list[bytes]:
     Tokens are maximal runs of at least 16 base64-alphabet bytes, found with a byte mask rather
     than a regex. Every token is read as standard or URL-safe base64; a token of hex digits (with
     or without ``0x``) is also read as hex (some secret shapes have all-hex base64 forms, so hex
-    tokens are never read as hex alone).
+    tokens are never read as hex alone). This loop is the de-obfuscating screen's hot spot.
     """
     mask = view.translate(_TOKEN_MASK)
     find = mask.find
+    printable = _mostly_printable
+    a2b, unhex = binascii.a2b_base64, binascii.unhexlify
+    urlsafe, hexdigits, pad = _URLSAFE, _HEXDIGITS, _PAD
     out: list[bytes] = []
     start = 0
     while (begin := find(_RUN, start)) >= 0:
@@ -158,13 +154,15 @@ def decoded_tokens(view: bytes) -> list[bytes]:
             end = len(mask)
         token = view[begin:end]
         start = end
-        digits = token[2:] if token[:2] in (b"0x", b"0X") else token
-        if not digits.translate(None, _HEXDIGITS):
-            raw = binascii.unhexlify(digits[: len(digits) & ~1])
-            if _mostly_printable(raw):
+        digits = token[2:] if token.startswith((b"0x", b"0X")) else token
+        if not digits.translate(None, hexdigits):
+            raw = unhex(digits[: len(digits) & ~1])
+            if printable(raw):
                 out.append(raw)
-        raw = _base64(token)
-        if _mostly_printable(raw):
+        cut = len(token) & 3
+        body = token.translate(urlsafe)
+        raw = a2b(body[:-1] if cut == 1 else body + pad[cut])
+        if printable(raw):
             out.append(raw)
     return out
 
@@ -196,16 +194,19 @@ def _screen_view(view: bytes, label: str, *, first_match_done: bool = False) -> 
     return None
 
 
-def screen_deobfuscated(data: bytes) -> Finding | None:
+def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | None:
     """The first finding over the raw bytes, the normalized view and its decoded layers.
 
-    The raw bytes are screened too, so this admitter alone holds everything ``screen_bytes``
-    holds. Fails closed (TRUST_VIOLATION) when printable encoded layers nest deeper than
-    ``MAX_DECODE_DEPTH`` or the decoded layers together outgrow ``DECODE_BUDGET`` times the input.
+    With ``include_raw`` (the default) the raw bytes are screened too, so this screen alone holds
+    everything ``screen_bytes`` holds; a chain that already runs ``screen_bytes`` on the same
+    bytes passes False to skip that repeat. Fails closed (TRUST_VIOLATION) when printable encoded
+    layers nest deeper than ``MAX_DECODE_DEPTH`` or the decoded layers together outgrow
+    ``DECODE_BUDGET`` times the input.
     """
-    hit = screen_bytes(data)
-    if hit is not None:
-        return hit
+    if include_raw:
+        hit = screen_bytes(data)
+        if hit is not None:
+            return hit
     top = normalize(data)
     hit = _screen_view(top, "normalized", first_match_done=top is data)
     if hit is not None:
