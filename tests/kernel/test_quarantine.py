@@ -165,7 +165,7 @@ def test_a_cleared_false_positive_pages_in_after_the_chain_changes() -> None:
     strict.clear(qid)
     with pytest.raises(PageInRefused):
         strict.page_in(qid)
-    strict._admitters = (FirstMatchScreen(),)  # the operator relaxed the over-eager rule
+    strict.replace_admitters([FirstMatchScreen()])  # the operator relaxed the over-eager rule
     assert strict.page_in(qid) == body
 
 
@@ -180,7 +180,7 @@ def test_page_in_re_screens_paged_results_with_the_current_chain() -> None:
     ledger = QuarantineLedger(MemoryStore(), admitters=[FirstMatchScreen()])
     body = _benign_json(6000) + b" banana"
     ref = orjson.loads(ledger.admit(_result(body)).payload)["ref"]
-    ledger._admitters = (_DenyWord(b"banana"),)
+    ledger.replace_admitters([_DenyWord(b"banana")])
     with pytest.raises(PageInRefused) as exc:
         ledger.page_in(ref)
     assert exc.value.why == PageInRefused.STILL_FAILS

@@ -173,6 +173,11 @@ class QuarantineLedger:
             held = self._counts["quarantined"] + self._counts["denied"]
         return held / total if total else 0.0
 
+    def replace_admitters(self, admitters: Sequence[ResultAdmitter]) -> None:
+        """Swap the result chain (e.g. after tightening the markers); later admissions and every
+        page-in, including of results held under the old chain, are judged by the new one."""
+        self._admitters = tuple(admitters)
+
     def is_held(self, qid: str) -> bool:
         with self._lock:
             return qid in self._held
@@ -189,10 +194,11 @@ class QuarantineLedger:
         An admitter that raises or answers something that is not a Verdict holds the bytes
         (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY).
         """
-        if not self._admitters:
+        admitters = self._admitters  # one read: a concurrent replace_admitters swaps the tuple
+        if not admitters:
             return Verdict.quarantine(Reason.DEFAULT_DENY, "empty-chain", claim="no admitters")
         best: Verdict | None = None
-        for admitter in self._admitters:
+        for admitter in admitters:
             verdict = self._run(admitter, data)
             if best is None or verdict.rank > best.rank:
                 best = verdict
