@@ -28,6 +28,7 @@ from fak.gateway.metrics import Metrics
 
 __all__ = [
     "DEFAULT_BODY_CAP",
+    "EventStream",
     "GatewayMiddleware",
     "KeyCheck",
     "TraceIds",
@@ -47,6 +48,54 @@ _JSON = "application/json"
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(data), status_code=status, media_type=_JSON, headers=headers)
+
+
+class EventStream:
+    """A ``text/event-stream`` response written frame by frame.
+
+    Lighter than a task-group streaming response: one watcher task notices a client disconnect
+    and the frame loop stops there, closing the producer (and with it any upstream stream).
+    """
+
+    __slots__ = ("_frames", "_headers")
+
+    def __init__(self, frames: Any, headers: dict[str, str] | None = None) -> None:
+        self._frames = frames
+        raw = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+        ]
+        raw.append((b"x-accel-buffering", b"no"))
+        raw.extend((k.encode(), v.encode()) for k, v in (headers or {}).items())
+        self._headers = raw
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone.set()
+                    return
+
+        watcher = asyncio.ensure_future(watch())
+        frames = self._frames
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self._headers})
+            async for frame in frames:
+                if gone.is_set():
+                    break
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if not gone.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away mid-write
+        finally:
+            watcher.cancel()
+            aclose = getattr(frames, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 async def read_body(request: Request, cap: int, timeout_s: float) -> bytes:

@@ -62,6 +62,15 @@ def _outcome(turn: PlannerTurn, n: int, model: str) -> TurnOutcome:
     )
 
 
+def _chat_frames(o: TurnOutcome) -> bytes:
+    chunks = openai_chat.ChatChunks(o.id, o.created, o.model)
+    frames = [chunks.role(), *(chunks.text(p) for p in split_after_spaces(o.text))]
+    if o.tool_calls:
+        frames.append(chunks.tool_calls(o.tool_calls))
+    frames += [chunks.final(o), chunks.done()]
+    return b"".join(frames)
+
+
 class MockUpstream:
     """The upstream double. ``app`` is the ASGI app; ``received`` what it was sent."""
 
@@ -83,6 +92,11 @@ class MockUpstream:
             o = _outcome(fixed, 0, "mock-upstream")
             self._fixed["chat"] = orjson.dumps(openai_chat.render_response(o))
             self._fixed["messages"] = orjson.dumps(anthropic.render_response(o))
+            self._fixed["chat-stream"] = _chat_frames(o)
+            ev = anthropic.MessageEvents(o.id, o.model)
+            self._fixed["messages-stream"] = b"".join(
+                [ev.start(o.usage.prompt_tokens), *ev.body(o)]
+            )
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -125,7 +139,9 @@ class MockUpstream:
         got = await self._record(request)
         if isinstance(got, Response):
             return got
-        if "chat" in self._fixed and b'"stream":true' not in got:
+        if self._fixed:
+            if b'"stream":true' in got:
+                return Response(self._fixed["chat-stream"], media_type="text/event-stream")
             return Response(self._fixed["chat"], media_type="application/json")
         try:
             parsed = openai_chat.parse_request(orjson.loads(got))
@@ -136,18 +152,15 @@ class MockUpstream:
             return Response(
                 orjson.dumps(openai_chat.render_response(o)), media_type="application/json"
             )
-        chunks = openai_chat.ChatChunks(o.id, o.created, o.model)
-        frames = [chunks.role(), *(chunks.text(p) for p in split_after_spaces(o.text))]
-        if o.tool_calls:
-            frames.append(chunks.tool_calls(o.tool_calls))
-        frames += [chunks.final(o), chunks.done()]
-        return Response(b"".join(frames), media_type="text/event-stream")
+        return Response(_chat_frames(o), media_type="text/event-stream")
 
     async def _messages(self, request: Request) -> Response:
         got = await self._record(request)
         if isinstance(got, Response):
             return got
-        if "messages" in self._fixed and b'"stream":true' not in got:
+        if self._fixed:
+            if b'"stream":true' in got:
+                return Response(self._fixed["messages-stream"], media_type="text/event-stream")
             return Response(self._fixed["messages"], media_type="application/json")
         try:
             parsed = anthropic.parse_request(orjson.loads(got))

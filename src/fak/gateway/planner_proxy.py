@@ -205,21 +205,23 @@ class ProxyPlanner:
                 if self._provider == "anthropic":
                     acc_a = anthropic.MessagesStreamAccumulator()
                     async for chunk in up.chunks():
-                        for ev in decoder.feed(chunk):
-                            text = acc_a.feed(ev.event, _json(ev.data))
-                            if text:
-                                yield TextDelta(text)
+                        # one delta per network read: what arrived together leaves together
+                        text = "".join(
+                            [acc_a.feed(ev.event, _json(ev.data)) for ev in decoder.feed(chunk)]
+                        )
+                        if text:
+                            yield TextDelta(text)
                     turn, extra = acc_a.finish()
                     yield ForwardedDone(turn, extra)
                     return
                 acc_o = openai_chat.ChatStreamAccumulator()
                 async for chunk in up.chunks():
-                    for ev in decoder.feed(chunk):
-                        if ev.data == "[DONE]":
-                            continue
-                        text = acc_o.feed(_json(ev.data))
-                        if text:
-                            yield TextDelta(text)
+                    events = decoder.feed(chunk)
+                    text = "".join(
+                        [acc_o.feed(_json(ev.data)) for ev in events if ev.data != "[DONE]"]
+                    )
+                    if text:
+                        yield TextDelta(text)
                 yield ForwardedDone(acc_o.finish(), {})
         except UpstreamFailure as exc:
             raise self._fail(exc) from exc

@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from fak.abi import TextDelta
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
-from fak.gateway.http import json_response, read_json
+from fak.gateway.http import EventStream, json_response, read_json
 from fak.gateway.planner_proxy import ANTHROPIC_VERSION, Passthrough
 from fak.gateway.state import GatewayState
 from fak.gateway.turns import Wire
@@ -109,18 +109,17 @@ def turn_routes(state: GatewayState) -> list[Route]:
                     yield chunks.text(item.text)
                     item = await _bounded(anext(gen), deadline)
                 outcome: TurnOutcome = item
-                for piece in split_after_spaces(outcome.text[len(sent) :]):
-                    yield chunks.text(piece)
+                tail = [chunks.text(p) for p in split_after_spaces(outcome.text[len(sent) :])]
                 if outcome.tool_calls:
-                    yield chunks.tool_calls(outcome.tool_calls)
-                yield chunks.final(outcome)
+                    tail.append(chunks.tool_calls(outcome.tool_calls))
+                tail += [chunks.final(outcome), chunks.done()]
+                yield b"".join(tail)  # everything decided at once leaves in one write
             except GatewayError as exc:
-                yield chunks.error(exc.message, exc.code)
+                yield chunks.error(exc.message, exc.code) + chunks.done()
             finally:
                 await gen.aclose()
-            yield chunks.done()
 
-        return StreamingResponse(frames(), media_type=_SSE, headers=_SSE_HEADERS)
+        return EventStream(frames())  # type: ignore[return-value]
 
     # -- OpenAI Responses ----------------------------------------------------------------
     async def responses(request: Request) -> Response:
@@ -137,22 +136,20 @@ def turn_routes(state: GatewayState) -> list[Route]:
         events = openai_responses.ResponseEvents(id, runner.model_for(parsed), runner.now())
 
         async def frames() -> AsyncIterator[bytes]:
-            for frame in events.start():
-                yield frame
+            head = events.start()
             item = first
             try:
                 while isinstance(item, TextDelta):
-                    for frame in events.text_delta(item.text):
-                        yield frame
+                    yield b"".join([*head, *events.text_delta(item.text)])
+                    head = []
                     item = await _bounded(anext(gen), deadline)
-                for frame in events.finish(item):
-                    yield frame
+                yield b"".join([*head, *events.finish(item)])
             except GatewayError as exc:
-                yield events.failed(exc.message, exc.code or "server_error")
+                yield b"".join([*head, events.failed(exc.message, exc.code or "server_error")])
             finally:
                 await gen.aclose()
 
-        return StreamingResponse(frames(), media_type=_SSE, headers=_SSE_HEADERS)
+        return EventStream(frames())  # type: ignore[return-value]
 
     # -- Anthropic Messages --------------------------------------------------------------
     def passthrough(request: Request, raw: bytes) -> Passthrough | None:
@@ -199,8 +196,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
 
         async def stream() -> AsyncIterator[bytes]:
             try:
-                yield events.start(estimate)
-                yield events.ping()
+                yield events.start(estimate) + events.ping()
                 while True:
                     await asyncio.wait({task}, timeout=interval)
                     if task.done():
@@ -211,15 +207,14 @@ def turn_routes(state: GatewayState) -> list[Route]:
                 except GatewayError as exc:
                     yield events.error(exc.message)
                     return
-                for frame in events.body(outcome):
-                    yield frame
+                yield b"".join(events.body(outcome))
             finally:
                 if not task.done():
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
 
-        return StreamingResponse(stream(), media_type=_SSE, headers=_SSE_HEADERS)
+        return EventStream(stream())  # type: ignore[return-value]
 
     async def count_tokens(request: Request) -> Response:
         body, raw = await _read(state, request)
