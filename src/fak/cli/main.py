@@ -17,6 +17,7 @@ _VERB_MODULES = (
     "fak.cli.policy_cmds",  # preflight, policy, hook, agent
     "fak.cli.wall_cmds",  # answer-shape, doctor, journal
     "fak.cli.serve_cmd",  # serve
+    "fak.cli.mcp_cmd",  # mcp
 )
 
 

@@ -1,0 +1,188 @@
+"""fak as an MCP server (tier T3): four tools over one Kernel, on stdio or Streamable HTTP.
+
+``build_mcp_server(kernel)`` returns the official SDK's low-level ``Server`` exposing
+``fak_adjudicate`` (verdict only), ``fak_syscall`` (decide, run a tool registered on the kernel,
+admit its result), ``fak_admit`` (screen a result the client ran) and ``fak_page_in``. Every answer
+is the reply-system envelope as JSON text; a refusal is a value (``isError: false``). ``isError`` is
+true only when no decision was reached: malformed input at this layer (I) or a fault (E, naming
+the exception type only). Tool bodies live in ``fak.gateway.mcp_tools``; this module owns the
+SDK wiring and never logs arguments, results or held bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from typing import Any, Final
+
+import anyio
+import mcp.types as types
+import orjson
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from fak.gateway.mcp_tools import TOOL_SPECS, McpTools, ToolAnswer
+from fak.kernel import Kernel
+
+__all__ = [
+    "SERVER_NAME",
+    "McpHttpEndpoint",
+    "build_mcp_server",
+    "mcp_asgi_app",
+    "serve_stdio",
+]
+
+_log = logging.getLogger(__name__)
+
+SERVER_NAME: Final = "fak-gateway"
+_INSTRUCTIONS: Final = (
+    "fak is an agent kernel. Before running a tool, ask fak_adjudicate for a verdict and run the "
+    "call only if the reply is a success (type S); a denial (type D) is an answer, not an error. "
+    "Pass every tool result you ran through fak_admit and put only its `content` into context."
+)
+_LOOPBACK_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+_LOOPBACK_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+_THREADED: Final = frozenset({"fak_syscall", "fak_admit", "fak_page_in"})
+
+
+def _fak_version() -> str:
+    try:
+        return package_version("fak")
+    except PackageNotFoundError:  # running from a source tree without an install
+        return "0"
+
+
+def _tool_definitions() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=dict(spec.input_schema),
+            annotations=types.ToolAnnotations(
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=None if spec.read_only else True,
+                open_world_hint=not spec.read_only,
+            ),
+        )
+        for spec in TOOL_SPECS
+    ]
+
+
+def _result(answer: ToolAnswer) -> types.CallToolResult:
+    wire = answer.wire()
+    text = orjson.dumps(wire).decode("utf-8")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=wire,
+        is_error=answer.is_error,
+    )
+
+
+def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
+    """An MCP server whose four tools are answered by ``kernel`` (one decision path)."""
+    tools = McpTools(kernel)
+    definitions = _tool_definitions()
+    known = frozenset(spec.name for spec in TOOL_SPECS)
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=definitions)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in known:
+            # Not a decision: the client asked for a tool this server does not have.
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+        arguments: dict[str, Any] = params.arguments or {}
+        if params.name in _THREADED:  # may run a tool or screen a large result: off the loop
+            answer = await anyio.to_thread.run_sync(tools.call, params.name, arguments)
+        else:
+            answer = tools.call(params.name, arguments)
+        return _result(answer)
+
+    return Server(
+        name,
+        version=_fak_version(),
+        title="fak agent kernel",
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(kernel: Kernel) -> None:
+    """Serve the MCP tools over this process's stdin/stdout until the client hangs up."""
+    server = build_mcp_server(kernel)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class McpHttpEndpoint:
+    """The Streamable-HTTP MCP endpoint as a plain ASGI app, plus the lifespan it needs.
+
+    Route it (``Route("/mcp", endpoint=ep)``) and enter ``ep.lifespan()`` in the host app's
+    lifespan: a mounted Starlette app's own lifespan would never run. ``stateless`` with
+    ``json_response`` (the defaults) answers each POST with one JSON body, no session state.
+    ``allowed_hosts`` guards against DNS rebinding; the default admits loopback names only,
+    ``()`` turns the check off (for a gateway bound to a public address behind its own auth).
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        stateless: bool = True,
+        json_response: bool = True,
+        allowed_hosts: Sequence[str] | None = None,
+        allowed_origins: Sequence[str] | None = None,
+    ) -> None:
+        self.server = build_mcp_server(kernel)
+        hosts = _LOOPBACK_HOSTS if allowed_hosts is None else tuple(allowed_hosts)
+        origins = _LOOPBACK_ORIGINS if allowed_origins is None else tuple(allowed_origins)
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=bool(hosts),
+            allowed_hosts=list(hosts),
+            allowed_origins=list(origins),
+        )
+        self.session_manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=json_response,
+            stateless=stateless,
+            security_settings=security,
+        )
+
+    def lifespan(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Runs the session manager's task group; enter it once, for the app's lifetime."""
+        return self.session_manager.run()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.session_manager.handle_request(scope, receive, send)
+
+
+def mcp_asgi_app(kernel: Kernel, *, path: str = "/mcp", **options: Any) -> Starlette:
+    """A standalone Starlette app serving the MCP endpoint at ``path`` (lifespan included).
+
+    ``options`` go to ``McpHttpEndpoint``. To add MCP to an existing app instead, route an
+    ``McpHttpEndpoint`` and enter its ``lifespan()`` in that app's lifespan.
+    """
+    endpoint = McpHttpEndpoint(kernel, **options)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with endpoint.lifespan():
+            yield
+
+    app = Starlette(routes=[Route(path, endpoint=endpoint)], lifespan=lifespan)
+    app.state.mcp = endpoint
+    return app

@@ -1,0 +1,288 @@
+"""The bodies of fak's MCP tools (tier T3): input checks, one kernel call, one Reply.
+
+``McpTools(kernel).call(name, arguments)`` validates the tool's input strictly (unknown keys are
+refused, so a misspelt ``args`` never silently becomes "no arguments"), makes exactly one kernel
+call (decide / syscall / admit_result / page_in, journaled by the kernel) and answers a
+``ToolAnswer``: the Reply, its trace id and timing. It never raises, never echoes held bytes
+(quarantine answers carry the stub and id only) and never logs arguments or results. No SDK
+types here: ``fak.gateway.mcp_server`` wraps answers for the wire.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
+
+import orjson
+
+from fak.abi import ToolCall, ToolResult, Verdict, VerdictKind
+from fak.abi.replies import (
+    Reply,
+    ReplyBuilder,
+    ReplyType,
+    envelope,
+    new_trace_id,
+    reply_for_verdict,
+)
+from fak.kernel import Admission, Kernel, PageInRefused, outcome_reply
+
+__all__ = ["TOOL_SPECS", "TRACE_ID_MAX", "McpTools", "ToolAnswer", "ToolSpec"]
+
+_log = logging.getLogger(__name__)
+
+TRACE_ID_MAX: Final = 128
+_REQUEST_MALFORMED: Final = "MCP-VAL-I-001"
+_ARGS_MALFORMED: Final = "WA-PARSE-I-001"
+_DECISION_FAULT: Final = "EN-GATE-E-001"
+_SYSTEM_CRASH: Final = "MCP-SYS-E-001"
+_SYSTEM_OK: Final = "MCP-SYS-S-001"
+_HELD: Final = "EN-READ-D-001"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One MCP tool as listed: name, title, description, JSON Schema of its input."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    read_only: bool
+
+
+def _schema(props: dict[str, Any], required: tuple[str, ...]) -> Mapping[str, Any]:
+    props = {
+        **props,
+        "trace_id": {
+            "type": "string",
+            "maxLength": TRACE_ID_MAX,
+            "description": "Correlates this answer with your request; minted when absent.",
+        },
+    }
+    doc = {"type": "object", "properties": props, "required": list(required)}
+    return MappingProxyType({**doc, "additionalProperties": False})
+
+
+_TOOL: Final = {"type": "string", "minLength": 1, "description": "Name of the tool."}
+_CALL_SCHEMA: Final = _schema(
+    {
+        "tool": _TOOL,
+        "arguments": {
+            "type": ["object", "string"],
+            "description": "The call's arguments: a JSON object, or its JSON text.",
+        },
+    },
+    ("tool",),
+)
+
+TOOL_SPECS: Final = (
+    ToolSpec(
+        "fak_adjudicate",
+        "Adjudicate a tool call",
+        "Ask the kernel whether a tool call may run; nothing is executed. The reply is a "
+        "success (S) with the verdict (ALLOW, or TRANSFORM with dispatched_args to run "
+        "instead) or a denial (D) naming reason, disposition and who decided. Run the call "
+        "yourself only on S.",
+        _CALL_SCHEMA,
+        True,
+    ),
+    ToolSpec(
+        "fak_syscall",
+        "Run a tool through the kernel",
+        "Adjudicate a call and, if admitted, run the tool registered on the kernel under that "
+        "name; its result is screened before it is returned (a held result comes back as a "
+        "stub with a quarantine id). A refusal is a denial (D), not an error.",
+        _CALL_SCHEMA,
+        False,
+    ),
+    ToolSpec(
+        "fak_admit",
+        "Screen a tool result",
+        "Screen the result of a tool you ran before it enters the model's context. Use only "
+        "the reply's `content`: the result itself, a pointer stub for a large result, or a "
+        "quarantine stub (D) whose bytes never leave the kernel.",
+        _schema(
+            {
+                "tool": _TOOL,
+                "result": {"type": "string", "description": "The tool's output, verbatim."},
+            },
+            ("tool", "result"),
+        ),
+        True,
+    ),
+    ToolSpec(
+        "fak_page_in",
+        "Page a result back in",
+        "Fetch the bytes behind a paged-out pointer (ref digest) or a quarantine id. Bytes are "
+        "re-screened first; a held result needs a witness clearance by the operator.",
+        _schema({"id": {"type": "string", "minLength": 1, "description": "ref or id."}}, ("id",)),
+        True,
+    ),
+)
+
+_FIELDS: Final = {s.name: frozenset(s.input_schema["properties"]) for s in TOOL_SPECS}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """A Reply as a tool result: ``is_error`` is set only when no decision was reached."""
+
+    reply: Reply
+    trace_id: str
+    duration_ms: float
+    is_error: bool = field(default=False)
+
+    def wire(self) -> dict[str, Any]:
+        return envelope(self.reply, trace_id=self.trace_id, duration_ms=self.duration_ms).to_wire()
+
+
+class _BadInput(Exception):
+    """Input this layer refuses before the kernel sees it; becomes a reply of type I."""
+
+    def __init__(self, code: str, field_name: str, problem: str) -> None:
+        super().__init__(f"{field_name}: {problem}")
+        self.code = code
+        self.field_name = field_name
+        self.problem = problem
+
+
+def _string(arguments: Mapping[str, Any], key: str, *, required: bool) -> str:
+    value = arguments.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value:
+        raise _BadInput(_REQUEST_MALFORMED, key, f"{key} is required: a non-empty string")
+    return value
+
+
+def _trace_id(arguments: Mapping[str, Any]) -> str:
+    value = arguments.get("trace_id")
+    if value is None or value == "":
+        return new_trace_id()
+    if not isinstance(value, str) or len(value) > TRACE_ID_MAX or not value.isprintable():
+        problem = f"trace_id must be printable text of at most {TRACE_ID_MAX} characters"
+        raise _BadInput(_REQUEST_MALFORMED, "trace_id", problem)
+    return value
+
+
+def _call_arguments(arguments: Mapping[str, Any]) -> Mapping[str, Any] | str:
+    value = arguments.get("arguments")
+    if value is None:
+        return {}
+    if isinstance(value, Mapping | str):
+        return value  # JSON text goes to the kernel raw: its first rung refuses a non-object
+    problem = f"arguments must be a JSON object or its JSON text, not {type(value).__name__}"
+    raise _BadInput(_ARGS_MALFORMED, "arguments", problem)
+
+
+def _text(payload: bytes) -> str:
+    return payload.decode("utf-8", errors="replace")
+
+
+def _verdict_reply(verdict: Verdict, tool: str) -> Reply:
+    """The reply for a kernel verdict, with the refusal fields flat in ``data``."""
+    data: dict[str, Any] = {"tool": tool, "by": verdict.by}
+    if verdict.disposition is not None:
+        data["disposition"] = str(verdict.disposition)
+    if verdict.claim:
+        data["claim"] = verdict.claim
+    if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
+        data["dispatched_args"] = dict(verdict.new_args)
+    return reply_for_verdict(verdict, data)
+
+
+def _admission_reply(admission: Admission, tool: str) -> Reply:
+    """S with the admitted bytes or a pointer stub; D with the stub and id for a held result."""
+    data: dict[str, Any] = {"tool": tool, "content": _text(admission.payload)}
+    if admission.quarantine_id:
+        data["quarantine_id"] = admission.quarantine_id
+        data["len"] = admission.ref.length if admission.ref is not None else 0
+    elif admission.verdict.kind == VerdictKind.TRANSFORM and admission.ref is not None:
+        data["paged"] = True
+        data["ref"] = admission.ref.digest
+        data["len"] = admission.ref.length
+    return reply_for_verdict(admission.verdict, data)
+
+
+class McpTools:
+    """Answers fak's MCP tools from one kernel. Thread-safe as far as the kernel is."""
+
+    def __init__(self, kernel: Kernel, *, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._kernel = kernel
+        self._clock = clock
+        self._bodies: Mapping[str, Callable[[Mapping[str, Any], str], Reply]] = {
+            "fak_adjudicate": self._adjudicate,
+            "fak_syscall": self._syscall,
+            "fak_admit": self._admit,
+            "fak_page_in": self._page_in,
+        }
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolAnswer:
+        """Answer one tool call; never raises (a fault is an E reply naming the type only)."""
+        start = self._clock()
+        trace_id = ""
+        is_error = False
+        try:
+            body = self._bodies.get(name)
+            if body is None:
+                raise _BadInput(_REQUEST_MALFORMED, "name", f"no fak tool named {name!r}")
+            unknown = sorted(set(arguments) - _FIELDS[name])
+            trace_id = _trace_id(arguments)
+            if unknown:
+                allowed = ", ".join(sorted(_FIELDS[name]))
+                problem = f"unknown field {unknown[0]!r}; {name} takes {allowed}"
+                raise _BadInput(_REQUEST_MALFORMED, unknown[0], problem)
+            reply = body(arguments, trace_id)
+        except _BadInput as bad:
+            is_error = True
+            data = {"field": bad.field_name, "problem": bad.problem}
+            reply = ReplyBuilder().invalid(bad.code, data)
+        except Exception as exc:  # the safety net: a fault is a value too, never a traceback
+            _log.error("mcp tool %s failed: %s trace_id=%s", name, type(exc).__name__, trace_id)
+            is_error = True
+            code = _DECISION_FAULT if name in ("fak_adjudicate", "fak_syscall") else _SYSTEM_CRASH
+            reply = ReplyBuilder().error(code, {"exception": type(exc).__name__})
+        if reply.reply_type == ReplyType.E:
+            is_error = True
+        trace_id = trace_id or new_trace_id()
+        elapsed = (self._clock() - start) * 1000.0
+        _log.debug("mcp %s -> %s trace_id=%s", name, reply.code, trace_id)
+        return ToolAnswer(reply, trace_id, elapsed, is_error)
+
+    # -- tool bodies -----------------------------------------------------------------------
+    def _adjudicate(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        tool = _string(arguments, "tool", required=True)
+        call = ToolCall(tool, _call_arguments(arguments), trace_id=trace_id)
+        return _verdict_reply(self._kernel.decide(call), tool)
+
+    def _syscall(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        tool = _string(arguments, "tool", required=True)
+        call = ToolCall(tool, _call_arguments(arguments), trace_id=trace_id)
+        outcome = self._kernel.syscall(call)
+        if not outcome.served_by:  # refused before dispatch: the verdict is the answer
+            return _verdict_reply(outcome.verdict, tool)
+        return outcome_reply(outcome, tool)
+
+    def _admit(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        tool = _string(arguments, "tool", required=True)
+        value = arguments.get("result")
+        if value is None:
+            raise _BadInput(_REQUEST_MALFORMED, "result", "result is required: the tool's output")
+        # a structured result is screened as its compact JSON text
+        payload = value.encode("utf-8") if isinstance(value, str) else orjson.dumps(value)
+        admission = self._kernel.admit_result(ToolResult(tool, payload, trace_id=trace_id))
+        return _admission_reply(admission, tool)
+
+    def _page_in(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        ident = _string(arguments, "id", required=True)
+        try:
+            data = self._kernel.page_in(ident)
+        except PageInRefused as refused:
+            fields = {"id": ident, "reason": "RESULT_QUARANTINED", "refused": refused.why}
+            return ReplyBuilder().denied(_HELD, fields)
+        content = {"id": ident, "content": _text(data), "len": len(data)}
+        return ReplyBuilder().success(content, code=_SYSTEM_OK)
