@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "gateway.json"
 LITELLM_VENV = Path(os.environ.get("TMPDIR", "/tmp")) / "fak-bench-litellm"
 PY = sys.executable
+LITELLM_KEY = "sk-fak-bench-5f0c2a9e8b7d4c3a1e6f"  # LiteLLM refuses to start without a master key
+HEADERS = {"content-type": "application/json", "authorization": f"Bearer {LITELLM_KEY}"}
 
 # -- the bare pass-through proxy (run with --bare-proxy) ----------------------------------------
 BARE_PROXY = """
@@ -164,9 +166,7 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -
             raise RuntimeError(msg)
         try:
             body = json.dumps(payloads()["small"]).encode()
-            req = urllib.request.Request(
-                url + "/chat/completions", body, {"content-type": "application/json"}
-            )
+            req = urllib.request.Request(url + "/chat/completions", body, HEADERS)
             with urllib.request.urlopen(req, timeout=5) as r:
                 if r.status == 200:
                     return
@@ -210,6 +210,8 @@ def litellm_config(upstream: str, path: Path) -> Path:
         "      model: openai/bench\n"
         f"      api_base: {upstream}/v1\n"
         "      api_key: bench-key\n"
+        "general_settings:\n"
+        f"  master_key: {LITELLM_KEY}\n"
         "litellm_settings:\n"
         "  telemetry: false\n"
         "  drop_params: true\n"
@@ -220,7 +222,7 @@ def litellm_config(upstream: str, path: Path) -> Path:
 # -- load -------------------------------------------------------------------------------------
 async def one(session: Any, url: str, body: bytes) -> float:
     t0 = time.perf_counter()
-    async with session.post(url, data=body, headers={"content-type": "application/json"}) as r:
+    async with session.post(url, data=body, headers=HEADERS) as r:
         data = await r.read()
         if r.status != 200:
             msg = f"{url} -> {r.status}: {data[:200]!r}"
