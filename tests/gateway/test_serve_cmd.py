@@ -91,3 +91,33 @@ def test_serve_process_answers_with_auth_and_warns_on_a_public_bind() -> None:
         proc.terminate()
         _, err = proc.communicate(timeout=10)
     assert "NO client key" in err
+
+
+def test_the_gateway_app_serves_mcp_at_slash_mcp_behind_its_auth() -> None:
+    from fak.gateway.app import build_app
+    from fak.gateway.planner_mock import MockPlanner
+    from fak.gateway.server import LoopbackServer
+    from fak.gateway.state import GatewayOptions
+    from fak.kernel import Kernel
+
+    app = build_app(Kernel(), MockPlanner(), GatewayOptions(require_key="k1"))
+    headers = {"authorization": "Bearer k1", "accept": "application/json, text/event-stream"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    with LoopbackServer(app) as url:
+        assert httpx.post(url + "/mcp", json=init).status_code == 401
+        r = httpx.post(url + "/mcp", json=init, headers=headers)
+        assert r.status_code == 200, r.text
+        assert r.json()["result"]["serverInfo"]["name"] == "fak-gateway"
+        listed = httpx.post(
+            url + "/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
+        )
+        assert "fak_adjudicate" in {t["name"] for t in listed.json()["result"]["tools"]}

@@ -219,6 +219,8 @@ def register(group: click.Group) -> None:
             policy_source=policy_path or "",
             events=file_events(settings.audit_journal) if settings.audit_journal else None,
             access_log=_line_writer(sink) if sink is not None else None,
+            # a public bind answers to its own address, so the MCP Host check would refuse it
+            mcp_allowed_hosts=None if _is_loopback(host) else (),
         )
         app = build_app(kernel, planner, options)
         shown = f"[{host}]" if ":" in host else host

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from fak.abi import Planner
 from fak.gateway.accesslog import AccessLog
@@ -29,6 +30,7 @@ from fak.gateway.routes_ops import ops_routes
 from fak.gateway.routes_turns import turn_routes
 from fak.gateway.state import GatewayOptions, GatewayState
 from fak.gateway.turns import TurnRunner
+from fak.kernel import Kernel
 
 __all__ = ["build_app"]
 
@@ -103,14 +105,24 @@ def build_app(
     if isinstance(planner, object) and hasattr(planner, "_on_error"):
         planner._on_error = metrics.upstream_error
 
+    routes: list[Route] = [*turn_routes(state), *native_routes(state), *ops_routes(state)]
+    mcp_endpoint = None
+    if o.mcp and isinstance(kernel, Kernel):
+        from fak.gateway.mcp_server import McpHttpEndpoint
+
+        mcp_endpoint = McpHttpEndpoint(kernel, allowed_hosts=o.mcp_allowed_hosts)
+        routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]))
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await planner.aclose()
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_endpoint is not None:
+                await stack.enter_async_context(mcp_endpoint.lifespan())
+            try:
+                yield
+            finally:
+                await planner.aclose()
 
-    routes = [*turn_routes(state), *native_routes(state), *ops_routes(state)]
     app = Starlette(
         routes=routes,
         exception_handlers={

@@ -34,6 +34,8 @@ class GatewayOptions:
     events: Callable[[int, int], list[dict[str, Any]]] | None = None  # (since, limit) -> rows
     access_log: Callable[[bytes], Any] | None = None
     ids: Callable[[], str] | None = None
+    mcp: bool = True  # serve the MCP Streamable-HTTP endpoint at /mcp (fak.gateway.mcp_server)
+    mcp_allowed_hosts: tuple[str, ...] | None = None  # None = loopback names only; () = no check
     clock: Callable[[], float] = field(default=time.time)
 
 
