@@ -31,6 +31,7 @@ from fak.abi import (
 )
 from fak.gateway.accesslog import AccessLog
 from fak.gateway.metrics import Metrics
+from fak.policy import args_digest
 from fak.wire import (
     Adjudication,
     FakExtension,
@@ -39,7 +40,6 @@ from fak.wire import (
     TurnOutcome,
     WireVerdict,
     anthropic_note,
-    args_digest,
     deny_summary,
 )
 
@@ -210,7 +210,9 @@ class Boundary:
             if wv.admits and not _is_object(arguments):
                 wv, repaired = _MALFORMED, None
             adjudications.append(
-                Adjudication(call.id, call.name, args_digest(call.arguments), wv, repaired)
+                Adjudication(
+                    call.id, call.name, "sha256:" + args_digest(call.arguments), wv, repaired
+                )
             )
             if wv.admits:
                 kept.append(ProposedCall(call.id, call.name, arguments))

@@ -15,7 +15,6 @@ from fak.wire.extension import (
     ResultAdmission,
     WireVerdict,
     anthropic_note,
-    args_digest,
     deny_summary,
 )
 from fak.wire.outcome import ParsedRequest, TurnOutcome, split_after_spaces
@@ -34,7 +33,6 @@ __all__ = [
     "WireVerdict",
     "anthropic",
     "anthropic_note",
-    "args_digest",
     "deny_summary",
     "encode_event",
     "openai_chat",

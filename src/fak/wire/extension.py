@@ -8,12 +8,9 @@ Never carries argument values or result bytes: names, verdicts, reasons and dige
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from fak.abi import Disposition, Reason, Verdict, VerdictKind
 
@@ -24,7 +21,6 @@ __all__ = [
     "ResultAdmission",
     "WireVerdict",
     "anthropic_note",
-    "args_digest",
     "deny_summary",
 ]
 
@@ -142,19 +138,6 @@ class FakExtension:
             "adjudications": [a.to_json() for a in self.adjudications],
             "result_admissions": [r.to_json() for r in self.result_admissions],
         }
-
-
-def args_digest(arguments: str) -> str:
-    """``sha256:<hex>`` of the canonical JSON of the arguments (sorted keys, compact).
-
-    Empty arguments digest as ``{}``; text that is not JSON digests as its raw UTF-8 bytes.
-    """
-    text = arguments.strip() or "{}"
-    try:
-        canonical = orjson.dumps(orjson.loads(text), option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONDecodeError:
-        canonical = text.encode("utf-8", errors="replace")
-    return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
 def _refusal(a: Adjudication) -> str:
