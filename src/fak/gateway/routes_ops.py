@@ -9,6 +9,8 @@ client's bytes to an OpenAI-compatible upstream; without one they answer 404 ``n
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -58,7 +60,7 @@ def ops_routes(state: GatewayState) -> list[Route]:
             }
         )
 
-    def forwarder(path: str, what: str):  # type: ignore[no-untyped-def]
+    def forwarder(path: str, what: str) -> Callable[[Request], Awaitable[Response]]:
         async def forward(request: Request) -> Response:
             proxy_or_404(what)
             body = await read_body(request, o.body_cap, o.read_timeout_s)

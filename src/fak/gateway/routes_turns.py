@@ -87,7 +87,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
     runner = state.runner
 
     # -- OpenAI Chat Completions ---------------------------------------------------------
-    async def chat(request: Request) -> Response:
+    async def chat(request: Request) -> Response | EventStream:
         body, _ = await _read(state, request)
         parsed = _parse(openai_chat.parse_request, body)
         ctx = context(request)
@@ -119,10 +119,10 @@ def turn_routes(state: GatewayState) -> list[Route]:
             finally:
                 await gen.aclose()
 
-        return EventStream(frames())  # type: ignore[return-value]
+        return EventStream(frames())
 
     # -- OpenAI Responses ----------------------------------------------------------------
-    async def responses(request: Request) -> Response:
+    async def responses(request: Request) -> Response | EventStream:
         body, _ = await _read(state, request)
         parsed = _parse(openai_responses.parse_request, body)
         ctx = context(request)
@@ -149,7 +149,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
             finally:
                 await gen.aclose()
 
-        return EventStream(frames())  # type: ignore[return-value]
+        return EventStream(frames())
 
     # -- Anthropic Messages --------------------------------------------------------------
     def passthrough(request: Request, raw: bytes) -> Passthrough | None:
@@ -165,7 +165,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
             headers["x-api-key"] = client_key
         return Passthrough(raw, headers)
 
-    async def messages(request: Request) -> Response:
+    async def messages(request: Request) -> Response | EventStream:
         body, raw = await _read(state, request)
         parsed = _parse(anthropic.parse_request, body)
         ctx = context(request)
@@ -214,7 +214,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
                     with contextlib.suppress(BaseException):
                         await task
 
-        return EventStream(stream())  # type: ignore[return-value]
+        return EventStream(stream())
 
     async def count_tokens(request: Request) -> Response:
         body, raw = await _read(state, request)

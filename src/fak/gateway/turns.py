@@ -21,7 +21,7 @@ from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
 from fak.gateway.planner_proxy import ForwardedDone, Passthrough, ProxyPlanner
-from fak.wire import ParsedRequest, TurnOutcome
+from fak.wire import ParsedRequest, ResultAdmission, TurnOutcome
 
 __all__ = ["TurnRunner", "Wire"]
 
@@ -81,7 +81,7 @@ class TurnRunner:
         id: str,
         parsed: ParsedRequest,
         turn: PlannerTurn,
-        admissions: tuple,  # type: ignore[type-arg]
+        admissions: tuple[ResultAdmission, ...],
         usage_extra: dict[str, int],
         ctx: RequestContext,
     ) -> TurnOutcome:
