@@ -20,6 +20,7 @@ __all__ = [
     "POLLUTION_CHUNK",
     "POLLUTION_MIN_BYTES",
     "POLLUTION_MIN_RUN",
+    "SCREEN_PATTERN",
     "Detector",
     "Finding",
     "find_injection",
@@ -141,11 +142,14 @@ def find_pollution(data: bytes) -> Finding | None:
 # --- the first-match screen -----------------------------------------------------------------
 
 
-# One case-insensitive RE2 pass over the raw bytes rules out both the secret shapes and the
-# markers for almost every benign body; only a body it flags is lower-cased and classified.
-_ANY = re2.compile(
-    b"(?i)" + _SECRET.pattern + b"|" + b"|".join(re2.escape(m) for m in INJECTION_MARKERS)
+SCREEN_PATTERN = (
+    b"(?i:" + _SECRET.pattern + b"|" + b"|".join(re2.escape(m) for m in INJECTION_MARKERS) + b")"
 )
+"""Case-insensitive RE2: matches wherever a secret shape or a marker phrase occurs."""
+
+# One RE2 pass over the raw bytes rules out both the secret shapes and the markers for almost
+# every benign body; only a body it flags is lower-cased and classified.
+_ANY = re2.compile(SCREEN_PATTERN)
 
 
 def screen_bytes(data: bytes) -> Finding | None:

@@ -1,0 +1,243 @@
+"""The ASCII skeleton of a text: what a reader would take it to say (tier T1).
+
+``normalize_reference`` defines it: NFKD folds compatibility forms and splits accents off,
+Unicode tag characters read as the ASCII they encode, Cyrillic/Greek homoglyphs map to their
+Latin twins, everything else non-ASCII (and invalid UTF-8, and NUL) is dropped. That is a
+per-character map, so ``normalize`` computes it from a table of the characters whose skeleton is
+not empty (built once, on first use): a body without any of them needs one byte deletion, one with
+a few of them one charmap pass; NFKD runs only on bodies with too many distinct ones. Pure.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import threading
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import re2
+
+if TYPE_CHECKING:
+    from _codecs import _EncodingMap
+
+__all__ = ["normalize", "normalize_reference"]
+
+_HOMOGLYPHS = {
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
+    "ӏ": "l", "ɡ": "g",
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+    "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Ԁ": "D", "Ԛ": "Q", "Ԝ": "W",
+    # Greek
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
+    "υ": "u", "χ": "x", "γ": "y",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+}  # fmt: skip
+
+# A charmap encoder keeps ASCII, turns each homoglyph into a private byte 128 + i, and drops every
+# other character (errors="ignore"). A byte table then maps the private bytes to ASCII letters.
+_GLYPHS = list(_HOMOGLYPHS)
+_FILLER = "\ufffe"  # a noncharacter for the unused private bytes; they map to NUL below
+_ASCII_CHARS = "".join(map(chr, range(128)))
+_ENCODE_MAP = codecs.charmap_build(_ASCII_CHARS + "".join(_GLYPHS) + _FILLER * (128 - len(_GLYPHS)))
+_PRIVATE_TO_ASCII = (
+    bytes(range(128)) + bytes(ord(_HOMOGLYPHS[g]) for g in _GLYPHS) + b"\x00" * (128 - len(_GLYPHS))
+)
+_TAGS = {cp: chr(cp - 0xE0000) for cp in range(0xE0020, 0xE007F)}  # Unicode tag characters
+_TAG_LEAD = b"\xf3\xa0"  # every tag character's UTF-8 encoding starts with these bytes
+
+
+def normalize_reference(data: bytes) -> bytes:
+    """The skeleton by definition: decode, NFKD, read tags, fold homoglyphs, drop the rest.
+
+    Pure-ASCII input is returned as is; otherwise NUL bytes are dropped with the rest.
+    """
+    if data.isascii():
+        return data
+    text = unicodedata.normalize("NFKD", data.decode("utf-8", errors="ignore"))
+    if _TAG_LEAD in data:
+        text = text.translate(_TAGS)
+    skeleton, _ = codecs.charmap_encode(text, "ignore", _ENCODE_MAP)
+    return skeleton.translate(_PRIVATE_TO_ASCII, b"\x00")
+
+
+# --- the fold table ---------------------------------------------------------------------------
+
+_PLANE = 1 << 16
+_LOW = bytes(range(256)) * 256
+_HIGH = b"".join(bytes([b]) * 256 for b in range(256))
+_NEVER = "\udfff"  # a lone surrogate: UTF-8 decoding never yields one, so it fills unused slots
+
+
+def _plane_points(plane: int) -> list[int]:
+    """The non-ASCII, non-surrogate code points of a plane."""
+    if plane:
+        return list(range(plane * _PLANE, (plane + 1) * _PLANE))
+    return [*range(0x80, 0xD800), *range(0xE000, _PLANE)]
+
+
+def _plane_text(plane: int, *, separated: bool) -> str:
+    """Those code points as one string, in order, optionally each followed by a newline."""
+    width = 8 if separated else 4
+    buf = bytearray(width * _PLANE)
+    buf[0::width] = _LOW
+    buf[1::width] = _HIGH
+    buf[2::width] = bytes([plane]) * _PLANE
+    if separated:
+        buf[4::width] = b"\n" * _PLANE
+    if not plane:
+        buf = buf[width * 0x80 : width * 0xD800] + buf[width * 0xE000 :]
+    return buf.decode("utf-32-le")
+
+
+def _fold_table() -> dict[int, bytes]:
+    """Code point -> skeleton, for every non-ASCII character whose skeleton is not empty."""
+    fold: dict[int, bytes] = {}
+    for plane in range(17):
+        # Without decompositions a character's skeleton is empty unless it is a homoglyph (plane
+        # 0) or a tag (plane 14); such planes need no per-character look.
+        if plane not in (0, 14) and unicodedata.is_normalized(
+            "NFKD", _plane_text(plane, separated=False)
+        ):
+            continue
+        points = _plane_points(plane)
+        parts = normalize_reference(_plane_text(plane, separated=True).encode()).split(b"\n")
+        if len(parts) != len(points) + 1:  # a skeleton held a newline: look one at a time
+            parts = [normalize_reference(chr(p).encode()) for p in points] + [b""]
+        for point, skeleton in zip(
+            itertools.compress(points, parts), filter(None, parts), strict=True
+        ):
+            fold[point] = skeleton
+    return fold
+
+
+_SLOTS = 128  # private bytes 0x80-0xFF of a charmap encoder
+
+
+@dataclass(frozen=True, slots=True)
+class _Folds:
+    """The fold table and the two RE2 views of it."""
+
+    points: tuple[int, ...]  # sorted; a Set match index names one
+    skeletons: dict[int, bytes]
+    present: re2._Regexp  # any folding character
+    which: re2.Set  # which folding characters
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoder:
+    """A charmap encoder for one set of folding characters and the byte fix-ups after it."""
+
+    encoding_map: dict[int, int] | _EncodingMap
+    table: bytes
+    expand: tuple[tuple[bytes, bytes], ...]  # private byte -> multi-character skeleton
+
+
+_lock = threading.Lock()
+_folds: _Folds | None = None
+_encoders: dict[tuple[int, ...], _Encoder] = {}
+_MAX_ENCODERS = 256
+
+
+def _load() -> _Folds:
+    global _folds
+    with _lock:
+        if _folds is None:
+            skeletons = _fold_table()
+            points = tuple(sorted(skeletons))
+            # Byte literals in Latin-1 mode: RE2 shares their common prefixes, and a match is
+            # exactly an occurrence of a character's UTF-8 form, however the bytes around it look.
+            literals = [re2.escape(chr(point).encode()) for point in points]
+            options = re2.Options()
+            options.encoding = re2.Options.Encoding.LATIN1
+            options.max_mem = 32 << 20  # room for one DFA state per folding character
+            options.log_errors = False
+            which = re2.Set.SearchSet(options)
+            for literal in literals:
+                which.Add(literal)
+            which.Compile()
+            present = re2.compile(b"|".join(literals), options)
+            _folds = _Folds(points, skeletons, present, which)
+        return _folds
+
+
+def _encoder(folds: _Folds, indices: tuple[int, ...]) -> _Encoder:
+    encoder = _encoders.get(indices)
+    if encoder is not None:
+        return encoder
+    points = [folds.points[i] for i in indices]
+    encoding_map = codecs.charmap_build(
+        _ASCII_CHARS + "".join(map(chr, points)) + _NEVER * (_SLOTS - len(points))
+    )
+    table = bytearray(range(256))
+    expand = []
+    for slot, point in enumerate(points, start=128):
+        skeleton = folds.skeletons[point]
+        if len(skeleton) == 1:
+            table[slot] = skeleton[0]
+        else:
+            expand.append((bytes([slot]), skeleton))
+    encoder = _Encoder(encoding_map, bytes(table), tuple(expand))
+    if len(_encoders) >= _MAX_ENCODERS:
+        _encoders.clear()
+    _encoders[indices] = encoder
+    return encoder
+
+
+_CHUNK = 1 << 13
+_OVERLAP = 3  # a UTF-8 sequence is at most 4 bytes: chunks overlapping by 3 miss none
+
+
+def _present(folds: _Folds, high: bytes) -> tuple[int, ...] | None:
+    """Indices of the folding characters in ``high``, or None for more than fit one encoder.
+
+    The Set runs chunk by chunk so that a body with hundreds of distinct folding characters
+    stops early. A chunk the Set reports empty is checked with the plain class regex, since the
+    Set also reports nothing when it runs out of memory; then the reference must run.
+    """
+    found: set[int] = set()
+    for start in range(0, len(high), _CHUNK):
+        chunk = high[start : start + _CHUNK + _OVERLAP]
+        hits = folds.which.Match(chunk)
+        if hits is None:
+            if folds.present.search(chunk) is not None:
+                return None
+            continue
+        found.update(hits)
+        if len(found) > _SLOTS:
+            return None
+    return tuple(sorted(found))
+
+
+_ASCII_BYTES = bytes(range(128))
+_DROP = bytes(range(128, 256)) + b"\x00"
+
+
+def normalize(data: bytes) -> bytes:
+    """The ASCII skeleton of ``data``; equal to ``normalize_reference`` on every input.
+
+    Pure-ASCII input is returned as is. Otherwise RE2 looks at the non-ASCII bytes alone (a
+    character's UTF-8 form lies whole in them) for characters that fold to something: none, and
+    the skeleton is the input without its non-ASCII and NUL bytes; up to 128 distinct ones, and
+    a charmap encoder made for them folds the text in one C pass; more, and the reference runs.
+    """
+    if data.isascii():
+        return data
+    folds = _folds or _load()
+    high = data.translate(None, _ASCII_BYTES)
+    if folds.present.search(high) is None:
+        return data.translate(None, _DROP)
+    found = _present(folds, high)
+    if found is None:
+        return normalize_reference(data)
+    encoder = _encoder(folds, found)
+    text = data.decode("utf-8", errors="ignore")
+    skeleton, _ = codecs.charmap_encode(text, "ignore", encoder.encoding_map)
+    skeleton = skeleton.translate(encoder.table, b"\x00")
+    for slot, expansion in encoder.expand:
+        skeleton = skeleton.replace(slot, expansion)
+    return skeleton
