@@ -19,16 +19,16 @@ from fak.engine.rotary import RotaryTables, rotate
 
 __all__ = ["KVCache"]
 
-# Attention reads keys in fixed blocks aligned to absolute row index; capacity is a multiple.
-BLOCK = 256
+# Attention reads keys in whole tiles of this many rows; capacity is kept a multiple.
+KEY_TILE = 128
 
 
-def _round_up(n: int, block: int = BLOCK) -> int:
+def _round_up(n: int, block: int = KEY_TILE) -> int:
     return max(block, -(-n // block) * block)
 
 
 class KVCache:
-    """K, pre-RoPE K and V for every layer, rows [0, length) valid, capacity a multiple of BLOCK.
+    """K, pre-RoPE K and V for every layer, rows [0, length) valid, capacity a multiple of KEY_TILE.
 
     Shapes: ``k``/``k_raw`` [layers, kv_heads, capacity, head_dim]; ``v`` [layers, kv_heads,
     capacity, head_dim + 1] (last column is 1.0); ``tokens``/``positions`` int64 [capacity].

@@ -2,12 +2,12 @@
 
 Reads top to bottom: weights for one block, the block (RMSNorm -> attention -> RMSNorm -> SwiGLU
 MLP), the model, then ``prefill`` / ``decode_step`` / ``greedy`` as plain functions over an
-addressable ``KVCache``. Every step is written to be batch-invariant so a token's logits do not
-depend on how the context was chunked: projections are oneDNN linears on pre-packed weights
-(>= 2 rows), attention scores and values are strict-MKL GEMMs (>= 4 rows) over key blocks
-aligned to absolute cache rows, softmax is max -> exp -> one GEMM against [V | 1] per block,
-summed block by block in a fixed order, and SiLU is spelled with exp. Tensor shapes are in the
-comments: M = new tokens, L = cached rows, D = model dim, H/G = query/kv heads, E = head dim.
+addressable ``KVCache``. Every step is batch-invariant, so a token's logits do not depend on how
+the context was chunked: projections are oneDNN linears on pre-packed weights, attention is
+strict-MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
+up to the end of its 128-row key tile), the softmax denominator comes out of the same GEMM as
+the numerator ([V | 1]), and SiLU is spelled with exp. Shapes are in the comments: M = new
+tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fak.engine.kvcache import BLOCK, KVCache
+from fak.engine.kvcache import KEY_TILE, KVCache
 from fak.engine.numerics import MIN_ROWS_ATTENTION, PackedLinear, ProbeReport, probe
 from fak.engine.rotary import RotaryTables, rotate
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
@@ -37,6 +37,45 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def silu(x: torch.Tensor) -> torch.Tensor:
     """x * sigmoid(x) from exp, add and divide (torch's fused silu is not size-invariant)."""
     return x / (1.0 + torch.exp(-x))
+
+
+@dataclass(frozen=True, slots=True)
+class _Tile:
+    """Query rows whose cache row falls in the same KEY_TILE: they all read keys [0, span).
+
+    ``span`` is a function of a row's position alone (its key tile's end), so a token's
+    attention GEMMs have the same reduction length however its batch was formed. Only the
+    last key tile can hold keys after a query, so only it is masked. ``pad`` repeats the last
+    row when the tile has fewer rows than the strict GEMM needs.
+    """
+
+    rows: slice  # in the [M' * group] query-row order
+    span: int
+    mask: torch.Tensor  # [R, KEY_TILE] bool, True = hidden
+    pad: torch.Tensor | None
+
+
+def _query_tiles(positions: torch.Tensor, group: int) -> list[_Tile]:
+    """Split query rows (cache row of each new token, ascending) by the key tile they sit in."""
+    tile_of = (positions // KEY_TILE).tolist()
+    tiles: list[_Tile] = []
+    start = 0
+    for i in range(1, len(tile_of) + 1):
+        if i < len(tile_of) and tile_of[i] == tile_of[start]:
+            continue
+        span = (int(tile_of[start]) + 1) * KEY_TILE
+        rows = slice(start * group, i * group)
+        row_pos = positions[start:i].repeat_interleave(group)  # [R]
+        pad = None
+        if row_pos.numel() < MIN_ROWS_ATTENTION:
+            pick = torch.arange(MIN_ROWS_ATTENTION).clamp_(max=row_pos.numel() - 1)
+            row_pos = row_pos[pick]
+            pad = pick + rows.start
+        last_tile = torch.arange(span - KEY_TILE, span)
+        mask = last_tile.unsqueeze(0) > row_pos.unsqueeze(1)
+        tiles.append(_Tile(rows, span, mask, pad))
+        start = i
+    return tiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,22 +166,12 @@ class Transformer:
         token_rows = tokens[idx]
         pos = cache.end + idx  # [M'] absolute positions
         cos, sin = self.rope.cos[pos], self.rope.sin[pos]  # [M', E]
-        n_keys = at + m_new
-        n_blocks = -(-n_keys // BLOCK)
-        # mask[r, j]: key row j is after the query's position -> hidden.  [M' * H/G, nb * BLOCK]
-        key_rows = torch.arange(n_blocks * BLOCK)
-        mask = key_rows.unsqueeze(0) > (idx + at).unsqueeze(1)
-        group = cfg.n_heads // cfg.n_kv_heads
-        mask = mask.repeat_interleave(group, dim=0)
-        if mask.shape[0] < MIN_ROWS_ATTENTION:  # strict GEMMs need >= 4 rows: repeat the last
-            mask = mask[torch.arange(MIN_ROWS_ATTENTION).clamp_(max=mask.shape[0] - 1)]
+        tiles = _query_tiles(idx + at, cfg.n_heads // cfg.n_kv_heads)
 
         x = self.embed[token_rows]  # [M', D]
         for layer, blk in enumerate(self.blocks):
             h = rms_norm(x, blk.attn_norm, cfg.norm_eps)
-            x = x + blk.wo(
-                self._attention(layer, blk, h, cache, at, m_new, cos, sin, mask, n_blocks)
-            )
+            x = x + blk.wo(self._attention(layer, blk, h, cache, at, m_new, cos, sin, tiles))
             h = rms_norm(x, blk.ffn_norm, cfg.norm_eps)
             gate_up = blk.w_gate_up(h)  # [M', 2F]
             gate, up = gate_up[:, : cfg.ffn_dim], gate_up[:, cfg.ffn_dim :]
@@ -164,8 +193,7 @@ class Transformer:
         m_new: int,
         cos: torch.Tensor,
         sin: torch.Tensor,
-        mask: torch.Tensor,
-        n_blocks: int,
+        tiles: list[_Tile],
     ) -> torch.Tensor:
         cfg = self.config
         n_h, n_g, e = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
@@ -177,22 +205,20 @@ class Transformer:
         cache.write(layer, at, qk[:m_new, n_h:], qk_raw[:m_new, n_h:], v[:m_new])
 
         group = n_h // n_g
-        span = n_blocks * BLOCK
-        n_rows = rows * group
-        keys = cache.k[layer, :, :span]  # [G, nb * BLOCK, E]
-        vals = cache.v[layer]  # [G, cap, E + 1]
-        # Queries grouped by the kv head they share: [G, R, E], R = max(M' * group, 4).
+        # Queries grouped by the kv head they share: [G, M' * group, E].
         q = (qk[:, :n_h] * self.scale).view(rows, n_g, group, e).transpose(0, 1)
-        q = q.reshape(n_g, n_rows, e)
-        if mask.shape[0] != n_rows:
-            q = q[:, torch.arange(mask.shape[0]).clamp_(max=n_rows - 1)]
-        scores = torch.bmm(q, keys.transpose(1, 2)).masked_fill_(mask, float("-inf"))
-        probs = scores.sub_(scores.amax(-1, keepdim=True)).exp_()  # [G, R, nb * BLOCK]
-        acc = torch.bmm(probs[:, :, :BLOCK], vals[:, :BLOCK])  # [G, R, E + 1]
-        for b in range(1, n_blocks):
-            cols = slice(b * BLOCK, (b + 1) * BLOCK)
-            acc.add_(torch.bmm(probs[:, :, cols], vals[:, cols]))
-        out = acc[:, :n_rows, :e] / acc[:, :n_rows, e:]  # [G, M' * group, E]
+        q = q.reshape(n_g, rows * group, e)
+        keys, vals = cache.k[layer], cache.v[layer]  # [G, cap, E], [G, cap, E + 1]
+        outs = []
+        for t in tiles:
+            qt = q[:, t.rows] if t.pad is None else q[:, t.pad]  # [G, R, E], R >= 4
+            scores = torch.bmm(qt, keys[:, : t.span].transpose(1, 2))  # [G, R, span]
+            scores[:, :, t.span - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
+            probs = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+            acc = torch.bmm(probs, vals[:, : t.span])  # [G, R, E + 1]: numerator | denominator
+            n = t.rows.stop - t.rows.start
+            outs.append(acc[:, :n, :e] / acc[:, :n, e:])
+        out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
         return out.view(n_g, rows, group * e).transpose(0, 1).reshape(rows, n_h * e)
 
 

@@ -109,7 +109,7 @@ def _rows_invariant(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     return True
 
 
-def probe(linears: Sequence[PackedLinear], *, block: int = 256, seed: int = 1234) -> ProbeReport:
+def probe(linears: Sequence[PackedLinear], *, tile: int = 128, seed: int = 1234) -> ProbeReport:
     """Check, on this process's kernels, every invariance the exact forward pass relies on.
 
     ``linears`` are the model's own projections (one of each shape is enough).
@@ -125,23 +125,22 @@ def probe(linears: Sequence[PackedLinear], *, block: int = 256, seed: int = 1234
                 min_rows *= 2
         if min_rows > 4:
             failures.append("linear rows")
-        # Attention scores: [G, R, 64] @ [G, 64, nb*block]; rows and column count vary.
-        q = torch.randn(3, 300, 64, generator=gen)
-        keys = torch.randn(3, 3 * block, 64, generator=gen)
-        ref = torch.bmm(q, keys.transpose(1, 2))
-        for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
-            for nb in (1, 2, 3):
-                got = torch.bmm(q[:, 5 : 5 + r], keys[:, : nb * block].transpose(1, 2))
-                if not torch.equal(got, ref[:, 5 : 5 + r, : nb * block]):
-                    failures.append(f"scores rows={r} blocks={nb}")
-        # Attention values: [G, R, block] (a strided block of a wider matrix) @ [G, block, 65].
-        p = torch.rand(3, 300, 2 * block, generator=gen)
-        vals = torch.randn(3, block, 65, generator=gen)
-        ref = torch.bmm(p[:, :, block:], vals)
-        for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
-            got = torch.bmm(p[:, 7 : 7 + r, block:], vals)
-            if not torch.equal(got, ref[:, 7 : 7 + r]):
-                failures.append(f"values rows={r}")
+        # Attention: [G, R, 64] @ [G, 64, span] and [G, R, span] @ [G, span, 65] for spans
+        # that are multiples of the key tile; only the row count varies.
+        for span in (tile, 3 * tile):
+            q = torch.randn(3, 300, 64, generator=gen)
+            keys = torch.randn(3, span, 64, generator=gen)
+            p = torch.rand(3, 300, span, generator=gen)
+            vals = torch.randn(3, span, 65, generator=gen)
+            ref_s = torch.bmm(q, keys.transpose(1, 2))
+            ref_v = torch.bmm(p, vals)
+            for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
+                got_s = torch.bmm(q[:, 5 : 5 + r], keys.transpose(1, 2))
+                got_v = torch.bmm(p[:, 7 : 7 + r], vals)
+                if not torch.equal(got_s, ref_s[:, 5 : 5 + r]):
+                    failures.append(f"scores rows={r} span={span}")
+                if not torch.equal(got_v, ref_v[:, 7 : 7 + r]):
+                    failures.append(f"values rows={r} span={span}")
         # Elementwise maths the forward pass uses, over odd lengths and offsets.
         z = torch.randn(4099, generator=gen) * 4
         for name, fn in (("exp", torch.exp), ("rsqrt", lambda t: torch.rsqrt(t.abs() + 0.5))):

@@ -127,8 +127,10 @@ class InKernelPlanner:
         *,
         budget_tokens: int = 8192,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        max_sessions: int = 16,
     ) -> None:
         self.engine = engine
+        self.max_sessions = max(1, max_sessions)
         self.tree = RadixTree(budget_tokens=budget_tokens)
         self.max_new_tokens = max_new_tokens
         self._sessions: dict[str, _Session] = {}
@@ -313,4 +315,10 @@ class InKernelPlanner:
         if old is not None and old.node is not None:
             self.tree.release(old.node)
         self.tree.lease(leaf)
-        self._sessions[session] = _Session(layout, ids, leaf)
+        self._sessions.pop(session, None)
+        self._sessions[session] = _Session(layout, ids, leaf)  # most recent last
+        while len(self._sessions) > self.max_sessions:  # forget the oldest: its lease goes too
+            oldest = next(iter(self._sessions))
+            dropped = self._sessions.pop(oldest)
+            if dropped.node is not None:
+                self.tree.release(dropped.node)
