@@ -10,7 +10,8 @@ the work is linear.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import functools
+from dataclasses import dataclass, replace
 
 import re2
 
@@ -26,6 +27,7 @@ from fak.screen.skeleton import normalize
 from fak.screen.tokens import (
     CANDIDATE_PATTERN,
     MIN_TOKEN,
+    compile_latin1,
     decode_token,
     decoded_tokens,
     token_bounds,
@@ -62,29 +64,33 @@ _NOT_ALNUM = bytes(b for b in range(256) if not (48 <= b <= 57 or 65 <= b <= 90 
 
 # A marker occurs in the alnum-only, lower-cased view exactly when its letters occur in order, in
 # either case, with nothing but non-alphanumeric bytes between them: that needs no squeezed copy.
-_GAPPED = (
-    b"(?i:"
-    + b"|".join(
-        b"[^0-9A-Za-z]*".join(m[i : i + 1] for i in range(len(m))) for m in _SQUEEZED_MARKERS
-    )
-    + b")"
+_GAPPED = b"(?i:%s)" % b"|".join(
+    b"[^0-9A-Za-z]*".join(bytes([c]) for c in m) for m in _SQUEEZED_MARKERS
 )
+_VIEW_ALL = SCREEN_PATTERN + b"|" + _GAPPED  # everything a view-level check may fire on
 
 
-def _compile(pattern: bytes) -> re2._Regexp:
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1
-    options.log_errors = False
-    return re2.compile(pattern, options)
+@dataclass(frozen=True, slots=True)
+class _Scanners:
+    """Group 1 of ``scan_*``: something a view-level detector may fire on; otherwise a token
+    that may decode. ``*_squeezed`` serve the raw bytes, which the first screen already covers."""
+
+    scan_all: re2._Regexp
+    scan_squeezed: re2._Regexp
+    level_all: re2._Regexp
+    level_squeezed: re2._Regexp
 
 
-# Group 1: something a view-level detector may fire on. Otherwise: a token that may decode.
-# The second form is for the raw bytes, which the first-match screen already covers.
-_VIEW_ALL = SCREEN_PATTERN + b"|" + _GAPPED
-_SCAN_ALL = _compile(b"(" + _VIEW_ALL + b")|" + CANDIDATE_PATTERN)
-_SCAN_SQUEEZED = _compile(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN)
-_LEVEL_ALL = _compile(_VIEW_ALL)
-_LEVEL_SQUEEZED = _compile(_GAPPED)
+@functools.cache
+def _scanners() -> _Scanners:  # compiled on first use: ~20 ms
+    return _Scanners(
+        compile_latin1(b"(" + _VIEW_ALL + b")|" + CANDIDATE_PATTERN),
+        compile_latin1(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN),
+        compile_latin1(_VIEW_ALL),
+        compile_latin1(_GAPPED),
+    )
+
+
 _DENSE = 32
 """After this many candidate tokens in one view, the plain token loop is cheaper per token."""
 _RUN = b"\x01" * MIN_TOKEN
@@ -110,7 +116,8 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
     meets a candidate in it; past ``_DENSE`` of them, the remaining tokens are all decoded and
     one view-level search covers the rest of the view.
     """
-    search = (_SCAN_ALL if screen_raw else _SCAN_SQUEEZED).search
+    scanners = _scanners()
+    search = (scanners.scan_all if screen_raw else scanners.scan_squeezed).search
     layers: list[bytes] = []
     checked = False
     done = pos = tokens = 0
@@ -132,9 +139,8 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
         if tokens == _DENSE:
             layers.extend(_decode_rest(view, done))
             if not checked:
-                checked = (_LEVEL_ALL if screen_raw else _LEVEL_SQUEEZED).search(
-                    view, pos
-                ) is not None
+                level = scanners.level_all if screen_raw else scanners.level_squeezed
+                checked = level.search(view, pos) is not None
                 if checked:
                     hit = _view_finding(view, label, screen_raw=screen_raw)
                     if hit is not None:

@@ -14,7 +14,9 @@ import codecs
 import itertools
 import threading
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import re2
@@ -22,7 +24,7 @@ import re2
 if TYPE_CHECKING:
     from _codecs import _EncodingMap
 
-__all__ = ["normalize", "normalize_reference"]
+__all__ = ["fold_table", "normalize", "normalize_reference"]
 
 _HOMOGLYPHS = {
     # Cyrillic
@@ -115,9 +117,6 @@ def _fold_table() -> dict[int, bytes]:
     return fold
 
 
-_SLOTS = 128  # private bytes 0x80-0xFF of a charmap encoder
-
-
 @dataclass(frozen=True, slots=True)
 class _Folds:
     """The fold table and the two RE2 views of it."""
@@ -130,16 +129,30 @@ class _Folds:
 
 @dataclass(frozen=True, slots=True)
 class _Encoder:
-    """A charmap encoder for one set of folding characters and the byte fix-ups after it."""
+    """A charmap encoder for a set of non-ASCII characters, and the byte fix-ups after it.
 
+    Each character gets its own private byte: a single-character skeleton is translated to,
+    an empty one deleted, a longer one expanded afterwards.
+    """
+
+    points: frozenset[int]
     encoding_map: dict[int, int] | _EncodingMap
     table: bytes
-    expand: tuple[tuple[bytes, bytes], ...]  # private byte -> multi-character skeleton
+    delete: bytes
+    expand: tuple[tuple[bytes, bytes], ...]
+
+    def finish(self, encoded: bytes) -> bytes:
+        skeleton = encoded.translate(self.table, self.delete)
+        for slot, expansion in self.expand:
+            if slot in skeleton:
+                skeleton = skeleton.replace(slot, expansion)
+        return skeleton
 
 
+_SLOTS = 128  # private bytes 0x80-0xFF of a charmap encoder
 _lock = threading.Lock()
 _folds: _Folds | None = None
-_encoders: dict[tuple[int, ...], _Encoder] = {}
+_encoders: dict[frozenset[int], _Encoder] = {}
 _MAX_ENCODERS = 256
 
 
@@ -165,26 +178,39 @@ def _load() -> _Folds:
         return _folds
 
 
-def _encoder(folds: _Folds, indices: tuple[int, ...]) -> _Encoder:
-    encoder = _encoders.get(indices)
-    if encoder is not None:
-        return encoder
-    points = [folds.points[i] for i in indices]
+def fold_table() -> Mapping[int, bytes]:
+    """Code point -> skeleton for every non-ASCII character whose skeleton is not empty.
+
+    Built on first use (~40 ms) from ``normalize_reference`` over every code point.
+    """
+    return MappingProxyType((_folds or _load()).skeletons)
+
+
+def _build(folds: _Folds, points: frozenset[int]) -> _Encoder:
+    ordered = sorted(points)
     encoding_map = codecs.charmap_build(
-        _ASCII_CHARS + "".join(map(chr, points)) + _NEVER * (_SLOTS - len(points))
+        _ASCII_CHARS + "".join(map(chr, ordered)) + _NEVER * (_SLOTS - len(ordered))
     )
     table = bytearray(range(256))
+    delete = bytearray(b"\x00")  # NUL is dropped from every non-ASCII text
     expand = []
-    for slot, point in enumerate(points, start=128):
-        skeleton = folds.skeletons[point]
-        if len(skeleton) == 1:
+    for slot, point in enumerate(ordered, start=128):
+        skeleton = folds.skeletons.get(point, b"")
+        if not skeleton:
+            delete.append(slot)
+        elif len(skeleton) == 1:
             table[slot] = skeleton[0]
         else:
             expand.append((bytes([slot]), skeleton))
-    encoder = _Encoder(encoding_map, bytes(table), tuple(expand))
-    if len(_encoders) >= _MAX_ENCODERS:
-        _encoders.clear()
-    _encoders[indices] = encoder
+    return _Encoder(points, encoding_map, bytes(table), bytes(delete), tuple(expand))
+
+
+def _encoder(folds: _Folds, points: frozenset[int]) -> _Encoder:
+    encoder = _encoders.get(points)
+    if encoder is None:
+        if len(_encoders) >= _MAX_ENCODERS:
+            _encoders.clear()
+        encoder = _encoders[points] = _build(folds, points)
     return encoder
 
 
@@ -192,12 +218,12 @@ _CHUNK = 1 << 13
 _OVERLAP = 3  # a UTF-8 sequence is at most 4 bytes: chunks overlapping by 3 miss none
 
 
-def _present(folds: _Folds, high: bytes) -> tuple[int, ...] | None:
-    """Indices of the folding characters in ``high``, or None for more than fit one encoder.
+def _present(folds: _Folds, high: bytes) -> frozenset[int] | None:
+    """The folding characters in ``high``, or None for more than one encoder holds.
 
     The Set runs chunk by chunk so that a body with hundreds of distinct folding characters
-    stops early. A chunk the Set reports empty is checked with the plain class regex, since the
-    Set also reports nothing when it runs out of memory; then the reference must run.
+    stops early. A chunk the Set reports empty is checked with the plain regex, since the Set
+    also reports nothing when it runs out of memory; then the reference must run.
     """
     found: set[int] = set()
     for start in range(0, len(high), _CHUNK):
@@ -210,7 +236,28 @@ def _present(folds: _Folds, high: bytes) -> tuple[int, ...] | None:
         found.update(hits)
         if len(found) > _SLOTS:
             return None
-    return tuple(sorted(found))
+    return frozenset(folds.points[i] for i in found)
+
+
+# The hot encoder holds every non-ASCII character (folding or not) of recent traffic. When a
+# text has no others, one strict charmap pass folds it and no Set pass is needed; strict mode
+# itself proves that no character was left out. It is relearned from a text that missed it,
+# at most once every _RELEARN misses, so traffic it cannot hold pays little for trying.
+_hot: _Encoder | None = None
+_misses = 0
+_RELEARN = 16
+
+
+def _learn(folds: _Folds, high: bytes) -> None:
+    global _hot, _misses
+    _misses = (_misses + 1) % _RELEARN
+    if _misses != 1:
+        return
+    seen = {ord(c) for c in set(high.decode("utf-8", errors="ignore"))}
+    if _hot is not None and len(seen | _hot.points) <= _SLOTS:
+        seen |= _hot.points
+    if len(seen) <= _SLOTS:
+        _hot = _build(folds, frozenset(seen))
 
 
 _ASCII_BYTES = bytes(range(128))
@@ -221,9 +268,10 @@ def normalize(data: bytes) -> bytes:
     """The ASCII skeleton of ``data``; equal to ``normalize_reference`` on every input.
 
     Pure-ASCII input is returned as is. Otherwise RE2 looks at the non-ASCII bytes alone (a
-    character's UTF-8 form lies whole in them) for characters that fold to something: none, and
-    the skeleton is the input without its non-ASCII and NUL bytes; up to 128 distinct ones, and
-    a charmap encoder made for them folds the text in one C pass; more, and the reference runs.
+    character's UTF-8 form lies whole in them) for characters that fold to something. None: the
+    skeleton is the input without its non-ASCII and NUL bytes. Else one charmap pass folds the
+    text, with the hot encoder if it holds every character, or with an encoder made for the
+    folding characters an RE2 Set finds (up to 128 distinct); with more, the reference runs.
     """
     if data.isascii():
         return data
@@ -231,13 +279,19 @@ def normalize(data: bytes) -> bytes:
     high = data.translate(None, _ASCII_BYTES)
     if folds.present.search(high) is None:
         return data.translate(None, _DROP)
-    found = _present(folds, high)
-    if found is None:
-        return normalize_reference(data)
-    encoder = _encoder(folds, found)
     text = data.decode("utf-8", errors="ignore")
-    skeleton, _ = codecs.charmap_encode(text, "ignore", encoder.encoding_map)
-    skeleton = skeleton.translate(encoder.table, b"\x00")
-    for slot, expansion in encoder.expand:
-        skeleton = skeleton.replace(slot, expansion)
-    return skeleton
+    hot = _hot
+    if hot is not None:
+        try:
+            encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
+        except UnicodeEncodeError:
+            pass
+        else:
+            return hot.finish(encoded)
+    points = _present(folds, high)
+    _learn(folds, high)
+    if points is None:
+        return normalize_reference(data)
+    encoder = _encoder(folds, points)
+    encoded, _ = codecs.charmap_encode(text, "ignore", encoder.encoding_map)
+    return encoder.finish(encoded)
