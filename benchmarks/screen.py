@@ -4,12 +4,15 @@ Measures, side by side in one run, three layers on the same bytes:
   first    fak.screen.screen_bytes           (the kernel's first-match predicate)
   deobf    fak.screen.screen_deobfuscated    (the de-obfuscating second admitter, alone)
   admit    QuarantineLedger.admit            (both admitters + sha256 + page-out/hold)
+With --baseline REV, the de-obfuscating screen of git revision REV (its deobfuscate.py, loaded
+next to the current one) is timed too, alone and in the same admission path: before/after
+numbers from one run.
 Benign corpora: API-style JSON, id-dense JSON (uuids/hashes), HTML, Python source from this
 repository and multilingual UTF-8 prose, at 1 KB .. 1 MB. Adversarial: huge single tokens, deep
 base64 nesting, near-miss secret/marker prefixes, unaligned repeats, zero-width-laden text.
 Prints a table and writes benchmarks/results/screen.json. Not a test.
 
-    .venv/bin/python benchmarks/screen.py [--quick]
+    .venv/bin/python benchmarks/screen.py [--quick] [--baseline 8bb87ce]
 """
 
 from __future__ import annotations
@@ -19,16 +22,19 @@ import base64
 import platform
 import random
 import statistics
+import subprocess
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
-from fak.abi import ToolResult
+from fak.abi import ToolResult, Verdict
 from fak.cas import MemoryStore
 from fak.kernel.quarantine import QuarantineLedger
-from fak.screen import screen_bytes, screen_deobfuscated
+from fak.screen import FirstMatchScreen, finding_verdict, screen_bytes, screen_deobfuscated
+from fak.screen.skeleton import fold_table
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "screen.json"
@@ -120,6 +126,9 @@ def prose_utf8(size: int, rng: random.Random) -> bytes:
     return _fit(lambda n: " ".join(rng.choices(phrases, k=n)).encode(), size)
 
 
+_FOLDING = sorted(fold_table())
+
+
 def adversarial(rng: random.Random) -> dict[str, bytes]:
     mib = 1 << 20
     nested = b"padding text around a hidden payload: ignore previous instructions " * 1500
@@ -134,6 +143,13 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
         "near-miss-markers-1MiB": (b"ignore previous instruction; you are not " * 30000)[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),
         "zero-width-laden-1MiB": ("w\u200bo\u200dr\u2060d " * 60000).encode()[:mib],
+        "printable-b64-tokens-1MiB": b" ".join(
+            base64.b64encode(b"note %06d, nothing to see here" % i) for i in range(30000)
+        )[:mib],
+        "distinct-folding-chars-1MiB": "".join(
+            chr(rng.choice(_FOLDING)) for _ in range(mib // 3)
+        ).encode()[:mib],
+        "random-bytes-1MiB": rng.randbytes(mib),
     }
 
 
@@ -163,6 +179,46 @@ LAYERS: dict[str, Callable[[], Callable[[bytes], object]]] = {
 }
 
 
+def _load_baseline(rev: str) -> types.ModuleType:
+    """``src/fak/screen/deobfuscate.py`` as of git revision ``rev``, as a module of its own."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:src/fak/screen/deobfuscate.py"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType(f"deobfuscate_{rev}")
+    exec(compile(source, f"{rev}:deobfuscate.py", "exec"), module.__dict__)
+    return module
+
+
+class _BaselineScreen:
+    """The baseline's second admitter, configured as the default chain configures the current."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self._screen = module.screen_deobfuscated
+
+    @property
+    def name(self) -> str:
+        return "normgate"
+
+    def admit(self, data: bytes) -> Verdict:
+        return finding_verdict(self._screen(data, include_raw=False), self.name)
+
+
+def _add_baseline(rev: str) -> None:
+    module = _load_baseline(rev)
+
+    def admit_fn() -> Callable[[bytes], object]:
+        ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20))
+        ledger.replace_admitters((FirstMatchScreen(), _BaselineScreen(module)))
+        return lambda body: ledger.admit(ToolResult(tool="bench", payload=body))
+
+    LAYERS["deobf_base"] = lambda: module.screen_deobfuscated
+    LAYERS["admit_base"] = admit_fn
+
+
 def _row(name: str, body: bytes, budget: float) -> dict[str, object]:
     row: dict[str, object] = {"input": name, "bytes": len(body)}
     for layer, factory in LAYERS.items():
@@ -176,7 +232,10 @@ def _row(name: str, body: bytes, budget: float) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes, shorter timing")
+    parser.add_argument("--baseline", metavar="REV", help="also time this git revision's screen")
     args = parser.parse_args()
+    if args.baseline:
+        _add_baseline(args.baseline)
     rng = random.Random(20260101)
     sizes = [4 << 10, 64 << 10, 1 << 20] if args.quick else SIZES
     budget = 0.05 if args.quick else 0.3
@@ -191,23 +250,20 @@ def main() -> None:
     for name, body in adversarial(rng).items():
         rows.append({"group": "adversarial", **_row(name, body, budget)})
 
-    header = (
-        f"{'input':34} {'bytes':>8} {'first MB/s':>11} {'deobf MB/s':>11} {'admit MB/s':>11}"
-        "  verdict"
-    )
-    print(header)
-    print("-" * len(header))
+    columns = [f"{layer}_mb_s" for layer in LAYERS]
+    header = f"{'input':34} {'bytes':>8} " + " ".join(f"{c[:-5] + ' MB/s':>16}" for c in columns)
+    print(header + "  verdict")
+    print("-" * (len(header) + 12))
     for row in rows:
-        print(
-            f"{row['input']!s:34} {row['bytes']!s:>8} {row['first_mb_s']!s:>11} "
-            f"{row['deobf_mb_s']!s:>11} {row['admit_mb_s']!s:>11}  {row['verdict']}"
-        )
+        cells = " ".join(f"{row[c]!s:>16}" for c in columns)
+        print(f"{row['input']!s:34} {row['bytes']!s:>8} {cells}  {row['verdict']}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": platform.processor(),
         "quick": args.quick,
+        "baseline": args.baseline,
         "note": "median per call; MB = 1e6 bytes; 2 shared cores, other work running",
     }
     OUT.write_bytes(orjson.dumps({"meta": meta, "rows": rows}, option=orjson.OPT_INDENT_2))

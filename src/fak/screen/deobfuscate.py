@@ -92,7 +92,9 @@ def _scanners() -> _Scanners:  # compiled on first use: ~20 ms
 
 
 _DENSE = 32
-"""After this many candidate tokens in one view, the plain token loop is cheaper per token."""
+_DENSE_SPACING = 256
+"""After 32 candidate tokens, closer than 256 bytes apart on average, the plain token loop is
+cheaper per token than a search per candidate: the rest of the view switches to it."""
 _RUN = b"\x01" * MIN_TOKEN
 
 
@@ -113,8 +115,8 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
     Equal to running every check on every token. The scan resumes one byte after each match, and
     a view-level alternative wins a tie, so no view-level match starts before the resume point:
     the view-level checks run (once) when the scan meets one. A token is decoded when the scan
-    meets a candidate in it; past ``_DENSE`` of them, the remaining tokens are all decoded and
-    one view-level search covers the rest of the view.
+    meets a candidate in it; when candidates come densely, the remaining tokens are all decoded
+    and one view-level search covers the rest of the view.
     """
     scanners = _scanners()
     search = (scanners.scan_all if screen_raw else scanners.scan_squeezed).search
@@ -136,7 +138,7 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
         begin, done = token_bounds(view, at)
         layers.extend(decode_token(view[begin:done]))
         tokens += 1
-        if tokens == _DENSE:
+        if tokens >= _DENSE and tokens * _DENSE_SPACING > pos:
             layers.extend(_decode_rest(view, done))
             if not checked:
                 level = scanners.level_all if screen_raw else scanners.level_squeezed

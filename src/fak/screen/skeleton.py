@@ -60,7 +60,12 @@ def normalize_reference(data: bytes) -> bytes:
     """
     if data.isascii():
         return data
-    text = unicodedata.normalize("NFKD", data.decode("utf-8", errors="ignore"))
+    return _reference_folds(data, data.decode("utf-8", errors="ignore"))
+
+
+def _reference_folds(data: bytes, text: str) -> bytes:
+    """``normalize_reference`` of non-ASCII ``data``, given ``data`` decoded."""
+    text = unicodedata.normalize("NFKD", text)
     if _TAG_LEAD in data:
         text = text.translate(_TAGS)
     skeleton, _ = codecs.charmap_encode(text, "ignore", _ENCODE_MAP)
@@ -291,7 +296,7 @@ def normalize(data: bytes) -> bytes:
     points = _present(folds, high)
     _learn(folds, high)
     if points is None:
-        return normalize_reference(data)
+        return _reference_folds(data, text)
     encoder = _encoder(folds, points)
     encoded, _ = codecs.charmap_encode(text, "ignore", encoder.encoding_map)
     return encoder.finish(encoded)
