@@ -65,9 +65,7 @@ def _violations() -> list[str]:
             if target == pkg or target not in TIERS:
                 continue
             if TIERS[target] >= tier:
-                bad.append(
-                    f"{path}:{lineno}: {pkg} (T{tier}) imports {target} (T{TIERS[target]})"
-                )
+                bad.append(f"{path}:{lineno}: {pkg} (T{tier}) imports {target} (T{TIERS[target]})")
     return bad
 
 
