@@ -186,7 +186,7 @@ def _load() -> _Folds:
 def fold_table() -> Mapping[int, bytes]:
     """Code point -> skeleton for every non-ASCII character whose skeleton is not empty.
 
-    Built on first use (~40 ms) from ``normalize_reference`` over every code point.
+    Built on first use (40–60 ms) from ``normalize_reference`` over every code point.
     """
     return MappingProxyType((_folds or _load()).skeletons)
 
@@ -246,19 +246,23 @@ def _present(folds: _Folds, high: bytes) -> frozenset[int] | None:
 
 # The hot encoder holds every non-ASCII character (folding or not) of recent traffic. When a
 # text has no others, one strict charmap pass folds it and no Set pass is needed; strict mode
-# itself proves that no character was left out. It is relearned from a text that missed it,
-# at most once every _RELEARN misses, so traffic it cannot hold pays little for trying.
+# itself proves that no character was left out. A miss relearns it, at most once every
+# _RELEARN misses and from a bounded sample (the start of the text, and where the miss was), so
+# traffic it cannot hold pays little for trying.
 _hot: _Encoder | None = None
 _misses = 0
 _RELEARN = 16
+_SAMPLE = 1 << 14  # bytes / characters looked at when learning
 
 
-def _learn(folds: _Folds, high: bytes) -> None:
+def _learn(folds: _Folds, high: bytes, text: str, missed_at: int) -> None:
     global _hot, _misses
     _misses = (_misses + 1) % _RELEARN
     if _misses != 1:
         return
-    seen = {ord(c) for c in set(high.decode("utf-8", errors="ignore"))}
+    sample = set(high[:_SAMPLE].decode("utf-8", errors="ignore"))
+    sample.update(text[missed_at : missed_at + _SAMPLE])
+    seen = {ord(c) for c in sample if c >= "\x80"}
     if _hot is not None and len(seen | _hot.points) <= _SLOTS:
         seen |= _hot.points
     if len(seen) <= _SLOTS:
@@ -285,16 +289,16 @@ def normalize(data: bytes) -> bytes:
     if folds.present.search(high) is None:
         return data.translate(None, _DROP)
     text = data.decode("utf-8", errors="ignore")
-    hot = _hot
+    hot, missed_at = _hot, 0
     if hot is not None:
         try:
             encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
-        except UnicodeEncodeError:
-            pass
+        except UnicodeEncodeError as exc:
+            missed_at = exc.start
         else:
             return hot.finish(encoded)
     points = _present(folds, high)
-    _learn(folds, high)
+    _learn(folds, high, text, missed_at)
     if points is None:
         return _reference_folds(data, text)
     encoder = _encoder(folds, points)
