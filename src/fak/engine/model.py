@@ -31,12 +31,12 @@ PREFILL_CHUNK = 512
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """x [M, D] -> [M, D]; the reduction is per row over D, row-count invariant."""
     variance = x.pow(2).mean(-1, keepdim=True)
-    return weight * (x * torch.rsqrt(variance + eps))
+    return weight * (x * variance.add_(eps).rsqrt_())
 
 
 def silu(x: torch.Tensor) -> torch.Tensor:
     """x * sigmoid(x) from exp, add and divide (torch's fused silu is not size-invariant)."""
-    return x / (1.0 + torch.exp(-x))
+    return x / torch.neg(x).exp_().add_(1.0)
 
 
 @dataclass(frozen=True, slots=True)

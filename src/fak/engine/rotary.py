@@ -17,7 +17,11 @@ __all__ = ["RotaryTables", "rotate"]
 
 @dataclass(frozen=True, slots=True)
 class RotaryTables:
-    """cos/sin for every position up to ``max_positions``: float32 [max_positions, head_dim]."""
+    """cos/sin for every position up to ``max_positions``: float32 [max_positions, head_dim].
+
+    ``sin`` has its first half negated, so rotate-half is a roll: (-x2, x1) * sin equals
+    roll(x) * signed sin exactly (a sign flip is exact in floating point).
+    """
 
     cos: torch.Tensor
     sin: torch.Tensor
@@ -29,7 +33,10 @@ class RotaryTables:
         positions = torch.arange(max_positions, dtype=torch.float32)
         freqs = torch.outer(positions, inv_freq)  # [P, head_dim/2]
         emb = torch.cat((freqs, freqs), dim=-1)  # [P, head_dim]
-        return cls(cos=emb.cos().contiguous(), sin=emb.sin().contiguous())
+        half = head_dim // 2
+        sin = emb.sin()
+        sin[:, :half] = -sin[:, :half]
+        return cls(cos=emb.cos().contiguous(), sin=sin.contiguous())
 
     @property
     def max_positions(self) -> int:
@@ -37,9 +44,9 @@ class RotaryTables:
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Half-split RoPE: x [..., T, H, D] with cos/sin [T, D] broadcast over heads H."""
-    half = x.shape[-1] // 2
-    rotated_half = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    c = cos.unsqueeze(-2)
-    s = sin.unsqueeze(-2)
-    return x * c + rotated_half * s
+    """Half-split RoPE: x [..., T, H, D] with cos/sin [T, D] broadcast over heads H.
+
+    Equals x * cos + cat(-x2, x1) * sin, with the sign folded into the table.
+    """
+    swapped = torch.roll(x, x.shape[-1] // 2, dims=-1)  # (x2, x1)
+    return x * cos.unsqueeze(-2) + swapped * sin.unsqueeze(-2)
