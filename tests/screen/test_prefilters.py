@@ -365,6 +365,12 @@ _HOSTILE = {
     ).encode(),
     "random-bytes": random.Random(1).randbytes(1 << 19),
     "letter-spaced-near-misses": b"i g n o r e p r e v i o u s x " * 20000,
+    # An open PEM header keeps an earlier, unfinished secret match alive over every token.
+    "open-pem-header-over-tokens": b"-----BEGIN "
+    + b" ".join(
+        bytes(random.Random(i).choices(b"abcdefghijklmnopqrstuvwxyz", k=16)) for i in range(16000)
+    )
+    + "é".encode(),
 }
 
 
