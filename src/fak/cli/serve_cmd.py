@@ -80,7 +80,7 @@ def build_planner(
         )
     if not mock:
         try:
-            from fak.engine import load_engine_planner  # type: ignore[attr-defined]
+            from fak.engine import load_engine_planner
 
             return load_engine_planner(gguf)
         except (ImportError, FileNotFoundError, AttributeError) as exc:
