@@ -75,8 +75,9 @@ def process_environ() -> Mapping[str, str]:
     return os.environ
 
 
-# MKL reads this once, at the first GEMM; the engine's exact attention relies on its strict
-# conditional-numerical-reproducibility mode (row-invariant GEMMs for every row count >= 4).
+# MKL reads this once, at the first GEMM. Its strict conditional-numerical-reproducibility mode
+# makes GEMM rows independent of the row count (>= 4); the engine requests it and then proves the
+# invariance it needs with a start-up probe.
 ENGINE_MKL_CBWR = "AUTO,STRICT"
 
 

@@ -106,3 +106,18 @@ def test_radix_policy_eviction_ignores_leases(engine: Any) -> None:
     with pytest.raises(ValueError):
         tree.evict_subtree(tree.root)
     assert tree.evict_subtree(node) == 7 and tree.tokens == 0
+
+
+def test_probe_refuses_a_batch_dependent_kernel(engine: Any) -> None:
+    import torch
+
+    from fak.engine.numerics import probe
+
+    class BatchDependent:  # a stand-in linear whose rows change with the batch size
+        in_features, onednn = 8, True
+
+        def __call__(self, x: torch.Tensor) -> torch.Tensor:
+            return x * (1.0 + 1e-3 * x.shape[0])
+
+    report = probe([BatchDependent()])  # type: ignore[list-item]
+    assert not report.ok and "linear rows" in report.failures

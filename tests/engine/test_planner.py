@@ -157,7 +157,7 @@ def test_prompt_longer_than_the_context_is_refused(engine: Any) -> None:
         _ask(planner, huge)
 
 
-def test_parse_tool_calls() -> None:
+def test_parse_tool_calls(engine: Any) -> None:
     from fak.engine import parse_tool_calls
 
     text, calls = parse_tool_calls(

@@ -4,7 +4,7 @@ Reads top to bottom: weights for one block, the block (RMSNorm -> attention -> R
 MLP), the model, then ``prefill`` / ``decode_step`` / ``greedy`` as plain functions over an
 addressable ``KVCache``. Every step is batch-invariant, so a token's logits do not depend on how
 the context was chunked: projections are oneDNN linears on pre-packed weights, attention is
-strict-MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
+batched MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
 up to the end of its 128-row key tile), the softmax denominator comes out of the same GEMM as
 the numerator ([V | 1]), and SiLU is spelled with exp. Shapes are in the comments: M = new
 tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
@@ -46,7 +46,7 @@ class _Tile:
     ``span`` is a function of a row's position alone (its key tile's end), so a token's
     attention GEMMs have the same reduction length however its batch was formed. Only the
     last key tile can hold keys after a query, so only it is masked. ``pad`` repeats the last
-    row when the tile has fewer rows than the strict GEMM needs.
+    row when the tile has fewer rows than the batch-invariant GEMM needs.
     """
 
     rows: slice  # in the [M' * group] query-row order

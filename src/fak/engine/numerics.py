@@ -3,8 +3,9 @@
 Exactness (reused prefix == recompute, bit for bit) needs every token's arithmetic to be the
 same whatever else shares its batch. Measured on CPU torch: oneDNN linears over pre-packed
 weights give each output row the same bits for any row count (one row included) when the
-reduction is at most 1024 long, and MKL GEMMs under ``MKL_CBWR=AUTO,STRICT`` do for any row
-count >= 4 when the reduction length and column positions are fixed. ``probe()`` re-checks
+reduction is at most 1024 long, and MKL's batched GEMMs (``bmm``) do for any row count >= 4 at a
+fixed reduction length (with or without ``MKL_CBWR=AUTO,STRICT``, which fak still requests: plain
+2-D GEMMs of the same shapes were row-dependent without it). ``probe()`` re-checks
 the shapes the model uses, on this machine, in this process; the engine refuses exact mode
 when it fails. No model code lives here.
 """
@@ -28,7 +29,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# MKL's strict GEMMs are row-invariant from 4 rows up (1-3 rows take other paths).
+# MKL's batched GEMMs are row-invariant from 4 rows up (1-3 rows take other paths).
 MIN_ROWS_ATTENTION = 4
 # oneDNN packs weights for this batch-size hint; any hint >= 2 gave row-invariant kernels.
 _PACK_HINT = 2
