@@ -3,8 +3,9 @@
 Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-key-env`` names the
 variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
 ``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
-else the scripted mock with a loud warning. Exit codes: 1 bad policy file, 2 bad usage
-(an empty ``--require-key-env`` variable, an unknown flag value, an unloadable ``--gguf``).
+else the scripted mock with a loud warning (also when the default model cannot be loaded).
+``--threads`` goes to the engine. Exit codes: 1 bad policy file, 2 bad usage (an empty
+``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def build_planner(
     mock: bool,
     upstream_client: str,
     timeout_s: float,
+    threads: int | None = None,
 ) -> Any:
     """The planner by the precedence in the module docstring."""
     from fak.gateway.planner_mock import MockPlanner
@@ -82,11 +84,13 @@ def build_planner(
         try:
             from fak.engine import load_engine_planner
 
-            return load_engine_planner(gguf)
-        except (ImportError, FileNotFoundError, AttributeError) as exc:
+            return load_engine_planner(gguf, threads=threads)
+        except (ImportError, OSError, AttributeError, ValueError) as exc:
             if gguf:
                 click.secho(f"error: cannot load --gguf {gguf}: {exc}", fg="red", err=True)
                 sys.exit(2)
+            if isinstance(exc, ValueError):  # installed, but its model is not one it can run
+                _warn(f"the in-kernel model cannot be served: {exc}")
             _log.debug("engine unavailable: %s", type(exc).__name__)
     _warn(
         "no --base-url and no in-kernel model: serving the SCRIPTED MOCK planner. Replies are "
@@ -137,6 +141,12 @@ def register(group: click.Group) -> None:
     @click.option(
         "--gguf", default=None, type=click.Path(dir_okay=False), help="In-kernel model file."
     )
+    @click.option(
+        "--threads",
+        type=click.IntRange(min=1),
+        default=None,
+        help="CPU threads for the in-kernel engine (default: the engine's choice).",
+    )
     @click.option("--mock", is_flag=True, help="Force the scripted mock planner.")
     @click.option(
         "--upstream-client",
@@ -160,6 +170,7 @@ def register(group: click.Group) -> None:
         policy_path: str | None,
         require_key_env: str | None,
         gguf: str | None,
+        threads: int | None,
         mock: bool,
         upstream_client: str,
         access_log: str,
@@ -203,6 +214,7 @@ def register(group: click.Group) -> None:
             mock=mock,
             upstream_client=upstream_client,
             timeout_s=settings.http_write_timeout_s,
+            threads=threads,
         )
         if not _is_loopback(host) and required is None:
             _warn(

@@ -4,7 +4,8 @@
 through one ``Boundary``. Errors are rendered once here: ``GatewayError`` with its status and
 code (Anthropic-shaped under /v1/messages), unknown paths 404 and wrong methods 405 as JSON, and
 any other exception as a 500 with no traceback. The app owns the planner and closes it on
-shutdown.
+shutdown. A planner with a ``stats()`` method (the in-kernel engine) gets its numbers exported
+on /metrics, /debug/vars and /healthz, found by duck typing (the gateway never imports it).
 """
 
 from __future__ import annotations
@@ -88,11 +89,13 @@ def build_app(
         rate = getattr(ledger, "pollution_rate", None)
         return float(rate) if isinstance(rate, int | float) else None
 
+    stats = getattr(planner, "stats", None)  # structural: the engine's planner has one
     metrics = Metrics(
         counters=lambda: kernel.counters,
         pollution_rate=pollution_rate,
         planner=planner.kind,
         model=planner.model,
+        planner_stats=stats if callable(stats) else None,
         clock=o.clock,
     )
     log = AccessLog(o.access_log, clock=o.clock)

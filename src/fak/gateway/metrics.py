@@ -3,13 +3,17 @@
 Each app owns its own ``CollectorRegistry`` (so tests and several apps in one process never
 share counts). Labels are closed vocabularies only (route, method, status, operation, verdict,
 reason, disposition, upstream error kind): never a tool argument, a result or a key. Kernel
-counters are read at scrape time from ``kernel.counters``.
+counters are read at scrape time from ``kernel.counters``; a planner that has a ``stats()``
+method (the in-kernel engine) is read the same way, found structurally: this module never
+imports ``fak.engine``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -20,10 +24,55 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 import fak
 
-__all__ = ["CONTENT_TYPE", "Metrics"]
+__all__ = ["CONTENT_TYPE", "ENGINE_COUNTERS", "Metrics", "PlannerStats"]
+
+_log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+PlannerStats = Callable[[], Mapping[str, Any]]
+"""A planner's ``stats()``: name -> number, read at scrape time (the in-kernel engine has one)."""
+
+ENGINE_COUNTERS = frozenset(
+    {
+        "turns",
+        "prompt_tokens",
+        "prefix_tokens_reused",
+        "tokens_prefilled",
+        "tokens_decoded",
+        "spans_evicted",
+        "tokens_evicted",
+        "lru_tokens_evicted",
+    }
+)
+"""Planner stats that only grow (exported as ``fak_engine_<name>_total``); the rest are gauges."""
+
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _read_planner_stats(stats: PlannerStats | None) -> dict[str, int | float] | None:
+    """One snapshot of ``stats()``: well-formed names with numeric values only.
+
+    ``None`` when there is no ``stats()`` or it failed (logged by exception type only): a
+    planner fault never breaks a scrape or a health check, and no value is made up.
+    """
+    if stats is None:
+        return None
+    try:
+        raw = dict(stats())
+    except Exception as exc:  # the planner's fault; the scrape goes on without it
+        _log.warning("planner stats() failed: %s", type(exc).__name__)
+        return None
+    out: dict[str, int | float] = {}
+    for name, value in sorted(raw.items()):
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name.endswith("_total"):
+            continue
+        if isinstance(value, bool):
+            out[name] = int(value)
+        elif isinstance(value, int | float):
+            out[name] = value
+    return out
 
 
 class _KernelCollector:
@@ -53,6 +102,25 @@ class _KernelCollector:
             )
 
 
+class _PlannerCollector:
+    def __init__(self, stats: PlannerStats) -> None:
+        self._stats = stats
+
+    def describe(self) -> list[Metric]:
+        return []  # names depend on the planner; never call it at registration
+
+    def collect(self) -> Iterator[Metric]:
+        for name, value in (_read_planner_stats(self._stats) or {}).items():
+            if name in ENGINE_COUNTERS:
+                yield CounterMetricFamily(
+                    f"fak_engine_{name}", f"in-kernel engine counter {name}", value=value
+                )
+            else:
+                yield GaugeMetricFamily(
+                    f"fak_engine_{name}", f"in-kernel engine gauge {name}", value=value
+                )
+
+
 class Metrics:
     """Everything /metrics exposes, plus the JSON view served at /debug/vars."""
 
@@ -63,11 +131,13 @@ class Metrics:
         pollution_rate: Callable[[], float | None] = lambda: None,
         planner: str = "",
         model: str = "",
+        planner_stats: PlannerStats | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
         self._counters = counters
+        self._planner_stats = planner_stats
         self._planner, self._model, self._clock = planner, model, clock
         self.started = clock()
         Gauge("fak_gateway_up", "1 while the gateway serves", registry=reg).set(1)
@@ -116,6 +186,8 @@ class Metrics:
             "fak_gateway_turns", "adjudicated turns by wire", ["wire", "stream"], registry=reg
         )
         reg.register(_KernelCollector(counters, pollution_rate))
+        if planner_stats is not None:
+            reg.register(_PlannerCollector(planner_stats))
         self._upstream_kinds: dict[str, int] = {}
         self._op_children: dict[tuple[str, str, str, str], Any] = {}
         self._op_hist: dict[str, Any] = {}
@@ -138,6 +210,10 @@ class Metrics:
         self.upstream_errors.labels(kind).inc()
         self._upstream_kinds[kind] = self._upstream_kinds.get(kind, 0) + 1
 
+    def planner_stats(self) -> dict[str, int | float] | None:
+        """The planner's stats now (``None`` without a ``stats()`` or when it failed)."""
+        return _read_planner_stats(self._planner_stats)
+
     def exposition(self) -> bytes:
         return bytes(generate_latest(self.registry))
 
@@ -156,7 +232,7 @@ class Metrics:
         counts = dict(self._counters())
         submits = counts.get("submits", 0)
         now = self._clock()
-        return {
+        out: dict[str, Any] = {
             "gateway": {
                 "up": True,
                 "version": fak.__version__,
@@ -185,3 +261,7 @@ class Metrics:
                 "context_pollutions_blocked": int(self.pollutions_blocked._value.get()),
             },
         }
+        engine = self.planner_stats()
+        if engine is not None:
+            out["engine"] = engine
+        return out

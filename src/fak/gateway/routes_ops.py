@@ -1,10 +1,11 @@
 """Operational and pass-through routes (tier T3): health, metrics, debug vars, models,
 embeddings, moderations.
 
-``/healthz`` is the one route auth never gates. ``/metrics`` is Prometheus text; ``/debug/vars``
-the same view as one JSON object. ``/v1/models`` answers from the upstream in proxy mode and
-lists the planner's model otherwise. ``/v1/embeddings`` and ``/v1/moderations`` forward the
-client's bytes to an OpenAI-compatible upstream; without one they answer 404 ``no_upstream``.
+``/healthz`` is the one route auth never gates (it adds ``exact`` when the planner's stats
+report it). ``/metrics`` is Prometheus text; ``/debug/vars`` the same view as one JSON object.
+``/v1/models`` answers from the upstream in proxy mode and lists the planner's model otherwise.
+``/v1/embeddings`` and ``/v1/moderations`` forward the client's bytes to an OpenAI-compatible
+upstream; without one they answer 404 ``no_upstream``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ def ops_routes(state: GatewayState) -> list[Route]:
     planner = runner.planner
 
     async def healthz(request: Request) -> Response:
-        return json_response({"ok": True, "planner": planner.kind, "model": planner.model})
+        body: dict[str, object] = {"ok": True, "planner": planner.kind, "model": planner.model}
+        stats = metrics.planner_stats()
+        if stats is not None and "exact" in stats:
+            body["exact"] = bool(stats["exact"])  # the engine's batch-invariant mode held
+        return json_response(body)
 
     async def prometheus(request: Request) -> Response:
         return Response(metrics.exposition(), media_type=CONTENT_TYPE)
