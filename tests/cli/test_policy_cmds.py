@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,45 @@ def test_agent_offline_json_and_usage() -> None:
     assert [a["destructive_executed"] for a in arms] == [1, 0, 0]
     assert [a["turns"] for a in arms] == [9, 7, 8]
     assert _run("agent")[0] == 2
+
+
+# -- FAK_AUDIT_JOURNAL reaches the CLI entry point ----------------------------------------------
+def test_preflight_journals_every_decision_when_the_journal_is_configured(tmp_path: Path) -> None:
+    from fak.journal import read_rows, verify
+
+    journal = tmp_path / "audit.jsonl"
+    env = {**os.environ, "FAK_AUDIT_JOURNAL": str(journal)}
+    for tool in ("search_kb", "refund_payment"):
+        done = subprocess.run(
+            [*FAK, "preflight", "--policy", SUPPORT, "--tool", tool, "--args", '{"q": "x"}'],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+    report = verify(journal)
+    assert report.ok and report.rows == 2
+    rows = list(read_rows(journal))
+    assert [(r["kind"], r["tool"], r["verdict"]) for r in rows] == [
+        ("DECIDE", "search_kb", "ALLOW"),
+        ("DENY", "refund_payment", "DENY"),
+    ]
+    assert '"x"' not in journal.read_text(encoding="utf-8")  # digests, never argument values
+
+
+def test_preflight_refuses_a_corrupt_journal_with_exit_1(tmp_path: Path) -> None:
+    journal = tmp_path / "audit.jsonl"
+    journal.write_text("not a journal row\n", encoding="utf-8")
+    env = {**os.environ, "FAK_AUDIT_JOURNAL": str(journal)}
+    done = subprocess.run(
+        [*FAK, "preflight", "--tool", "read_file"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert "cannot open the audit journal" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert journal.read_text(encoding="utf-8") == "not a journal row\n"  # nothing lost

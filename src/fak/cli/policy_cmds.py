@@ -1,6 +1,6 @@
 """Verbs ``preflight``, ``policy``, ``hook`` and ``agent`` (tier T4): parse flags, call the library.
 
-Exit codes: ``preflight`` 0 for any verdict, 1 on a bad policy/schema file, 2 on usage;
+Exit codes: ``preflight`` 0 for any verdict, 1 on a bad policy/schema file or journal, 2 on usage;
 ``policy`` 0 with a summary, 1 on a bad manifest, 2 on usage; ``hook`` 0 with a verdict, 1 when
 the input is not a call (a DENY MALFORMED is still printed); ``agent --offline`` 0. Library
 imports are deferred into the commands so ``fak --help`` and ``fak hook`` stay quick.
@@ -40,6 +40,19 @@ def _load_policy(path: str | None) -> tuple[Policy, str]:
         _fail(str(exc))
 
 
+def _kernel_from_environ(policy: Policy) -> Kernel:
+    """A kernel honouring the FAK_* settings (so FAK_AUDIT_JOURNAL journals CLI decisions too)."""
+    from fak.config import Settings, process_environ
+    from fak.journal import JournalCorruptError
+    from fak.kernel import build_kernel
+
+    settings = Settings.from_environ(process_environ())
+    try:
+        return build_kernel(settings, policy)
+    except (OSError, JournalCorruptError) as exc:
+        _fail(f"cannot open the audit journal {settings.audit_journal}: {exc}")
+
+
 def _verdict_line(verdict: Verdict) -> str:
     return f"verdict={verdict.kind} reason={verdict.reason.name} by={verdict.by}"
 
@@ -71,11 +84,10 @@ def preflight(
 ) -> None:
     """Judge one tool call offline: no dispatch, no server, no model."""
     from fak.abi import ToolCall, VerdictKind
-    from fak.kernel import Kernel
     from fak.policy import Grammar, Schema
 
     policy, source = _load_policy(policy_path)
-    kernel = Kernel(policy, vdso=False)
+    kernel = _kernel_from_environ(policy)  # decide() is the fold alone: no vDSO, no dispatch
     if schema_path is not None or aliases:
         schema_doc = _read_json(schema_path) if schema_path else {}
         alias_map = _parse_aliases(aliases)
@@ -199,10 +211,14 @@ def hook(policy_path: str | None) -> None:
     if args is not None and not isinstance(args, dict):
         args = json.dumps(args)  # not an object: the ladder refuses it as MALFORMED
     loaded, _ = _load_policy(policy_path)
+    from fak.config import Settings, process_environ
     from fak.policy import CompiledFloor
 
     call = ToolCall(tool, args, meta={str(k): str(v) for k, v in meta.items()})
-    verdict = CompiledFloor(loaded).decide(call)
+    if Settings.from_environ(process_environ()).audit_journal:
+        verdict = _kernel_from_environ(loaded).decide(call)  # journaled like every other entry
+    else:
+        verdict = CompiledFloor(loaded).decide(call)
     click.echo(
         json.dumps({"kind": str(verdict.kind), "reason": verdict.reason.name, "by": verdict.by})
     )
