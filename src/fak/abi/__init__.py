@@ -9,6 +9,7 @@ from fak.abi.protocols import (
     JournalSink,
     Planner,
     PlannerEvent,
+    PlannerInputError,
     TextDelta,
     TurnDone,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "Message",
     "Planner",
     "PlannerEvent",
+    "PlannerInputError",
     "PlannerTurn",
     "ProposedCall",
     "Reason",

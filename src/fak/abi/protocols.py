@@ -19,6 +19,7 @@ __all__ = [
     "JournalSink",
     "Planner",
     "PlannerEvent",
+    "PlannerInputError",
     "TextDelta",
     "TurnDone",
 ]
@@ -64,6 +65,19 @@ class JournalSink(Protocol):
     """
 
     def append(self, record: Mapping[str, Any]) -> None: ...
+
+
+class PlannerInputError(ValueError):
+    """The planner cannot serve this request as stated, and the client can fix it.
+
+    ``code`` is a stable error code (e.g. ``context_length_exceeded``); the message says what to
+    change. The gateway answers it with HTTP 400, never as an internal error.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from typing import Any
 from fak.abi import (
     FinishReason,
     PlannerEvent,
+    PlannerInputError,
     PlannerTurn,
     ProposedCall,
     Role,
@@ -213,7 +214,11 @@ class InKernelPlanner:
         ids.extend(gen_prompt)
         limit = engine.model.config.context_length
         if len(ids) >= limit:
-            raise ValueError(f"prompt of {len(ids)} tokens does not fit the {limit}-token context")
+            raise PlannerInputError(
+                "context_length_exceeded",
+                f"the prompt is {len(ids)} tokens; this model's context holds {limit}: "
+                "shorten the conversation",
+            )
         budget = (
             request.max_tokens
             if request.max_tokens and request.max_tokens > 0

@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import replace
 
-from fak.abi import Planner, PlannerEvent, PlannerTurn, TextDelta, TurnDone
+from fak.abi import Planner, PlannerEvent, PlannerInputError, PlannerTurn, TextDelta, TurnDone
 from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
@@ -113,7 +113,10 @@ class TurnRunner:
         if self._proxy is not None:
             turn, extra = await self._proxy.forward(admitted, None if changed else passthrough)
         else:
-            turn = await self._planner.complete(admitted.turn)
+            try:
+                turn = await self._planner.complete(admitted.turn)
+            except PlannerInputError as exc:
+                raise GatewayError(400, exc.code, exc.message) from exc
         return self._finish(wire, id or self.new_id(wire), parsed, turn, admissions, extra, ctx)
 
     async def stream(
@@ -133,8 +136,9 @@ class TurnRunner:
             events = self._planner.stream(admitted.turn)
         streamed: list[str] = []
         done: TurnDone | None = None
+        guarded = _client_fixable(events)
         try:
-            async for ev in events:
+            async for ev in guarded:
                 if isinstance(ev, TextDelta):
                     if ev.text:
                         streamed.append(ev.text)
@@ -143,6 +147,7 @@ class TurnRunner:
                     done = ev
                     break
         finally:
+            await guarded.aclose()
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -155,3 +160,14 @@ class TurnRunner:
             turn = replace(turn, text=text)
         extra = dict(done.usage_extra) if isinstance(done, ForwardedDone) else {}
         yield self._finish(wire, id, parsed, turn, admissions, extra, ctx)
+
+
+async def _client_fixable(
+    events: AsyncIterator[PlannerEvent],
+) -> AsyncGenerator[PlannerEvent, None]:
+    """Re-raise a planner's client-fixable refusal as a 400 with its stable code."""
+    try:
+        async for ev in events:
+            yield ev
+    except PlannerInputError as exc:
+        raise GatewayError(400, exc.code, exc.message) from exc
