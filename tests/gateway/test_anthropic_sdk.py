@@ -13,25 +13,10 @@ import pytest
 from fak.abi import Role
 from fak.gateway.planner_mock import MockPlanner
 
-from .conftest import POISON, SECRET
+from .conftest import POISON, SECRET, closing
 from .scripts import agent_script
 
 pytestmark = pytest.mark.gateway
-_OPEN: list[Any] = []
-
-
-def _closing(client: Any) -> Any:
-    _OPEN.append(client)
-    return client
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Any:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 TOOLS: list[Any] = [
     {
         "name": "read_file",
@@ -51,7 +36,7 @@ def served(
 
 def _client(url: str) -> anthropic.Anthropic:
     # Anthropic clients take the origin: the SDK appends /v1 itself.
-    return _closing(anthropic.Anthropic(base_url=url, api_key="local", max_retries=0))
+    return closing(anthropic.Anthropic(base_url=url, api_key="local", max_retries=0))
 
 
 def test_tool_use_kept_denied_dropped_and_noted(served: tuple[MockPlanner, str]) -> None:

@@ -12,25 +12,10 @@ import pytest
 from fak.abi import Role
 from fak.gateway.planner_mock import MockPlanner
 
-from .conftest import POISON, SECRET
+from .conftest import POISON, SECRET, closing
 from .scripts import agent_script
 
 pytestmark = pytest.mark.gateway
-_OPEN: list[Any] = []
-
-
-def _closing(client: Any) -> Any:
-    _OPEN.append(client)
-    return client
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Any:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 TOOLS: list[Any] = [
     {
         "type": "function",
@@ -54,7 +39,7 @@ def test_sync_allowed_call_survives_and_denied_call_is_dropped(
     served: tuple[MockPlanner, str],
 ) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "please read"}], tools=TOOLS
     )
@@ -71,7 +56,7 @@ def test_sync_allowed_call_survives_and_denied_call_is_dropped(
 
 def test_all_denied_turn_stops_with_an_in_band_summary(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "delete bob"}]
     )
@@ -84,7 +69,7 @@ def test_all_denied_turn_stops_with_an_in_band_summary(served: tuple[MockPlanner
 
 def test_no_tool_activity_means_no_extension(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert r.choices[0].message.content == "Hello from the scripted planner, word by word."
     assert "fak" not in (r.model_extra or {})
@@ -94,7 +79,7 @@ def test_quarantined_result_is_replaced_before_the_planner_sees_it(
     served: tuple[MockPlanner, str],
 ) -> None:
     planner, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.chat.completions.create(
         model="m",
         messages=[
@@ -126,7 +111,7 @@ def test_quarantined_result_is_replaced_before_the_planner_sees_it(
 
 def test_streaming_text_then_adjudicated_tool_calls(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     stream = client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "read please"}], tools=TOOLS, stream=True
     )
@@ -146,7 +131,7 @@ def test_streaming_text_then_adjudicated_tool_calls(served: tuple[MockPlanner, s
 
 def test_sdk_stream_helper_accumulates_the_final_message(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     with client.chat.completions.stream(
         model="m", messages=[{"role": "user", "content": "read"}], tools=TOOLS
     ) as s:
@@ -187,7 +172,7 @@ def test_async_streaming(served: tuple[MockPlanner, str]) -> None:
 
 def test_bad_request_is_a_400_with_a_stable_code(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local", max_retries=0))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local", max_retries=0))
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(model="m", messages=[])
     assert err.value.code == "invalid_request"

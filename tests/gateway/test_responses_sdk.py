@@ -12,25 +12,10 @@ import pytest
 from fak.abi import Role
 from fak.gateway.planner_mock import MockPlanner
 
-from .conftest import POISON, SECRET
+from .conftest import POISON, SECRET, closing
 from .scripts import agent_script
 
 pytestmark = pytest.mark.gateway
-_OPEN: list[Any] = []
-
-
-def _closing(client: Any) -> Any:
-    _OPEN.append(client)
-    return client
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Any:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 TOOLS: list[Any] = [
     {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}}
 ]
@@ -46,7 +31,7 @@ def served(
 
 def test_function_call_kept_and_denied_dropped(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.responses.create(model="m", input="read the readme", tools=TOOLS)
     assert r.status == "completed"
     assert r.output_text == "Let me look. "
@@ -61,7 +46,7 @@ def test_function_call_kept_and_denied_dropped(served: tuple[MockPlanner, str]) 
 
 def test_function_call_output_is_screened(served: tuple[MockPlanner, str]) -> None:
     planner, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.responses.create(
         model="m",
         instructions="be careful",
@@ -81,7 +66,7 @@ def test_function_call_output_is_screened(served: tuple[MockPlanner, str]) -> No
 
 def test_streaming_events_through_the_sdk_helper(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     with client.responses.stream(model="m", input="read", tools=TOOLS) as stream:
         types = [e.type for e in stream]
         final = stream.get_final_response()
@@ -96,7 +81,7 @@ def test_streaming_events_through_the_sdk_helper(served: tuple[MockPlanner, str]
 
 def test_all_denied_stream_carries_the_summary(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     events = list(client.responses.create(model="m", input="delete", stream=True))
     done = events[-1]
     assert done.type == "response.completed"
@@ -117,7 +102,7 @@ def test_async_responses(served: tuple[MockPlanner, str]) -> None:
 
 def test_previous_response_id_is_refused_with_a_reason(served: tuple[MockPlanner, str]) -> None:
     _, url = served
-    client = _closing(openai.OpenAI(base_url=url + "/v1", api_key="local", max_retries=0))
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local", max_retries=0))
     with pytest.raises(openai.BadRequestError) as err:
         client.responses.create(model="m", input="x", previous_response_id="resp_1")
     assert err.value.code == "unsupported_parameter"
