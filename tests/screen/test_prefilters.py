@@ -11,7 +11,6 @@ import base64
 import random
 import time
 import unicodedata
-from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given, settings
@@ -30,7 +29,14 @@ from fak.screen import (
     screen_deobfuscated,
 )
 from fak.screen import skeleton as skeleton_module
-from fak.screen.deobfuscate import _DISTINCTIVE, _NOT_ALNUM, _SQUEEZE_TABLE, _SQUEEZED, _scanners
+from fak.screen.deobfuscate import (
+    _DISTINCTIVE,
+    _NOT_ALNUM,
+    _SQUEEZE_TABLE,
+    _SQUEEZED,
+    _scanners,
+    _view_finding,  # the exact per-view checks; the reference differs in how views are found
+)
 from fak.screen.skeleton import fold_table, normalize_reference
 from fak.screen.tokens import MIN_TOKEN, decode_token, token_bounds, token_mask
 
@@ -49,22 +55,12 @@ def _reference_tokens(view: bytes) -> list[bytes]:
     return out
 
 
-def _reference_view(view: bytes, label: str, *, screen_raw: bool) -> Finding | None:
-    if screen_raw:
-        hit = screen_bytes(view)
-        if hit is not None:
-            return replace(hit, view=label)
-    if _SQUEEZED.search(view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)) is not None:
-        return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
-    return None
-
-
 def _reference_screen(data: bytes, *, include_raw: bool = True) -> Finding | None:
     """The de-obfuscating screen the plain way: every check on every view and every token."""
     if include_raw and (hit := screen_bytes(data)) is not None:
         return hit
     top = normalize_reference(data)
-    hit = _reference_view(top, "normalized", screen_raw=top is not data)
+    hit = _view_finding(top, "normalized", screen_raw=top is not data)
     if hit is not None:
         return hit
     budget = DECODE_BUDGET * len(data) + 4096
@@ -75,7 +71,7 @@ def _reference_screen(data: bytes, *, include_raw: bool = True) -> Finding | Non
             budget -= len(view)
             if budget < 0:
                 return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
-            if (hit := _reference_view(view, "decoded", screen_raw=True)) is not None:
+            if (hit := _view_finding(view, "decoded", screen_raw=True)) is not None:
                 return hit
         inner = [normalize_reference(layer) for layer in _reference_tokens(view)]
         if inner and depth >= MAX_DECODE_DEPTH:
