@@ -386,7 +386,7 @@ def report(rows: list[dict[str, Any]], skipped: dict[str, str], args: argparse.N
     for row in rows:
         arms = row["arms"]
         r: dict[str, Any] = {"payload": row["payload"], "stream": row["stream"]}
-        if "fak" in arms and "bare-httpx" in arms:
+        if "fak" in arms:
             for bare in ("bare-httpx", "bare-aiohttp"):
                 if bare in arms and arms[bare]["added_p50_ms"] > 0:
                     r[f"fak_added_over_{bare}"] = (

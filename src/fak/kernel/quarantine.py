@@ -32,6 +32,7 @@ from fak.abi import (
     fold_rank,
 )
 from fak.abi.replies import Reply, reply_for_verdict
+from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
 from fak.screen import ResultAdmitter, default_admitters
 
 __all__ = [
@@ -127,6 +128,7 @@ class QuarantineLedger:
         self._admitters: tuple[ResultAdmitter, ...] = (
             default_admitters() if admitters is None else tuple(admitters)
         )
+        self._memo = VerdictMemo(enabled=chain_is_deterministic(self._admitters))
         self._lock = threading.Lock()
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._paged: OrderedDict[str, int] = OrderedDict()  # digest -> length, FIFO-bounded
@@ -176,7 +178,9 @@ class QuarantineLedger:
     def replace_admitters(self, admitters: Sequence[ResultAdmitter]) -> None:
         """Swap the result chain (e.g. after tightening the markers); later admissions and every
         page-in, including of results held under the old chain, are judged by the new one."""
-        self._admitters = tuple(admitters)
+        chain = tuple(admitters)
+        self._memo = VerdictMemo(enabled=chain_is_deterministic(chain))
+        self._admitters = chain
 
     def is_held(self, qid: str) -> bool:
         with self._lock:
@@ -188,23 +192,31 @@ class QuarantineLedger:
             return held is not None and held.cleared
 
     # -- the fold ---------------------------------------------------------------------------
-    def screen(self, data: bytes) -> Verdict:
+    def screen(self, data: bytes, digest: str = "") -> Verdict:
         """Fold the chain over ``data``: the most restrictive verdict, first one on ties.
 
         An admitter that raises or answers something that is not a Verdict holds the bytes
-        (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY).
+        (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY). Given the
+        bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused.
         """
-        admitters = self._admitters  # one read: a concurrent replace_admitters swaps the tuple
+        admitters, memo = self._admitters, self._memo  # one read each: see replace_admitters
         if not admitters:
             return Verdict.quarantine(Reason.DEFAULT_DENY, "empty-chain", claim="no admitters")
+        known = memo.get(digest)
+        if known is not None:
+            return known
         best: Verdict | None = None
+        faulted = False
         for admitter in admitters:
             verdict = self._run(admitter, data)
+            faulted = faulted or verdict.meta.get("detector") == "admitter_fault"
             if best is None or verdict.rank > best.rank:
                 best = verdict
             if best.rank >= _DENY_RANK:
                 break
         assert best is not None
+        if not faulted:  # a fault may be transient: judge those bytes afresh next time
+            memo.put(digest, best)
         return best
 
     def _run(self, admitter: ResultAdmitter, data: bytes) -> Verdict:
@@ -231,7 +243,7 @@ class QuarantineLedger:
         """Decide what of ``result`` may enter the model's context."""
         data = bytes(result.payload)
         digest = hashlib.sha256(data).hexdigest()
-        verdict = self.screen(data)
+        verdict = self.screen(data, digest)
         if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
             forced = verdict.kind == VerdictKind.TRANSFORM
             if forced or len(data) > OVERSIZE_BYTES:

@@ -8,7 +8,7 @@ not inputs, so each is an independent gate. Admitters are pure; they never log t
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from fak.abi import Verdict
 from fak.screen.deobfuscate import screen_deobfuscated
@@ -53,6 +53,7 @@ class FirstMatchScreen:
     """The kernel's write-time gate over the raw bytes: secret, injection, pollution."""
 
     __slots__ = ()
+    deterministic: ClassVar[bool] = True  # a pure function of the bytes (kernel may memoize)
 
     @property
     def name(self) -> str:
@@ -70,6 +71,7 @@ class DeobfuscatingScreen:
     """
 
     __slots__ = ("_include_raw",)
+    deterministic: ClassVar[bool] = True  # a pure function of the bytes (kernel may memoize)
 
     def __init__(self, *, include_raw: bool = True) -> None:
         self._include_raw = include_raw
