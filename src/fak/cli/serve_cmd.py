@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -99,14 +99,19 @@ def build_planner(
     return MockPlanner(model=model or "mock")
 
 
-def _line_writer(stream: Any) -> Callable[[bytes], None]:
-    buffer = stream.buffer
+class _LineWriter:
+    """Access-log sink: lines go to the stream's byte buffer; the log flushes once a request."""
 
-    def write(line: bytes) -> None:
-        buffer.write(line)
-        buffer.flush()
+    __slots__ = ("_buffer",)
 
-    return write
+    def __init__(self, stream: Any) -> None:
+        self._buffer = stream.buffer
+
+    def __call__(self, line: bytes) -> None:
+        self._buffer.write(line)
+
+    def flush(self) -> None:
+        self._buffer.flush()
 
 
 def register(group: click.Group) -> None:
@@ -230,7 +235,7 @@ def register(group: click.Group) -> None:
             policy_reloader=reloader,
             policy_source=policy_path or "",
             events=file_events(settings.audit_journal) if settings.audit_journal else None,
-            access_log=_line_writer(sink) if sink is not None else None,
+            access_log=_LineWriter(sink) if sink is not None else None,
             # a public bind answers to its own address, so the MCP Host check would refuse it
             mcp_allowed_hosts=None if _is_loopback(host) else (),
         )
