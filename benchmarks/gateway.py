@@ -16,7 +16,9 @@ mock_upstream --fixed-tool-call``: every answer is one proposed ``read_file`` ca
 Payloads: ``small`` (one user turn and a tool list) and ``20kb`` (a prior tool call whose ~20 KB
 benign result is in the history); each plain and streaming. Per cell: p50/p99 latency at
 concurrency 1 and requests/s at concurrency 8. "added" = p50 minus the direct p50. Every server
-runs in its own process; the load generator is an aiohttp client in this process. Prints a table
+runs in its own process; the load generator is an aiohttp client in this process. Every arm runs
+the same server stack: uvicorn with uvloop + httptools when installed (the gateway extra brings
+them; the LiteLLM venv gets them too), recorded as ``server_stack`` in the JSON. Prints a table
 and writes benchmarks/results/gateway.json. Not a test.
 
     .venv/bin/python benchmarks/gateway.py [--requests 300] [--seconds 4] [--no-litellm]
@@ -26,10 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import platform
-import shutil
 import socket
 import statistics
 import subprocess
@@ -195,7 +197,8 @@ def ensure_litellm() -> Path | None:
     try:
         subprocess.run([sys.executable, "-m", "venv", str(LITELLM_VENV)], check=True)
         pip = [str(LITELLM_VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
-        subprocess.run([*pip, "litellm[proxy]"], check=True, timeout=1500)
+        # uvicorn[standard]: the same server stack (uvloop + httptools) as every other arm
+        subprocess.run([*pip, "litellm[proxy]", "uvicorn[standard]"], check=True, timeout=1500)
     except (subprocess.SubprocessError, OSError) as exc:
         print(f"litellm unavailable: {exc}", flush=True)
         return None
@@ -416,12 +419,17 @@ def report(rows: list[dict[str, Any]], skipped: dict[str, str], args: argparse.N
                 "ratios": ratios,
                 "skipped": skipped,
                 "litellm_version": _litellm_version(),
-                "uvloop": shutil.which("uvloop") is not None,
+                "server_stack": _server_stack(),
             },
             indent=2,
         )
     )
     print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+def _server_stack() -> dict[str, bool]:
+    """Which fast uvicorn pieces this interpreter (and so the fak and bare arms) runs with."""
+    return {m: importlib.util.find_spec(m) is not None for m in ("uvloop", "httptools")}
 
 
 def _litellm_version() -> str:
