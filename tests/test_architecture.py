@@ -14,10 +14,11 @@ TIERS: dict[str, int] = {
     "policy": 1,
     "screen": 1,
     "wire": 1,
+    # stdlib-only settings: below the kernel so a bare Kernel() reads FAK_* too (issue 8)
+    "config": 1,
     "kernel": 2,
     "recall": 2,
     "certs": 2,
-    "config": 2,
     "gateway": 3,
     "engine": 3,
     "cli": 4,

@@ -2,7 +2,10 @@
 
 This is the only module that reads process environment variables, and only through
 ``Settings.from_environ(environ)`` where the caller passes the mapping (the CLI passes
-``os.environ``; tests pass a dict). Library code receives a ``Settings`` or plain arguments.
+``os.environ``; tests pass a dict). Library code receives a ``Settings`` or plain arguments;
+``Settings.current()`` is the process's settings, for library defaults (a bare ``Kernel()``
+honours ``FAK_CTXMMU_MAX_HELD`` and friends like ``fak serve`` does). Stdlib only, so every
+package above the vocabulary may import it.
 A bad value for a bounded setting falls back to its default rather than loosening anything.
 """
 
@@ -46,7 +49,8 @@ class Settings:
     audit_journal: str | None = None  # FAK_AUDIT_JOURNAL: path of the decision journal (opt-in)
     blob_max_bytes: int = _GIB  # FAK_BLOB_MAX_BYTES: memory CAS bound, 0 = unbounded
     blob_dir: str | None = None  # FAK_BLOB_DIR: durable directory CAS
-    ctxmmu_max_held: int = 8192  # FAK_CTXMMU_MAX_HELD: quarantine ledger bound
+    ctxmmu_max_held: int = 8192  # FAK_CTXMMU_MAX_HELD: quarantine ledger bound (results)
+    ctxmmu_max_held_bytes: int = 256 * 1024 * 1024  # FAK_CTXMMU_MAX_HELD_BYTES: (bytes)
     http_read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S (0 disables)
     http_write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S (0 disables)
     http_idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S (0 disables)
@@ -60,10 +64,26 @@ class Settings:
             blob_max_bytes=_int(environ, "FAK_BLOB_MAX_BYTES", _GIB),
             blob_dir=blob_dir,
             ctxmmu_max_held=_int(environ, "FAK_CTXMMU_MAX_HELD", 8192, minimum=1),
+            ctxmmu_max_held_bytes=_int(
+                environ, "FAK_CTXMMU_MAX_HELD_BYTES", 256 * 1024 * 1024, minimum=1
+            ),
             http_read_timeout_s=_float(environ, "FAK_HTTP_READ_TIMEOUT_S", 30.0),
             http_write_timeout_s=_float(environ, "FAK_HTTP_WRITE_TIMEOUT_S", 90.0),
             http_idle_timeout_s=_float(environ, "FAK_HTTP_IDLE_TIMEOUT_S", 120.0),
         )
+
+    @classmethod
+    def current(cls) -> Settings:
+        """The settings of this process's environment (read on each call: cheap, never stale)."""
+        return cls.from_environ(os.environ)
+
+    @property
+    def held_bytes_bound(self) -> int:
+        """Held quarantined bytes stay within both their own bound and the blob store's."""
+        bounds = [self.ctxmmu_max_held_bytes]
+        if self.blob_max_bytes > 0:
+            bounds.append(self.blob_max_bytes)
+        return min(bounds)
 
     def with_overrides(self, **changes: object) -> Settings:
         """A copy with some fields replaced (flags win over the environment)."""

@@ -128,6 +128,12 @@ def test_preflight_exit_codes(args: list[str], code: int) -> None:
     assert _run(*args)[0] == code
 
 
+def test_finding_small_alias_without_schema_says_a_schema_is_needed() -> None:
+    code, _, err = _run("preflight", "--tool", "convert", "--alias", "from=from_currency")
+    assert code == 2
+    assert "--alias needs --schema" in err
+
+
 # -- policy ------------------------------------------------------------------------------------
 def test_policy_dump_is_the_default_floor_manifest() -> None:
     code, out, _ = _run("policy", "--dump")

@@ -34,9 +34,11 @@ def test_explicit_deny_wins_over_allow() -> None:
     assert (v.kind, v.reason, v.claim) == (VerdictKind.DENY, Reason.POLICY_BLOCK, "deny wipe")
 
 
-def test_deny_is_exact_and_case_sensitive() -> None:
+def test_deny_matches_every_case_variant() -> None:
+    # issue 8 finding 3: a case variant of a denied name under an allowed prefix is still denied
     policy = _policy(allow_prefix=["Wipe"], deny={"wipe": "POLICY_BLOCK"})
-    assert _decide(policy, "Wipe", {}).kind == VerdictKind.ALLOW
+    assert _decide(policy, "Wipe", {}).kind == VerdictKind.DENY
+    assert _decide(policy, "Wipe_all", {}).kind == VerdictKind.ALLOW
 
 
 def test_self_modify_path_beats_allow() -> None:

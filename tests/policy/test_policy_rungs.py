@@ -67,7 +67,7 @@ def test_grammar_from_json_schema_and_validation() -> None:
     g = Grammar.from_json_schema(
         {"properties": {"b": {"type": "string"}, "a": {}}, "required": ["b"]}, {"bee": "b"}
     )
-    assert g.params == (Param("a", "", False), Param("b", "string", True))
+    assert g.params == (Param("b", "string", True), Param("a", "", False))  # declared order
     assert g.required == ("b",)
     with pytest.raises(ValueError, match="unknown parameters"):
         Grammar((Param("a"),), {"x": "zzz"})

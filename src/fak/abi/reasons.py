@@ -28,6 +28,16 @@ class Reason(enum.IntEnum):
     OVERSIZE = 11
     UNKNOWN_TOOL = 12
 
+    @classmethod
+    def _missing_(cls, value: object) -> Reason | None:
+        # a code from a newer peer: a pseudo-member named REASON_<n>, so it renders, never raises
+        if isinstance(value, int) and not isinstance(value, bool):
+            member = int.__new__(cls, value)
+            member._name_ = f"REASON_{value}"
+            member._value_ = value
+            return member
+        return None
+
 
 class Disposition(enum.StrEnum):
     """What the agent loop should do next after a refusal."""

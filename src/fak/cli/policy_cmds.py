@@ -88,6 +88,12 @@ def preflight(
 
     policy, source = _load_policy(policy_path)
     kernel = _kernel_from_environ(policy)  # decide() is the fold alone: no vDSO, no dispatch
+    if aliases and schema_path is None:
+        _fail(
+            "--alias needs --schema: an alias renames a synonym onto a parameter the tool's "
+            "JSON Schema declares (e.g. --schema convert.json --alias from=from_currency)",
+            2,
+        )
     if schema_path is not None or aliases:
         schema_doc = _read_json(schema_path) if schema_path else {}
         alias_map = _parse_aliases(aliases)

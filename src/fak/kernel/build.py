@@ -34,6 +34,9 @@ class KernelSettings(Protocol):
     @property
     def ctxmmu_max_held(self) -> int: ...
 
+    @property
+    def held_bytes_bound(self) -> int: ...
+
 
 def build_kernel(
     settings: KernelSettings, policy: Policy | None = None, *, clock: Clock | None = None
@@ -51,4 +54,5 @@ def build_kernel(
         journal=journal,
         clock=clock,
         max_held=settings.ctxmmu_max_held,
+        max_held_bytes=settings.held_bytes_bound,
     )

@@ -30,8 +30,9 @@ from fak.abi import (
     VerdictKind,
 )
 from fak.cas import MemoryStore
+from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
-from fak.kernel.quarantine import DEFAULT_MAX_HELD, Admission, QuarantineLedger
+from fak.kernel.quarantine import Admission, QuarantineLedger
 from fak.kernel.vdso import DEFAULT_CAPACITY, VdsoCache, VdsoEntry, VdsoKey
 from fak.policy import (
     Chain,
@@ -125,8 +126,9 @@ class Kernel:
         store: BlobStore | None = None,
         journal: JournalSink | None = None,
         clock: Clock | None = None,
-        max_held: int = DEFAULT_MAX_HELD,
+        max_held: int | None = None,
         admitters: Sequence[ResultAdmitter] | None = None,
+        max_held_bytes: int | None = None,
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
     ) -> None:
@@ -134,8 +136,18 @@ class Kernel:
         self._injected: Chain | None = injected if len(injected) else None
         self._journal = journal
         self._clock: Clock = clock if clock is not None else _SystemClock()
-        self._store: BlobStore = store if store is not None else MemoryStore()
-        self._ledger = QuarantineLedger(self._store, max_held=max_held, admitters=admitters)
+        settings = Settings.current()  # FAK_* defaults reach a bare Kernel() too
+        self._store: BlobStore = (
+            store if store is not None else MemoryStore(settings.blob_max_bytes)
+        )
+        self._ledger = QuarantineLedger(
+            self._store,
+            max_held=settings.ctxmmu_max_held if max_held is None else max_held,
+            admitters=admitters,
+            max_held_bytes=(
+                settings.held_bytes_bound if max_held_bytes is None else max_held_bytes
+            ),
+        )
         self._vdso = VdsoCache(vdso_capacity) if vdso else None
         self._tools: dict[str, ToolEntry] = {}
         self._lock = threading.Lock()

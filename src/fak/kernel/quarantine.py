@@ -3,7 +3,9 @@
 Every result is folded through the result-admitter chain (most restrictive wins) and comes back
 as an ``Admission``: ALLOW (bytes as-is), TRANSFORM (a benign result over 4096 bytes paged out to
 the blob store behind a pointer stub) or QUARANTINE / DENY (bytes paged out and pinned, payload
-replaced by a stub naming a quarantine id). Held ids are bounded with FIFO eviction. Bytes come
+replaced by a stub naming a quarantine id). Held results are bounded by count and by total bytes
+(they are pinned, so the store's own byte bound cannot evict them) with FIFO eviction; an evicted
+id keeps its stub and can never be paged in again. Bytes come
 back only through ``page_in``: a held id needs a witness ``clear`` first, and every page-in
 re-screens with the current chain. This module never logs, journals or returns held bytes
 except from an allowed ``page_in``; the kernel journals from the ``Admission`` (digests only).
@@ -37,6 +39,7 @@ from fak.screen import ResultAdmitter, default_admitters
 
 __all__ = [
     "DEFAULT_MAX_HELD",
+    "DEFAULT_MAX_HELD_BYTES",
     "OVERSIZE_BYTES",
     "POINTER_MAX",
     "Admission",
@@ -49,6 +52,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_HELD: Final = 8192
+DEFAULT_MAX_HELD_BYTES: Final = 256 * 1024 * 1024
+"""Total bytes of held (quarantined) results kept for page-in; the oldest are evicted past it."""
 OVERSIZE_BYTES: Final = 4096
 """A benign result longer than this is paged out behind a pointer stub (TRANSFORM)."""
 POINTER_MAX: Final = 2048
@@ -100,6 +105,7 @@ class _Held:
     ref: Ref  # inline when the store could not take the bytes (fail-closed fallback)
     pinned: bool
     reason: Reason
+    length: int = 0
     cleared: bool = False
 
 
@@ -119,12 +125,18 @@ class QuarantineLedger:
         *,
         max_held: int = DEFAULT_MAX_HELD,
         admitters: Sequence[ResultAdmitter] | None = None,
+        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
     ) -> None:
         if _bad_max_held(max_held):
             _log.warning("bad max_held %r, using the default %d", max_held, DEFAULT_MAX_HELD)
             max_held = DEFAULT_MAX_HELD
+        if _bad_max_held(max_held_bytes):
+            _log.warning("bad max_held_bytes %r, using the default", max_held_bytes)
+            max_held_bytes = DEFAULT_MAX_HELD_BYTES
         self._store = store
         self._max_held = max_held
+        self._max_held_bytes = max_held_bytes
+        self._held_bytes = 0
         self._admitters: tuple[ResultAdmitter, ...] = (
             default_admitters() if admitters is None else tuple(admitters)
         )
@@ -156,6 +168,10 @@ class QuarantineLedger:
         return self._max_held
 
     @property
+    def max_held_bytes(self) -> int:
+        return self._max_held_bytes
+
+    @property
     def admitters(self) -> tuple[ResultAdmitter, ...]:
         return self._admitters
 
@@ -165,6 +181,7 @@ class QuarantineLedger:
         with self._lock:
             out = dict(self._counts)
             out["held"] = len(self._held)
+            out["held_bytes"] = self._held_bytes
             return out
 
     @property
@@ -282,7 +299,8 @@ class QuarantineLedger:
         with self._lock:
             self._minted += 1
             qid = f"q{self._minted}"
-            self._held[qid] = _Held(ref, pinned, reason)
+            self._held[qid] = _Held(ref, pinned, reason, len(data))
+            self._held_bytes += len(data)
             self._counts["total"] += 1
             self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
             evicted = self._evict_locked()
@@ -321,8 +339,11 @@ class QuarantineLedger:
 
     def _evict_locked(self) -> list[_Held]:
         out: list[_Held] = []
-        while len(self._held) > self._max_held:
+        while self._held and (
+            len(self._held) > self._max_held or self._held_bytes > self._max_held_bytes
+        ):
             _, held = self._held.popitem(last=False)
+            self._held_bytes -= held.length
             self._counts["evicted"] += 1
             out.append(held)
         return out

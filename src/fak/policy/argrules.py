@@ -14,6 +14,7 @@ from typing import Any
 from fak.abi import Reason
 from fak.policy.globs import AllowGlob
 from fak.policy.manifest import ArgRule, compile_re2
+from fak.policy.names import match_key
 
 __all__ = ["CompiledArgRule", "scalar_text"]
 
@@ -49,7 +50,7 @@ class CompiledArgRule:
         prefix = f"{rule.tool}.{rule.arg}"
         if rule.allow_glob is not None:
             return cls(
-                rule.tool.lower(),
+                match_key(rule.tool),
                 rule.arg,
                 reason,
                 f"{prefix} allow_glob {rule.allow_glob}",
@@ -58,14 +59,14 @@ class CompiledArgRule:
         if rule.deny_regex is not None:
             shown = rule.deny_regex[:_WITNESS_RE_MAX]
             return cls(
-                rule.tool.lower(),
+                match_key(rule.tool),
                 rule.arg,
                 reason,
                 f"{prefix} deny_regex /{shown}/",
                 deny_regex=compile_re2(rule.deny_regex),
             )
         return cls(
-            rule.tool.lower(),
+            match_key(rule.tool),
             rule.arg,
             reason,
             f"{prefix} max_bytes {rule.max_bytes}",

@@ -16,6 +16,7 @@ from fak.abi import ToolCall, Verdict
 from fak.policy.fold import Chain, RungTrace
 from fak.policy.grammar import Grammar, GrammarRung
 from fak.policy.monitor import Monitor, name_verdict
+from fak.policy.names import is_plain_name
 from fak.policy.policy import Policy
 from fak.policy.preflight import PreflightRung, Schema
 from fak.policy.shapes import PATH_KEYS, SHELL_KEYS, write_shaped
@@ -61,7 +62,7 @@ class CompiledFloor:
         plan = (None, frozenset())
         if tool in self._slow_tools:
             pass
-        elif tool in policy.deny:
+        elif policy.deny_reason(tool) is not None or not is_plain_name(tool):
             plan = (self.chain.decide(ToolCall(tool)), frozenset())
         elif not policy.rules_for(tool):
             sensitive: set[str] = set()

@@ -3,7 +3,10 @@
 A ``Grammar`` names a tool's parameters in order and its argument aliases. With no grammar for a
 tool the rung defers (it never over-refuses). A call missing required parameters is repaired by
 renaming aliases, or by zipping a ``_positional`` array onto the parameter names when the arity
-matches (TRANSFORM); otherwise it is refused with MISROUTE. Pure and immutable.
+matches (TRANSFORM); otherwise it is refused with MISROUTE. Positional repair needs the order the
+tool declared its parameters in (a JSON Schema's ``properties`` order, which JSON preserves, or
+else its ``required`` order); a grammar whose order is not known refuses a positional call as
+MALFORMED rather than guess which value is which. Pure and immutable.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Param:
 class Grammar:
     params: tuple[Param, ...]
     aliases: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    ordered: bool = True
+    """False when ``params`` is not in the tool's declared order: positional repair refuses."""
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.params]
@@ -50,18 +55,33 @@ class Grammar:
     def from_json_schema(
         cls, schema: Mapping[str, Any], aliases: Mapping[str, str] | None = None
     ) -> Grammar:
-        """Parameters from a JSON-Schema object: properties sorted by name, ``required`` kept."""
-        props = schema.get("properties") or {}
-        required = set(schema.get("required") or ())
-        params = tuple(
-            Param(name, str((props[name] or {}).get("type", "")), name in required)
-            for name in sorted(props)
+        """Parameters in the schema's declared order: ``properties`` as written (JSON keeps object
+        order), else the ``required`` list's order; with neither, the order is unknown."""
+        props = schema.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        raw_required = schema.get("required")
+        required_list = (
+            [r for r in raw_required if isinstance(r, str)]
+            if isinstance(raw_required, Sequence) and not isinstance(raw_required, str)
+            else []
         )
-        return cls(params, aliases or {})
+        required = set(required_list)
+        if props:
+            names = list(props)
+            ordered = True
+        else:
+            names = list(dict.fromkeys(required_list))
+            ordered = bool(names)
+        params = tuple(Param(name, _type_of(props.get(name)), name in required) for name in names)
+        return cls(params, aliases or {}, ordered=ordered)
 
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params if p.required)
+
+
+def _type_of(spec: object) -> str:
+    return str(spec.get("type", "")) if isinstance(spec, Mapping) else ""
 
 
 class GrammarRung:
@@ -97,6 +117,9 @@ class GrammarRung:
             and not isinstance(positional, (str, bytes))
             and len(positional) == len(grammar.params)
         ):
+            if not grammar.ordered:
+                claim = f"grammar {call.tool}: parameter order unknown; name the arguments"
+                return Verdict.deny(Reason.MALFORMED, self.name, claim=claim)
             zipped = {k: v for k, v in args.items() if k != POSITIONAL_KEY}
             zipped.update((p.name, v) for p, v in zip(grammar.params, positional, strict=True))
             return Verdict.transform(zipped, self.name, meta={"repair": "positional"})

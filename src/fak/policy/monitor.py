@@ -53,7 +53,7 @@ class Monitor:
     def decide(self, call: ToolCall, args: Mapping[str, Any] | None) -> Verdict:
         policy = self._policy
         tool = call.tool
-        reason = policy.deny.get(tool)
+        reason = policy.deny_reason(tool)
         if reason is not None:
             return Verdict.deny(reason, _BY, claim=f"deny {tool}")
         if args is None:

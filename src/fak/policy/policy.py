@@ -27,6 +27,7 @@ from fak.policy.manifest import (
     load_manifest_file,
     manifest_hash,
 )
+from fak.policy.names import match_key, normal_name
 
 __all__ = ["Policy", "default_manifest"]
 
@@ -47,6 +48,7 @@ class Policy:
     """A compiled, immutable floor. Build with ``from_manifest``/``load``/``default``/``empty``."""
 
     __slots__ = (
+        "_deny_keys",
         "allow",
         "allow_prefix",
         "arg_rules",
@@ -66,6 +68,9 @@ class Policy:
         self.allow_prefix: Final = tuple(dict.fromkeys(manifest.allow_prefix))
         self.deny: Final[Mapping[str, Reason]] = MappingProxyType(
             {tool: Reason[name] for tool, name in manifest.deny.items()}
+        )
+        self._deny_keys: Final[Mapping[str, Reason]] = MappingProxyType(
+            {match_key(tool): reason for tool, reason in self.deny.items()}
         )
         self.self_modify_globs: Final = tuple(GuardGlob(g) for g in manifest.self_modify_globs)
         self.redact_fields: Final = frozenset(f.lower() for f in manifest.redact_fields)
@@ -102,11 +107,19 @@ class Policy:
 
     # -- views ----------------------------------------------------------------------------
     def names_allowed(self, tool: str) -> bool:
-        """Affirmative allow by exact name or prefix (case-sensitive)."""
-        return tool in self.allow or tool.startswith(self.allow_prefix)
+        """Affirmative allow by exact name or prefix (case-sensitive, on the NFKC form); a name
+        that is not a plain identifier is never allowed."""
+        form = normal_name(tool)
+        if form is None:
+            return False
+        return form in self.allow or form.startswith(self.allow_prefix)
+
+    def deny_reason(self, tool: str) -> Reason | None:
+        """The deny entry for ``tool`` or any case/width variant of it."""
+        return self._deny_keys.get(match_key(tool))
 
     def rules_for(self, tool: str) -> tuple[CompiledArgRule, ...]:
-        return self.arg_rules.get(tool.lower(), ())
+        return self.arg_rules.get(match_key(tool), ())
 
     @property
     def fail_closed(self) -> bool:

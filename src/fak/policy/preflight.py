@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from fak.abi import Reason, ToolCall, Verdict
+from fak.policy.names import is_plain_name
 
 __all__ = ["JSON_TYPES", "PreflightRung", "Schema"]
 
@@ -106,6 +107,9 @@ class PreflightRung:
         return frozenset(self._schemas)
 
     def decide(self, call: ToolCall, args: Mapping[str, Any] | None) -> Verdict:
+        if not is_plain_name(call.tool):
+            claim = "rung-0: tool name is not a plain identifier [A-Za-z0-9_.:-]"
+            return Verdict.deny(Reason.MALFORMED, self.name, claim=claim)
         if args is None:
             claim = "rung-0: arguments are not a JSON object"
             return Verdict.deny(Reason.MALFORMED, self.name, claim=claim)
