@@ -99,7 +99,7 @@ def register(group: click.Group) -> None:
         except ImportError as exc:
             _fail(f"needs the gateway extra ({exc.name}): pip install 'fak[gateway]'", 2)
 
-        from fak.journal import JournalCorruptError
+        from fak.journal import JournalCorruptError, open_error_line
         from fak.kernel import build_kernel
         from fak.policy import Policy, PolicyError
 
@@ -113,7 +113,7 @@ def register(group: click.Group) -> None:
         try:
             kernel = build_kernel(settings, policy)
         except (OSError, JournalCorruptError) as exc:
-            _fail(f"cannot open the audit journal {settings.audit_journal}: {exc}", 1)
+            _fail(open_error_line(str(settings.audit_journal), exc), 1)
         for spec in tool_specs:
             load_tools(kernel, spec)
         click.echo(

@@ -43,14 +43,14 @@ def _load_policy(path: str | None) -> tuple[Policy, str]:
 def _kernel_from_environ(policy: Policy) -> Kernel:
     """A kernel honouring the FAK_* settings (so FAK_AUDIT_JOURNAL journals CLI decisions too)."""
     from fak.config import Settings, process_environ
-    from fak.journal import JournalCorruptError
+    from fak.journal import JournalCorruptError, open_error_line
     from fak.kernel import build_kernel
 
     settings = Settings.from_environ(process_environ())
     try:
         return build_kernel(settings, policy)
     except (OSError, JournalCorruptError) as exc:
-        _fail(f"cannot open the audit journal {settings.audit_journal}: {exc}")
+        _fail(open_error_line(str(settings.audit_journal), exc))
 
 
 def _verdict_line(verdict: Verdict) -> str:

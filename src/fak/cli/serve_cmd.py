@@ -193,6 +193,7 @@ def register(group: click.Group) -> None:
         from fak.gateway.routes_native import file_events
         from fak.gateway.server import serve as run_server
         from fak.gateway.state import GatewayOptions
+        from fak.journal import JournalCorruptError, open_error_line
         from fak.kernel import build_kernel
         from fak.policy import Policy, PolicyError
 
@@ -209,7 +210,13 @@ def register(group: click.Group) -> None:
                 fresh = Policy.load(policy_path)
                 return fresh, fresh.summary()
 
-        kernel = build_kernel(settings, policy)
+        try:
+            kernel = build_kernel(settings, policy)
+        except (OSError, JournalCorruptError) as exc:
+            click.secho(
+                f"error: {open_error_line(str(settings.audit_journal), exc)}", fg="red", err=True
+            )
+            sys.exit(1)
         planner = build_planner(
             base_url=base_url,
             provider=provider,

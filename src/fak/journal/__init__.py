@@ -6,7 +6,7 @@ double; ``verify`` checks a file row by row. Rows carry names, verdicts and sha2
 never argument or result bytes.
 """
 
-from fak.journal.filejournal import Journal, JournalCorruptError, JournalHead
+from fak.journal.filejournal import Journal, JournalCorruptError, JournalHead, open_error_line
 from fak.journal.memory import MemoryJournal
 from fak.journal.record import DIGEST_FIELDS, FIELDS, RowError, build_row, check_line, row_hash
 from fak.journal.verify import VerifyReport, read_rows, verify
@@ -22,6 +22,7 @@ __all__ = [
     "VerifyReport",
     "build_row",
     "check_line",
+    "open_error_line",
     "read_rows",
     "row_hash",
     "verify",

@@ -236,3 +236,18 @@ class _FileLock:
 
     def __exit__(self, *exc: object) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+def open_error_line(path: str, exc: BaseException) -> str:
+    """One line, with a stable code, for a journal that cannot be opened: what to fix."""
+    if isinstance(exc, JournalCorruptError):
+        return f"[FAK-JOURNAL-CORRUPT] {exc}"
+    if isinstance(exc, IsADirectoryError):
+        return (
+            f"[FAK-JOURNAL-OPEN] the audit journal {path} is a directory; point "
+            f"FAK_AUDIT_JOURNAL at a file (e.g. {path}/audit.jsonl)"
+        )
+    if isinstance(exc, PermissionError):
+        return f"[FAK-JOURNAL-OPEN] no permission to write the audit journal {path}"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+    return f"[FAK-JOURNAL-OPEN] cannot open the audit journal {path}: {reason}"

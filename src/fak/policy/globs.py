@@ -12,7 +12,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from fak.policy.manifest import compile_re2
+from fak.policy.regex import compile_re2
 
 __all__ = ["AllowGlob", "GuardGlob", "normalize_path"]
 
@@ -39,7 +39,7 @@ def _translate(glob: str, *, segment: str) -> str:
             out.append(f"[^{segment}]")
         elif ch == "[":
             end = glob.find("]", i + 1)
-            if end == -1:
+            if end == -1 or end == i + 1:  # no class (or an empty one): a literal [
                 out.append(r"\[")
             else:
                 body = glob[i + 1 : end]
@@ -57,7 +57,8 @@ def _translate(glob: str, *, segment: str) -> str:
 
 
 def _escape(ch: str) -> str:
-    return "\\" + ch if not ch.isalnum() and ch != "_" else ch
+    # RE2 rejects an escaped non-ASCII character; outside ASCII every character is literal
+    return "\\" + ch if ch.isascii() and not ch.isalnum() and ch != "_" else ch
 
 
 @dataclass(frozen=True, slots=True)

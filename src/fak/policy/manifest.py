@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import re2
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from fak.abi import Reason
+from fak.policy.regex import compile_re2
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -58,6 +58,7 @@ class PolicyErrorCode(enum.StrEnum):
     BAD_REGEX = "FAK-POLICY-BAD-REGEX"
     BAD_RULE = "FAK-POLICY-BAD-ARG-RULE"
     BAD_VALUE = "FAK-POLICY-BAD-VALUE"
+    BAD_GLOB = "FAK-POLICY-BAD-GLOB"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +98,25 @@ def _check_reason(name: str) -> str:
     return name
 
 
-def compile_re2(pattern: str) -> Any:
-    """Compile an RE2 pattern quietly (RE2 would log parse errors to stderr)."""
-    options = re2.Options()
-    options.log_errors = False
-    return re2.compile(pattern, options=options)
+def _re2_detail(exc: Exception) -> str:
+    detail = exc.args[0] if exc.args else exc
+    if isinstance(detail, bytes):
+        detail = detail.decode("utf-8", "replace")
+    return str(detail)
+
+
+def _check_glob(value: str, kind: str) -> str:
+    from fak.policy.globs import AllowGlob, GuardGlob  # globs compiles through compile_re2
+
+    try:
+        GuardGlob(value) if kind == "guard" else AllowGlob(value)
+    except Exception as exc:
+        msg = (
+            f"bad glob {value!r}: {_re2_detail(exc)}; use * ? and [a-z] classes with ranges "
+            "in ascending order, or escape a literal [ as \\["
+        )
+        raise ValueError(msg) from None
+    return value
 
 
 class _Strict(BaseModel):
@@ -138,10 +153,7 @@ class ArgRule(_Strict):
             try:
                 compile_re2(value)
             except Exception as exc:
-                detail = exc.args[0] if exc.args else exc
-                if isinstance(detail, bytes):
-                    detail = detail.decode("utf-8", "replace")
-                msg = f"bad RE2 regex {value!r}: {detail}"
+                msg = f"bad RE2 regex {value!r}: {_re2_detail(exc)}"
                 raise ValueError(msg) from None
         return value
 
@@ -159,7 +171,7 @@ class ArgRule(_Strict):
         if value is not None and not value.strip():
             msg = "allow_glob must not be empty"
             raise ValueError(msg)
-        return value
+        return value if value is None else _check_glob(value, "allow")
 
     @model_validator(mode="after")
     def _one_matcher(self) -> ArgRule:
@@ -207,6 +219,13 @@ class Manifest(_Strict):
         if any(not item.strip() for item in value):
             msg = "empty string not allowed (it would match everything)"
             raise ValueError(msg)
+        return value
+
+    @field_validator("self_modify_globs")
+    @classmethod
+    def _guard_globs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for glob in value:
+            _check_glob(glob, "guard")
         return value
 
     @field_validator("deny")
@@ -281,6 +300,8 @@ def _problem(err: Mapping[str, Any]) -> Problem:
     code = PolicyErrorCode.BAD_VALUE
     if "reason" in message and "valid reasons" in message:
         code = PolicyErrorCode.UNKNOWN_REASON
+    elif message.startswith("bad glob"):
+        code = PolicyErrorCode.BAD_GLOB
     elif "RE2" in message:
         code = PolicyErrorCode.BAD_REGEX
     elif loc and loc[0] == "version":
