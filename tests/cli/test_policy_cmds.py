@@ -264,6 +264,6 @@ def test_preflight_refuses_a_corrupt_journal_with_exit_1(tmp_path: Path) -> None
         env=env,
     )
     assert done.returncode == 1
-    assert "cannot open the audit journal" in done.stderr
+    assert "[FAK-JOURNAL-CORRUPT]" in done.stderr
     assert "Traceback" not in done.stderr
     assert journal.read_text(encoding="utf-8") == "not a journal row\n"  # nothing lost

@@ -264,7 +264,7 @@ def test_unopenable_journal_and_bad_tools_spec_exit_nonzero(tmp_path: Path) -> N
         timeout=60,
     )
     assert done.returncode == 1
-    assert "cannot open the audit journal" in done.stderr
+    assert "[FAK-JOURNAL-OPEN]" in done.stderr
     spec = subprocess.run(
         [*FAK_MCP, "--tools", "no_such_module_xyz:register"],
         capture_output=True,

@@ -1,7 +1,8 @@
 """HTTP plumbing shared by every route (tier T3): body limits, JSON replies, the middleware.
 
 ``read_json`` reads a request body under the size cap (413 ``payload_too_large``) and the read
-timeout (408 ``request_timeout``) and decodes it (400 ``invalid_json``). ``GatewayMiddleware``
+timeout (408 ``request_timeout``) and decodes it strictly (400 ``invalid_json``, or
+``duplicate_key`` when an object names a key twice). ``GatewayMiddleware``
 is a plain ASGI wrapper (no per-request task hop) that mints or accepts the trace id, enforces
 auth, counts in-flight requests, sets ``X-Trace-Id`` and writes the ``gateway_http_request``
 access-log line and metrics. Credentials are compared in constant time over SHA-256 digests.
@@ -25,6 +26,7 @@ from starlette.responses import Response
 from fak.gateway.accesslog import AccessLog
 from fak.gateway.errors import GatewayError, error_body
 from fak.gateway.metrics import Metrics
+from fak.wire.strictjson import DuplicateKey, InvalidJson, loads_strict
 
 __all__ = [
     "DEFAULT_BODY_CAP",
@@ -32,6 +34,7 @@ __all__ = [
     "GatewayMiddleware",
     "KeyCheck",
     "TraceIds",
+    "decode_json",
     "json_response",
     "read_body",
     "read_json",
@@ -126,12 +129,17 @@ async def read_body(request: Request, cap: int, timeout_s: float) -> bytes:
 
 async def read_json(request: Request, cap: int, timeout_s: float) -> tuple[Any, bytes]:
     raw = await read_body(request, cap, timeout_s)
+    return decode_json(raw), raw
+
+
+def decode_json(raw: bytes) -> Any:
+    """Strictly decode a request body: 400 ``duplicate_key`` or ``invalid_json``."""
     try:
-        return orjson.loads(raw), raw
-    except orjson.JSONDecodeError as exc:
-        raise GatewayError(
-            400, "invalid_json", f"request body is not valid JSON: {exc.msg}"
-        ) from exc
+        return loads_strict(raw)
+    except DuplicateKey as exc:
+        raise GatewayError(400, "duplicate_key", f"request body: {exc}") from exc
+    except InvalidJson as exc:
+        raise GatewayError(400, "invalid_json", f"request body is not valid JSON: {exc}") from exc
 
 
 class KeyCheck:

@@ -121,11 +121,46 @@ def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
     )
 
 
-async def serve_stdio(kernel: Kernel) -> None:
-    """Serve the MCP tools over this process's stdin/stdout until the client hangs up."""
+async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
+    """Serve the MCP tools over this process's stdin/stdout until the client hangs up.
+
+    A client may write its last requests and close stdin at once (a pipe does exactly that):
+    every request read before EOF is still answered (up to ``drain_timeout_s``), then we exit.
+    """
     server = build_mcp_server(kernel)
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        pending: set[Any] = set()
+        answered = anyio.Event()
+        to_server, server_in = anyio.create_memory_object_stream[Any](0)
+        server_out, from_server = anyio.create_memory_object_stream[Any](0)
+
+        async def pump_in() -> None:
+            nonlocal answered
+            async with to_server:
+                async for item in read_stream:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, types.JSONRPCRequest):
+                        pending.add(message.id)
+                    await to_server.send(item)
+                with anyio.move_on_after(drain_timeout_s):
+                    while pending:  # EOF: hold the server open until it has answered
+                        await answered.wait()
+                        answered = anyio.Event()
+
+        async def pump_out() -> None:
+            async with write_stream:
+                async for item in from_server:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                        pending.discard(message.id)
+                        answered.set()
+                    await write_stream.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump_in)
+            tg.start_soon(pump_out)
+            async with server_out:
+                await server.run(server_in, server_out, server.create_initialization_options())
 
 
 class McpHttpEndpoint:
