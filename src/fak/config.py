@@ -54,6 +54,7 @@ class Settings:
     http_read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S (0 disables)
     http_write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S (0 disables)
     http_idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S (0 disables)
+    upstream_max_bytes: int = 32 * 1024 * 1024  # FAK_UPSTREAM_MAX_BYTES: decompressed reply cap
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -70,6 +71,7 @@ class Settings:
             http_read_timeout_s=_float(environ, "FAK_HTTP_READ_TIMEOUT_S", 30.0),
             http_write_timeout_s=_float(environ, "FAK_HTTP_WRITE_TIMEOUT_S", 90.0),
             http_idle_timeout_s=_float(environ, "FAK_HTTP_IDLE_TIMEOUT_S", 120.0),
+            upstream_max_bytes=_int(environ, "FAK_UPSTREAM_MAX_BYTES", 32 * 1024 * 1024, minimum=1),
         )
 
     @classmethod

@@ -68,6 +68,7 @@ def build_planner(
     upstream_client: str,
     timeout_s: float,
     threads: int | None = None,
+    upstream_max_bytes: int | None = None,
 ) -> Any:
     """The planner by the precedence in the module docstring."""
     from fak.gateway.planner_mock import MockPlanner
@@ -76,7 +77,8 @@ def build_planner(
         from fak.gateway.planner_proxy import ProxyPlanner
         from fak.gateway.upstream import default_upstream
 
-        client = default_upstream(upstream_client, timeout_s=timeout_s)
+        limit = {} if upstream_max_bytes is None else {"max_body_bytes": upstream_max_bytes}
+        client = default_upstream(upstream_client, timeout_s=timeout_s, **limit)
         return ProxyPlanner(
             client, base_url=base_url, provider=provider, api_key=api_key, model=model
         )
@@ -227,6 +229,7 @@ def register(group: click.Group) -> None:
             upstream_client=upstream_client,
             timeout_s=settings.http_write_timeout_s,
             threads=threads,
+            upstream_max_bytes=settings.upstream_max_bytes,
         )
         if not _is_loopback(host) and required is None:
             _warn(

@@ -113,8 +113,10 @@ def build_app(
     if o.mcp and isinstance(kernel, Kernel):
         from fak.gateway.mcp_server import McpHttpEndpoint
 
-        mcp_endpoint = McpHttpEndpoint(kernel, allowed_hosts=o.mcp_allowed_hosts)
-        routes.append(Route("/mcp", endpoint=mcp_endpoint, methods=["GET", "POST", "DELETE"]))
+        mcp_endpoint = McpHttpEndpoint(
+            kernel, allowed_hosts=o.mcp_allowed_hosts, body_cap=o.body_cap
+        )
+        routes.append(Route("/mcp", endpoint=mcp_endpoint))  # it answers 405 to all but POST
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

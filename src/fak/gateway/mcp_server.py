@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from fak.gateway.mcp_tools import TOOL_SPECS, McpTools, ToolAnswer
 from fak.kernel import Kernel
+from fak.wire.strictjson import DuplicateKey, InvalidJson, loads_strict
 
 __all__ = [
     "SERVER_NAME",
@@ -181,8 +182,10 @@ class McpHttpEndpoint:
         json_response: bool = True,
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
+        body_cap: int = 4 * 1024 * 1024,
     ) -> None:
         self.server = build_mcp_server(kernel)
+        self.body_cap = body_cap
         hosts = _LOOPBACK_HOSTS if allowed_hosts is None else tuple(allowed_hosts)
         origins = _LOOPBACK_ORIGINS if allowed_origins is None else tuple(allowed_origins)
         security = TransportSecuritySettings(
@@ -202,7 +205,52 @@ class McpHttpEndpoint:
         return self.session_manager.run()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.session_manager.handle_request(scope, receive, send)
+        # stateless: no server-initiated stream to GET, no session to DELETE
+        if scope.get("method") != "POST":
+            await _reply(
+                send,
+                405,
+                _rpc_error(-32000, "use POST: this endpoint is stateless"),
+                (b"allow", b"POST"),
+            )
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body"))
+            if len(body) > self.body_cap:
+                await _reply(send, 413, _rpc_error(-32600, f"body exceeds {self.body_cap} bytes"))
+                return
+        try:
+            loads_strict(body)
+        except DuplicateKey as exc:
+            await _reply(send, 400, _rpc_error(-32700, f"duplicate_key: {exc}"))
+            return
+        except InvalidJson:
+            pass  # the SDK answers malformed JSON-RPC in its own terms
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.session_manager.handle_request(scope, replay, send)
+
+
+def _rpc_error(code: int, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+
+
+async def _reply(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
+    headers = [(b"content-type", b"application/json"), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def mcp_asgi_app(kernel: Kernel, *, path: str = "/mcp", **options: Any) -> Starlette:

@@ -154,6 +154,13 @@ class ProxyPlanner:
             return GatewayError(
                 504, "upstream_timeout", "the upstream model did not answer in time"
             )
+        if exc.kind == "too_large":
+            return GatewayError(
+                502,
+                "upstream_too_large",
+                f"the upstream reply was larger than allowed ({exc}); raise "
+                "FAK_UPSTREAM_MAX_BYTES if that is expected",
+            )
         return GatewayError(502, "upstream_error", "upstream model error (transport)")
 
     def _status(self, status: int, retry_after: str | None) -> GatewayError:
@@ -216,10 +223,13 @@ class ProxyPlanner:
                     return
                 acc_o = openai_chat.ChatStreamAccumulator()
                 async for chunk in up.chunks():
-                    events = decoder.feed(chunk)
-                    text = "".join(
-                        [acc_o.feed(_json(ev.data)) for ev in events if ev.data != "[DONE]"]
-                    )
+                    parts: list[str] = []
+                    for ev in decoder.feed(chunk):
+                        if ev.data == "[DONE]":
+                            acc_o.mark_done()
+                        else:
+                            parts.append(acc_o.feed(_json(ev.data)))
+                    text = "".join(parts)
                     if text:
                         yield TextDelta(text)
                 yield ForwardedDone(acc_o.finish(), {})

@@ -4,7 +4,9 @@
 pooled ``httpx.AsyncClient`` (``HttpxUpstream``) or an ``aiohttp`` session (``AiohttpUpstream``,
 used when aiohttp is installed; the gateway benchmark measures both). Transport exceptions are
 translated here, once, into ``UpstreamUnreachable`` / ``UpstreamFailure`` values; nothing above
-sees an httpx or aiohttp exception. Response bodies are returned as bytes, never logged.
+sees an httpx or aiohttp exception. Response bodies are returned as bytes, never logged, and are
+capped after decompression (``max_body_bytes``, kind ``too_large``): a small compressed reply
+cannot inflate into gigabytes of memory, whole or streamed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 
 __all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
     "AiohttpUpstream",
     "HttpxUpstream",
     "UpstreamClient",
@@ -28,6 +31,8 @@ __all__ = [
     "default_upstream",
 ]
 
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
 
 class UpstreamFailure(Exception):
     """The upstream could not be used: a transport error, a timeout or a stall."""
@@ -35,6 +40,24 @@ class UpstreamFailure(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class _Budget:
+    """Counts decompressed bytes of one reply; past the cap it fails as ``too_large``."""
+
+    __slots__ = ("_cap", "_seen")
+
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
+        self._seen = 0
+
+    def take(self, chunk: bytes) -> bytes:
+        self._seen += len(chunk)
+        if self._cap and self._seen > self._cap:
+            raise UpstreamFailure(
+                "too_large", f"the upstream reply exceeds {self._cap} bytes (decompressed)"
+            )
+        return chunk
 
 
 class UpstreamUnreachable(UpstreamFailure):
@@ -95,19 +118,19 @@ def _map_httpx() -> Iterator[None]:
 
 
 class _HttpxStream:
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx.Response, cap: int) -> None:
         self._response = response
+        self._budget = _Budget(cap)
         self.status = response.status_code
         self.retry_after = response.headers.get("retry-after")
 
     async def chunks(self) -> AsyncIterator[bytes]:
         with _map_httpx():
-            async for chunk in self._response.aiter_raw():
-                yield chunk
+            async for chunk in self._response.aiter_bytes():  # decoded (gzip, br, ...)
+                yield self._budget.take(chunk)
 
     async def read(self) -> bytes:
-        with _map_httpx():
-            return await self._response.aread()
+        return b"".join([chunk async for chunk in self.chunks()])
 
 
 class HttpxUpstream:
@@ -115,7 +138,14 @@ class HttpxUpstream:
 
     name = "httpx"
 
-    def __init__(self, *, timeout_s: float = 60.0, max_connections: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 60.0,
+        max_connections: int = 256,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self._cap = max_body_bytes
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s or None, connect=10.0),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=64),
@@ -126,13 +156,15 @@ class HttpxUpstream:
         self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
     ) -> UpstreamReply:
         with _map_httpx():
-            r = await self._client.request(method, url, content=body, headers=dict(headers))
-            return UpstreamReply(
-                r.status_code,
-                r.content,
-                r.headers.get("content-type", ""),
-                r.headers.get("retry-after"),
-            )
+            req = self._client.build_request(method, url, content=body, headers=dict(headers))
+            r = await self._client.send(req, stream=True)
+        try:
+            data = await _HttpxStream(r, self._cap).read()
+        finally:
+            await r.aclose()
+        return UpstreamReply(
+            r.status_code, data, r.headers.get("content-type", ""), r.headers.get("retry-after")
+        )
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -142,7 +174,7 @@ class HttpxUpstream:
             req = self._client.build_request("POST", url, content=body, headers=dict(headers))
             response = await self._client.send(req, stream=True)
         try:
-            yield _HttpxStream(response)
+            yield _HttpxStream(response, self._cap)
         finally:
             await response.aclose()
 
@@ -152,20 +184,20 @@ class HttpxUpstream:
 
 # -- aiohttp ----------------------------------------------------------------------------------
 class _AiohttpStream:
-    def __init__(self, response: Any, mapper: Any) -> None:
+    def __init__(self, response: Any, mapper: Any, cap: int) -> None:
         self._response = response
         self._map = mapper
+        self._budget = _Budget(cap)
         self.status = int(response.status)
         self.retry_after = response.headers.get("retry-after")
 
     async def chunks(self) -> AsyncIterator[bytes]:
         with self._map():
-            async for chunk in self._response.content.iter_any():
-                yield bytes(chunk)
+            async for chunk in self._response.content.iter_any():  # decompressed
+                yield self._budget.take(bytes(chunk))
 
     async def read(self) -> bytes:
-        with self._map():
-            return bytes(await self._response.read())
+        return b"".join([chunk async for chunk in self.chunks()])
 
 
 class AiohttpUpstream:
@@ -173,9 +205,16 @@ class AiohttpUpstream:
 
     name = "aiohttp"
 
-    def __init__(self, *, timeout_s: float = 60.0, max_connections: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 60.0,
+        max_connections: int = 256,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
         import aiohttp
 
+        self._cap = max_body_bytes
         self._aiohttp = aiohttp
         self._timeout = aiohttp.ClientTimeout(total=timeout_s or None, connect=10.0)
         self._limit = max_connections
@@ -210,7 +249,7 @@ class AiohttpUpstream:
     ) -> UpstreamReply:
         with self._map():
             async with self._get().request(method, url, data=body, headers=dict(headers)) as r:
-                data = await r.read()
+                data = await _AiohttpStream(r, self._map, self._cap).read()
                 return UpstreamReply(
                     int(r.status),
                     bytes(data),
@@ -225,7 +264,7 @@ class AiohttpUpstream:
         with self._map():
             response = await self._get().post(url, data=body, headers=dict(headers))
         try:
-            yield _AiohttpStream(response, self._map)
+            yield _AiohttpStream(response, self._map, self._cap)
         finally:
             response.release()
 
@@ -234,8 +273,10 @@ class AiohttpUpstream:
             await self._session.close()
 
 
-def default_upstream(kind: str = "auto", *, timeout_s: float = 60.0) -> UpstreamClient:
+def default_upstream(
+    kind: str = "auto", *, timeout_s: float = 60.0, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> UpstreamClient:
     """``aiohttp`` when installed (measured faster on this hot path), else ``httpx``."""
     if kind == "httpx" or (kind == "auto" and importlib.util.find_spec("aiohttp") is None):
-        return HttpxUpstream(timeout_s=timeout_s)
-    return AiohttpUpstream(timeout_s=timeout_s)
+        return HttpxUpstream(timeout_s=timeout_s, max_body_bytes=max_body_bytes)
+    return AiohttpUpstream(timeout_s=timeout_s, max_body_bytes=max_body_bytes)

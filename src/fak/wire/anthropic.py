@@ -382,9 +382,10 @@ class MessagesStreamAccumulator:
     the ``PlannerTurn`` and the usage cache counters, validating like ``parse_response``.
     """
 
-    __slots__ = ("_blocks", "_json", "_message")
+    __slots__ = ("_blocks", "_json", "_message", "_stopped")
 
     def __init__(self) -> None:
+        self._stopped = False
         self._message: dict[str, Any] = {}
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
@@ -408,6 +409,8 @@ class MessagesStreamAccumulator:
             self._blocks[index] = dict(block)
         elif kind == "content_block_delta":
             return self._delta(data)
+        elif kind == "message_stop":
+            self._stopped = True
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, Mapping) and "stop_reason" in delta:
@@ -434,6 +437,8 @@ class MessagesStreamAccumulator:
     def finish(self) -> tuple[PlannerTurn, dict[str, int]]:
         if not self._message:
             raise WireError(BAD_UPSTREAM, "upstream stream ended before message_start")
+        if not self._stopped:  # cut off mid-turn: nothing in it may be admitted
+            raise WireError(BAD_UPSTREAM, "the upstream stream ended before message_stop")
         content: list[dict[str, Any]] = []
         for index, block in sorted(self._blocks.items()):
             if block.get("type") == "tool_use" and index in self._json:

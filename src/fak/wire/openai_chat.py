@@ -336,12 +336,13 @@ class ChatStreamAccumulator:
     validates the accumulated tool calls exactly like ``parse_response``.
     """
 
-    __slots__ = ("_calls", "_finish", "_model", "_text", "_usage")
+    __slots__ = ("_calls", "_done", "_finish", "_model", "_text", "_usage")
 
     def __init__(self) -> None:
         self._text: list[str] = []
         self._calls: dict[int, list[str]] = {}
         self._finish = ""
+        self._done = False
         self._model = ""
         self._usage = Usage()
 
@@ -381,7 +382,15 @@ class ChatStreamAccumulator:
             return text
         return ""
 
+    def mark_done(self) -> None:
+        """The stream's ``[DONE]`` sentinel arrived."""
+        self._done = True
+
     def finish(self) -> PlannerTurn:
+        if not (self._finish or self._done):  # cut off mid-turn: nothing in it may be admitted
+            raise WireError(
+                BAD_UPSTREAM, "the upstream stream ended before the turn did (no finish_reason)"
+            )
         message: dict[str, Any] = {"content": "".join(self._text)}
         if self._calls:
             message["tool_calls"] = [
