@@ -152,10 +152,12 @@ def turn_routes(state: GatewayState) -> list[Route]:
         return EventStream(frames())
 
     # -- Anthropic Messages --------------------------------------------------------------
-    def passthrough(request: Request, raw: bytes) -> Passthrough | None:
+    def passthrough(request: Request, body: Any, raw: bytes) -> Passthrough | None:
         proxy = runner.proxy
         if proxy is None or proxy.provider != "anthropic":
             return None
+        if not anthropic.forwardable_as_is(body):
+            return None  # a field fak did not read: rebuild from what was parsed and screened
         headers = {"anthropic-version": request.headers.get("anthropic-version", ANTHROPIC_VERSION)}
         beta = request.headers.get("anthropic-beta")
         if beta:
@@ -170,7 +172,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
         parsed = _parse(anthropic.parse_request, body)
         ctx = context(request)
         deadline = _deadline(state)
-        pt = passthrough(request, raw)
+        pt = passthrough(request, body, raw)
         if not parsed.turn.stream:
             outcome = await _bounded(
                 runner.complete(Wire.ANTHROPIC, parsed, ctx, passthrough=pt), deadline
@@ -187,7 +189,8 @@ def turn_routes(state: GatewayState) -> list[Route]:
 
         task = asyncio.ensure_future(_bounded(collect(), deadline))
         interval = state.options.ping_interval_s
-        await asyncio.wait({task}, timeout=interval)
+        if await _client_left(request, task, interval):
+            return Response(b"", status_code=499)  # nobody to answer; the upstream is stopped
         if task.done():
             outcome = task.result()  # a failure here keeps its HTTP status
             frames = [events.start(outcome.usage.prompt_tokens), *events.body(outcome)]
@@ -233,6 +236,29 @@ def turn_routes(state: GatewayState) -> list[Route]:
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
     ]
+
+
+async def _client_left(request: Request, task: asyncio.Future[Any], timeout: float) -> bool:
+    """Wait up to ``timeout`` for ``task``; if the client disconnects first, cancel the task
+    (and with it the upstream request) and say so. Before the first byte of a response the
+    event stream's own disconnect watch is not running yet, so this is the one that notices."""
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watch = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watch}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        left = watch.done() and not watch.cancelled() and watch.exception() is None
+        watch.cancel()
+    if left and not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        return True
+    return False
 
 
 async def _first(gen: AsyncIterator[_T], deadline: float | None) -> _T:

@@ -42,6 +42,7 @@ from fak.wire.outcome import ParsedRequest, TurnOutcome, split_after_spaces
 __all__ = [
     "MessageEvents",
     "MessagesStreamAccumulator",
+    "forwardable_as_is",
     "parse_request",
     "parse_response",
     "render_request",
@@ -237,6 +238,96 @@ def parse_request(body: Any) -> ParsedRequest:
     if choice is not None:
         options["tool_choice"] = choice
     return ParsedRequest(turn, options)
+
+
+# -- passthrough: which requests may be forwarded byte for byte ------------------------------
+# Every key fak reads, or knows to carry nothing a tool or the model would act on unscreened.
+_TOP_KEYS = frozenset(
+    {
+        "model",
+        "max_tokens",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "stream",
+        "metadata",
+        "thinking",
+        "service_tier",
+    }
+)
+_BLOCK_KEYS = {
+    "text": frozenset({"type", "text", "cache_control"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
+    "thinking": frozenset({"type", "thinking", "signature"}),
+    "redacted_thinking": frozenset({"type", "data"}),
+}
+_TOOL_KEYS = frozenset({"name", "description", "input_schema", "cache_control", "type"})
+_SMALL_OBJECTS = {
+    "metadata": frozenset({"user_id"}),
+    "thinking": frozenset({"type", "budget_tokens"}),
+    "tool_choice": frozenset({"type", "name", "disable_parallel_tool_use"}),
+}
+
+
+def _blocks_known(value: Any, allowed: frozenset[str] | None = None) -> bool:
+    if isinstance(value, str) or value is None:
+        return True
+    if not isinstance(value, list):
+        return False
+    for block in value:
+        if not isinstance(block, Mapping):
+            return False
+        kind = block.get("type")
+        keys = _BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
+        if keys is None or (allowed is not None and kind not in allowed):
+            return False
+        if not keys.issuperset(block):
+            return False
+        if kind == "tool_result" and not _blocks_known(block.get("content"), _TEXT_ONLY):
+            return False
+    return True
+
+
+_TEXT_ONLY = frozenset({"text"})
+
+
+def forwardable_as_is(body: Any) -> bool:
+    """True when every key of the decoded request, at every level, is one fak reads (or knows
+    to be inert): only then may the client's exact bytes go upstream. Anything else (an extra
+    key in a block, ``mcp_servers``, a server tool, a field from a newer API) makes the gateway
+    rebuild the request from what it parsed and screened."""
+    if not isinstance(body, Mapping) or not _TOP_KEYS.issuperset(body):
+        return False
+    for name, keys in _SMALL_OBJECTS.items():
+        value = body.get(name)
+        if value is not None and (not isinstance(value, Mapping) or not keys.issuperset(value)):
+            return False
+    if not _blocks_known(body.get("system"), _TEXT_ONLY):
+        return False
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    for m in messages:
+        if not isinstance(m, Mapping) or not frozenset({"role", "content"}).issuperset(m):
+            return False
+        if not _blocks_known(m.get("content")):
+            return False
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            return False
+        for t in tools:
+            if not isinstance(t, Mapping) or not _TOOL_KEYS.issuperset(t):
+                return False
+            if t.get("type") not in (None, "custom"):
+                return False
+    return True
 
 
 # -- upstream request -----------------------------------------------------------------------
