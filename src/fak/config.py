@@ -55,6 +55,8 @@ class Settings:
     http_write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S (0 disables)
     http_idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S (0 disables)
     upstream_max_bytes: int = 32 * 1024 * 1024  # FAK_UPSTREAM_MAX_BYTES: decompressed reply cap
+    max_messages: int = 4096  # FAK_MAX_MESSAGES: messages in one request (more: 413)
+    max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in one request or turn
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -72,6 +74,8 @@ class Settings:
             http_write_timeout_s=_float(environ, "FAK_HTTP_WRITE_TIMEOUT_S", 90.0),
             http_idle_timeout_s=_float(environ, "FAK_HTTP_IDLE_TIMEOUT_S", 120.0),
             upstream_max_bytes=_int(environ, "FAK_UPSTREAM_MAX_BYTES", 32 * 1024 * 1024, minimum=1),
+            max_messages=_int(environ, "FAK_MAX_MESSAGES", 4096, minimum=1),
+            max_tool_calls=_int(environ, "FAK_MAX_TOOL_CALLS", 1024, minimum=1),
         )
 
     @classmethod

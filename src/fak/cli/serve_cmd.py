@@ -241,10 +241,16 @@ def register(group: click.Group) -> None:
             read_timeout_s=settings.http_read_timeout_s,
             write_timeout_s=settings.http_write_timeout_s,
             idle_timeout_s=settings.http_idle_timeout_s,
+            max_messages=settings.max_messages,
+            max_tool_calls=settings.max_tool_calls,
             require_key=required,
             policy_reloader=reloader,
             policy_source=policy_path or "",
-            events=file_events(settings.audit_journal) if settings.audit_journal else None,
+            events=(
+                file_events(settings.audit_journal, kernel.journal)
+                if settings.audit_journal
+                else None
+            ),
             access_log=_LineWriter(sink) if sink is not None else None,
             # a public bind answers to its own address, so the MCP Host check would refuse it
             mcp_allowed_hosts=None if _is_loopback(host) else (),

@@ -100,9 +100,9 @@ def build_app(
     )
     log = AccessLog(o.access_log, clock=o.clock)
     boundary = Boundary(kernel, metrics, log)
-    runner = TurnRunner(
-        boundary, planner, metrics, clock=o.clock, **({"ids": o.ids} if o.ids else {})
-    )
+    runner = TurnRunner(boundary, planner, metrics, clock=o.clock, max_tool_calls=o.max_tool_calls)
+    if o.ids:
+        runner.ids = o.ids
     state = GatewayState(kernel, runner, boundary, metrics, log, o)
 
     if isinstance(planner, object) and hasattr(planner, "_on_error"):
@@ -126,6 +126,7 @@ def build_app(
             try:
                 yield
             finally:
+                runner.close()
                 await planner.aclose()
 
     app = Starlette(

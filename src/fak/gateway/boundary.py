@@ -10,6 +10,7 @@ is counted and access-logged by name and verdict only; bytes never leave through
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -96,6 +97,11 @@ class Boundary:
         self._kernel = kernel
         self._metrics = metrics
         self._log = log
+
+    def batch(self) -> contextlib.AbstractContextManager[Any]:
+        """One journal group commit for the decisions made inside (see ``Kernel.batch``)."""
+        batch = getattr(self._kernel, "batch", None)
+        return batch() if callable(batch) else contextlib.nullcontext()
 
     def record(
         self,

@@ -17,7 +17,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from starlette.requests import Request
@@ -184,6 +184,14 @@ class TraceIds:
         return f"gw-{self._run}-{next(self._counter)}"
 
 
+# Metric labels come from closed vocabularies, so no request can mint a new time series.
+_METHODS: Final = {m: m for m in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")}
+
+
+def _status_label(status: int) -> str:
+    return str(status) if 100 <= status <= 599 else "other"
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", ()):
         if key == name:
@@ -218,7 +226,7 @@ class GatewayMiddleware:
     def _route(self, path: str) -> str:
         if path in self._routes:
             return path
-        return "/v1/fak/*" if path.startswith("/v1/fak/") else "other"
+        return "/v1/fak/*" if path.startswith("/v1/fak/") else "unmatched"
 
     def _authorized(self, scope: Scope) -> bool:
         assert self._key is not None
@@ -271,11 +279,11 @@ class GatewayMiddleware:
             self._metrics.inflight.dec()
             seconds = time.perf_counter() - t0
             method = scope.get("method", "")
-            key = (route, method, status)
+            key = (route, _METHODS.get(method, "other"), status)
             child = self._children.get(key)
             if child is None:
                 child = self._children[key] = self._metrics.http_requests.labels(
-                    route, method, str(status)
+                    key[0], key[1], _status_label(status)
                 )
             child.inc()
             hist = self._hists.get(route)
@@ -283,7 +291,7 @@ class GatewayMiddleware:
                 hist = self._hists[route] = self._metrics.http_duration.labels(route)
             hist.observe(seconds)
             self._log.http(
-                method=method,
+                method=method[:16],
                 route=route,
                 status=status,
                 nbytes=nbytes,

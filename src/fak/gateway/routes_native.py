@@ -10,7 +10,6 @@ are ignored. A refusal is a 200 carrying the verdict.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +26,7 @@ from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response, read_json
 from fak.gateway.routes_turns import context
 from fak.gateway.state import GatewayState
-from fak.journal import read_rows
+from fak.journal import RowError, rows_after
 from fak.wire import WireVerdict
 
 __all__ = ["file_events", "native_routes"]
@@ -69,12 +68,18 @@ def _trace(request: Request, body: Mapping[str, Any]) -> str:
     return t if isinstance(t, str) and t else str(request.scope.get("fak.trace_id", ""))
 
 
-def file_events(path: str) -> Callable[[int, int], list[dict[str, Any]]]:
-    """A reader for ``/v1/fak/events`` over a journal file: rows with ``seq > since``."""
+def file_events(path: str, journal: Any = None) -> Callable[[int, int], list[dict[str, Any]]]:
+    """A reader for ``/v1/fak/events``: rows with ``seq > since``, from the journal's in-memory
+    tail when it covers the cursor, else by seeking the file from the cursor (never a re-read
+    of the whole journal)."""
+    tail = getattr(journal, "rows_after", None)
 
     def read(since: int, limit: int) -> list[dict[str, Any]]:
-        rows = (r for r in read_rows(path) if int(r.get("seq", 0)) > since)
-        return list(itertools.islice(rows, limit))
+        if callable(tail):
+            rows = tail(since, limit)
+            if rows is not None:
+                return list(rows)
+        return rows_after(path, since, limit)
 
     return read
 
@@ -203,7 +208,14 @@ def native_routes(state: GatewayState) -> list[Route]:
             limit = min(max(int(q.get("limit", "256")), 1), 1024)
         except ValueError as exc:
             raise GatewayError(400, "invalid_request", "since and limit must be integers") from exc
-        rows = o.events(since, limit)
+        try:
+            rows = o.events(since, limit)
+        except (RowError, OSError) as exc:
+            raise GatewayError(
+                500,
+                "journal_unreadable",
+                "the decision journal cannot be read: run `fak journal verify`",
+            ) from exc
         cursor = rows[-1].get("seq", since) if rows else since
         return json_response({"events": rows, "cursor": cursor})
 

@@ -70,12 +70,34 @@ def _deadline(state: GatewayState) -> float | None:
     return time.monotonic() + t if t > 0 else None
 
 
-def _parse(fn: Any, body: Any) -> ParsedRequest:
+def _parse(fn: Any, body: Any, options: Any = None) -> ParsedRequest:
     try:
         parsed: ParsedRequest = fn(body)
     except WireError as exc:
         raise GatewayError(400, exc.code, exc.message, param=exc.param) from exc
+    if options is not None:
+        _within_caps(parsed, options.max_messages, options.max_tool_calls)
     return parsed
+
+
+def _within_caps(parsed: ParsedRequest, max_messages: int, max_tool_calls: int) -> None:
+    """413 before any screening or forwarding when one request carries too much to judge."""
+    messages = parsed.turn.messages
+    if len(messages) > max_messages:
+        raise GatewayError(
+            413,
+            "too_many_messages",
+            f"the request carries {len(messages)} messages; the limit is {max_messages} "
+            "(FAK_MAX_MESSAGES)",
+        )
+    calls = sum(len(m.tool_calls) for m in messages)
+    if calls > max_tool_calls:
+        raise GatewayError(
+            413,
+            "too_many_tool_calls",
+            f"the request carries {calls} tool calls; the limit is {max_tool_calls} "
+            "(FAK_MAX_TOOL_CALLS)",
+        )
 
 
 async def _read(state: GatewayState, request: Request) -> tuple[Any, bytes]:
@@ -89,7 +111,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
     # -- OpenAI Chat Completions ---------------------------------------------------------
     async def chat(request: Request) -> Response | EventStream:
         body, _ = await _read(state, request)
-        parsed = _parse(openai_chat.parse_request, body)
+        parsed = _parse(openai_chat.parse_request, body, state.options)
         ctx = context(request)
         deadline = _deadline(state)
         if not parsed.turn.stream:
@@ -124,7 +146,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
     # -- OpenAI Responses ----------------------------------------------------------------
     async def responses(request: Request) -> Response | EventStream:
         body, _ = await _read(state, request)
-        parsed = _parse(openai_responses.parse_request, body)
+        parsed = _parse(openai_responses.parse_request, body, state.options)
         ctx = context(request)
         deadline = _deadline(state)
         if not parsed.turn.stream:
@@ -169,7 +191,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
 
     async def messages(request: Request) -> Response | EventStream:
         body, raw = await _read(state, request)
-        parsed = _parse(anthropic.parse_request, body)
+        parsed = _parse(anthropic.parse_request, body, state.options)
         ctx = context(request)
         deadline = _deadline(state)
         pt = passthrough(request, body, raw)

@@ -24,6 +24,8 @@ PolicyReloader = Callable[[], tuple[Any, Mapping[str, Any]]]
 @dataclass(frozen=True, slots=True)
 class GatewayOptions:
     body_cap: int = DEFAULT_BODY_CAP
+    max_messages: int = 4096  # FAK_MAX_MESSAGES: messages in one request (more → 413)
+    max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in a request or a turn
     read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S: receiving the request body (0 = off)
     write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S: producing the response (0 = off)
     idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S: keep-alive idle (server level)

@@ -4,19 +4,31 @@
 ask the planner (the proxy planner also gets the forwarding options and, when nothing was
 replaced, the Anthropic passthrough bytes), adjudicate every proposed call, build the outcome.
 ``stream`` yields ``TextDelta`` as the planner produces text and ends with the ``TurnOutcome``;
-tool calls only exist in that final value, after their verdicts.
+tool calls only exist in that final value, after their verdicts. Screening and adjudication are
+each one journal group commit (one fsync, before the answer); a large batch of either runs on a
+small worker pool so the event loop keeps answering other requests (``/healthz`` included).
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from fak.abi import Planner, PlannerEvent, PlannerInputError, PlannerTurn, TextDelta, TurnDone
+from fak.abi import (
+    Planner,
+    PlannerEvent,
+    PlannerInputError,
+    PlannerTurn,
+    Role,
+    TextDelta,
+    TurnDone,
+)
 from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
@@ -33,6 +45,11 @@ class Wire(enum.StrEnum):
     RESPONSES = "openai_responses"
     ANTHROPIC = "anthropic"
 
+
+# Past these, a request's screening / a turn's adjudication leaves the event loop for the pool.
+_OFFLOAD_RESULTS = 8
+_OFFLOAD_RESULT_BYTES = 64 * 1024
+_OFFLOAD_CALLS = 8
 
 _PREFIX = {Wire.CHAT: "chatcmpl-fak-", Wire.RESPONSES: "resp_fak_", Wire.ANTHROPIC: "msg_fak_"}
 
@@ -51,13 +68,40 @@ class TurnRunner:
         *,
         ids: Callable[[], str] = _token,
         clock: Callable[[], float] = time.time,
+        max_tool_calls: int = 1024,
+        workers: int = 2,
     ) -> None:
         self._boundary = boundary
         self._planner = planner
         self._metrics = metrics
-        self._ids = ids
+        self.ids = ids
         self._clock = clock
         self._proxy = planner if isinstance(planner, ProxyPlanner) else None
+        self._max_tool_calls = max_tool_calls
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fak-turn")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _admit(
+        self, parsed: ParsedRequest, ctx: RequestContext
+    ) -> tuple[ParsedRequest, tuple[ResultAdmission, ...], bool]:
+        tools = [m for m in parsed.turn.messages if m.role is Role.TOOL]
+        if not tools:
+            return parsed, (), False
+        heavy = len(tools) > _OFFLOAD_RESULTS or (
+            sum(len(m.content) for m in tools) > _OFFLOAD_RESULT_BYTES
+        )
+        if heavy:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pool, self._admit_now, parsed, ctx)
+        return self._admit_now(parsed, ctx)
+
+    def _admit_now(
+        self, parsed: ParsedRequest, ctx: RequestContext
+    ) -> tuple[ParsedRequest, tuple[ResultAdmission, ...], bool]:
+        with self._boundary.batch():
+            return self._boundary.admit_inbound(parsed, ctx)
 
     @property
     def planner(self) -> Planner:
@@ -68,13 +112,36 @@ class TurnRunner:
         return self._proxy
 
     def new_id(self, wire: Wire) -> str:
-        return _PREFIX[wire] + self._ids()
+        return _PREFIX[wire] + self.ids()
 
     def now(self) -> int:
         return int(self._clock())
 
     def model_for(self, parsed: ParsedRequest) -> str:
         return parsed.turn.model or self._planner.model
+
+    async def _finish_async(
+        self,
+        wire: Wire,
+        id: str,
+        parsed: ParsedRequest,
+        turn: PlannerTurn,
+        admissions: tuple[ResultAdmission, ...],
+        usage_extra: dict[str, int],
+        ctx: RequestContext,
+    ) -> TurnOutcome:
+        if len(turn.tool_calls) > self._max_tool_calls:
+            raise GatewayError(
+                502,
+                "upstream_too_many_tool_calls",
+                f"the upstream proposed {len(turn.tool_calls)} tool calls in one turn; fak "
+                f"adjudicates at most {self._max_tool_calls} (FAK_MAX_TOOL_CALLS)",
+            )
+        args = (wire, id, parsed, turn, admissions, usage_extra, ctx)
+        if len(turn.tool_calls) > _OFFLOAD_CALLS:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pool, self._finish, *args)
+        return self._finish(*args)
 
     def _finish(
         self,
@@ -86,7 +153,8 @@ class TurnRunner:
         usage_extra: dict[str, int],
         ctx: RequestContext,
     ) -> TurnOutcome:
-        kept, adjudications = self._boundary.adjudicate(turn, ctx)
+        with self._boundary.batch():
+            kept, adjudications = self._boundary.adjudicate(turn, ctx)
         self._metrics.turns.labels(str(wire), str(parsed.turn.stream).lower()).inc()
         return Boundary.outcome(
             id=id,
@@ -109,7 +177,7 @@ class TurnRunner:
         id: str = "",
         passthrough: Passthrough | None = None,
     ) -> TurnOutcome:
-        admitted, admissions, changed = self._boundary.admit_inbound(parsed, ctx)
+        admitted, admissions, changed = await self._admit(parsed, ctx)
         extra: dict[str, int] = {}
         if self._proxy is not None:
             turn, extra = await self._proxy.forward(admitted, None if changed else passthrough)
@@ -118,7 +186,9 @@ class TurnRunner:
                 turn = await self._planner.complete(admitted.turn)
             except PlannerInputError as exc:
                 raise GatewayError(400, exc.code, exc.message) from exc
-        return self._finish(wire, id or self.new_id(wire), parsed, turn, admissions, extra, ctx)
+        return await self._finish_async(
+            wire, id or self.new_id(wire), parsed, turn, admissions, extra, ctx
+        )
 
     async def stream(
         self,
@@ -129,7 +199,7 @@ class TurnRunner:
         id: str,
         passthrough: Passthrough | None = None,
     ) -> AsyncGenerator[TextDelta | TurnOutcome, None]:
-        admitted, admissions, changed = self._boundary.admit_inbound(parsed, ctx)
+        admitted, admissions, changed = await self._admit(parsed, ctx)
         events: AsyncIterator[PlannerEvent]
         if self._proxy is not None:
             events = self._proxy.forward_stream(admitted, None if changed else passthrough)
@@ -160,7 +230,7 @@ class TurnRunner:
             _log.warning("planner text deltas disagree with its final turn; keeping what was sent")
             turn = replace(turn, text=text)
         extra = dict(done.usage_extra) if isinstance(done, ForwardedDone) else {}
-        yield self._finish(wire, id, parsed, turn, admissions, extra, ctx)
+        yield await self._finish_async(wire, id, parsed, turn, admissions, extra, ctx)
 
 
 async def _client_fixable(

@@ -9,6 +9,7 @@ never argument or result bytes.
 from fak.journal.filejournal import Journal, JournalCorruptError, JournalHead, open_error_line
 from fak.journal.memory import MemoryJournal
 from fak.journal.record import DIGEST_FIELDS, FIELDS, RowError, build_row, check_line, row_hash
+from fak.journal.seek import rows_after
 from fak.journal.verify import VerifyReport, read_rows, verify
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "open_error_line",
     "read_rows",
     "row_hash",
+    "rows_after",
     "verify",
 ]

@@ -10,6 +10,7 @@ that cannot be journaled is refused. The policy state is swapped atomically, nev
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -283,6 +284,17 @@ class Kernel:
     @property
     def ledger(self) -> QuarantineLedger:
         return self._ledger
+
+    @property
+    def journal(self) -> JournalSink | None:
+        """The decision journal this kernel appends to (None when journaling is off)."""
+        return self._journal
+
+    def batch(self) -> contextlib.AbstractContextManager[Any]:
+        """Decisions made by this thread inside the block are journaled with one group commit
+        (durable when the block ends) when the journal supports it; a no-op otherwise."""
+        group = getattr(self._journal, "group", None)
+        return group() if callable(group) else contextlib.nullcontext()
 
     @property
     def store(self) -> BlobStore:
