@@ -28,11 +28,9 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	touch $@
 
 run: $(VENV)/.run-deps
-	@echo "Starting fak serve on http://127.0.0.1:8080 (embedded SmolLM2-135M, loads in ~10 s) -- in another shell try:"
-	@echo "  curl -s http://127.0.0.1:8080/healthz"
-	@echo "  curl -s http://127.0.0.1:8080/v1/fak/adjudicate -d '{\"tool\":\"delete_account\",\"arguments\":{}}'"
-	@echo "  curl -s http://127.0.0.1:8080/v1/chat/completions -d '{\"model\":\"smollm2\",\"max_tokens\":40,\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}]}'"
-	$(BIN)/fak serve
+	@echo "Starting fak serve on http://127.0.0.1:8080 with the embedded SmolLM2-135M (loading it takes"
+	@echo "about 10 s here, longer on a busy machine); curl lines to try follow once it is ready."
+	$(BIN)/fak serve --examples
 
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check src tests benchmarks

@@ -42,6 +42,10 @@ def _float(environ: Mapping[str, str], name: str, default: float) -> float:
     return value if value >= 0 else default
 
 
+def _list(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Every knob fak reads from its environment, with its default."""
@@ -57,6 +61,8 @@ class Settings:
     upstream_max_bytes: int = 32 * 1024 * 1024  # FAK_UPSTREAM_MAX_BYTES: decompressed reply cap
     max_messages: int = 4096  # FAK_MAX_MESSAGES: messages in one request (more: 413)
     max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in one request or turn
+    allowed_hosts: tuple[str, ...] = ()  # FAK_ALLOWED_HOSTS: extra Host names (comma list)
+    cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins allowed cross-site (comma)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -76,6 +82,8 @@ class Settings:
             upstream_max_bytes=_int(environ, "FAK_UPSTREAM_MAX_BYTES", 32 * 1024 * 1024, minimum=1),
             max_messages=_int(environ, "FAK_MAX_MESSAGES", 4096, minimum=1),
             max_tool_calls=_int(environ, "FAK_MAX_TOOL_CALLS", 1024, minimum=1),
+            allowed_hosts=_list(environ, "FAK_ALLOWED_HOSTS"),
+            cors_origins=_list(environ, "FAK_CORS_ORIGINS"),
         )
 
     @classmethod

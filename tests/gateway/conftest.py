@@ -91,4 +91,4 @@ def upstream(serve_app: Callable[[Any], str]) -> tuple[MockUpstream, str]:
 
 
 def asgi_client(app: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://fak.test")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")

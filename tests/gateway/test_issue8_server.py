@@ -178,3 +178,79 @@ def test_finding_9_rows_after_notices_a_tampered_window(tmp_path: Path) -> None:
     path.write_text(text)
     with pytest.raises(RowError):
         rows_after(path, 25, 10)
+
+
+# -- finding 10 ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/fak/events"),
+        ("GET", "/debug/vars"),
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/healthz"),
+        ("POST", "/mcp"),
+    ],
+)
+def test_finding_10_a_foreign_host_is_refused_on_every_route(
+    method: str, path: str, serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    url = serve_app(app_factory(MockPlanner()))
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    r = httpx.request(
+        method, url + path, content=body, headers={**JSON, "host": "attacker.example:8080"}
+    )
+    assert r.status_code == 421, r.text
+    assert "host_not_allowed" in r.text
+    ok = httpx.request(
+        method,
+        url + path,
+        content=body,
+        headers={**JSON, "host": "localhost:8080", "accept": "application/json, text/event-stream"},
+    )
+    assert ok.status_code != 421
+
+
+def test_finding_10_configured_hosts_and_any(
+    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    named = serve_app(app_factory(MockPlanner(), allowed_hosts=("fak.internal",)))
+    assert httpx.get(named + "/healthz", headers={"host": "fak.internal:80"}).status_code == 200
+    assert httpx.get(named + "/healthz", headers={"host": "other.internal"}).status_code == 421
+    anyhost = serve_app(app_factory(MockPlanner(), allowed_hosts=("*",)))
+    assert httpx.get(anyhost + "/healthz", headers={"host": "x.example"}).status_code == 200
+
+
+@pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded", None])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/fak/adjudicate", "/v1/messages"])
+def test_finding_10_json_routes_require_a_json_content_type(
+    ctype: str | None, path: str, serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    url = serve_app(app_factory(MockPlanner()))
+    headers = {} if ctype is None else {"content-type": ctype}
+    body = b'{"tool":"delete_account","arguments":{}}'
+    r = httpx.post(url + path, content=body, headers=headers)
+    assert r.status_code == 415, r.text
+    assert "unsupported_media_type" in r.text
+
+
+def test_finding_10_cors_preflight_only_for_configured_origins(
+    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    preflight = {
+        "origin": "https://evil.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+    }
+    closed = serve_app(app_factory(MockPlanner()))
+    r = httpx.options(closed + "/v1/chat/completions", headers=preflight)
+    assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+    r = httpx.get(closed + "/v1/fak/events", headers={"origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in r.headers
+    opened = serve_app(app_factory(MockPlanner(), cors_origins=("https://app.example",)))
+    ok = {**preflight, "origin": "https://app.example"}
+    r = httpx.options(opened + "/v1/chat/completions", headers=ok)
+    assert r.status_code == 204
+    assert r.headers["access-control-allow-origin"] == "https://app.example"
+    assert httpx.options(opened + "/v1/chat/completions", headers=preflight).status_code == 403
+    r = httpx.get(opened + "/healthz", headers={"origin": "https://app.example"})
+    assert r.headers["access-control-allow-origin"] == "https://app.example"

@@ -121,3 +121,36 @@ def test_the_gateway_app_serves_mcp_at_slash_mcp_behind_its_auth() -> None:
             url + "/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
         )
         assert "fak_adjudicate" in {t["name"] for t in listed.json()["result"]["tools"]}
+
+
+def test_finding_small_readiness_is_printed_only_after_the_bind() -> None:
+    cmd = [sys.executable, "-m", "fak.cli.main", "serve", "--mock", "--access-log", "off"]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*cmd, "--addr", f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 2
+    assert "cannot bind" in done.stderr
+    assert "fak serve: ready" not in done.stderr
+
+    proc = subprocess.Popen(
+        [*cmd, "--addr", "127.0.0.1:0", "--examples"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        line = ""
+        deadline = time.monotonic() + 30
+        while "ready" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+        assert "fak serve: ready" in line
+        url = line.split(" on ", 1)[1].split(" ", 1)[0]
+        # the moment the line is out, the server answers: no connection refused
+        assert httpx.get(url + "/healthz", timeout=5).status_code == 200
+        example = proc.stderr.readline() + proc.stderr.readline()
+        assert "try" in example and "curl -s " + url in example
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)

@@ -101,6 +101,23 @@ def build_planner(
     return MockPlanner(model=model or "mock")
 
 
+def _examples(origin: str, model: str) -> str:
+    json_header = "-H 'content-type: application/json'"
+    chat = (
+        f'{{"model":"{model}","max_tokens":40,"messages":[{{"role":"user",'
+        '"content":"What is the capital of France?"}]}'
+    )
+    return "\n".join(
+        [
+            "try, in another shell:",
+            f"  curl -s {origin}/healthz",
+            f"  curl -s {origin}/v1/fak/adjudicate {json_header} "
+            """-d '{"tool":"delete_account","arguments":{}}'""",
+            f"  curl -s {origin}/v1/chat/completions {json_header} -d '{chat}'",
+        ]
+    )
+
+
 class _LineWriter:
     """Access-log sink: lines go to the stream's byte buffer; the log flushes once a request."""
 
@@ -163,6 +180,11 @@ def register(group: click.Group) -> None:
         help="HTTP client used for the upstream.",
     )
     @click.option(
+        "--examples",
+        is_flag=True,
+        help="Once ready, print curl commands to try against this server.",
+    )
+    @click.option(
         "--access-log",
         type=click.Choice(["stdout", "stderr", "off"]),
         default="stdout",
@@ -180,6 +202,7 @@ def register(group: click.Group) -> None:
         threads: int | None,
         mock: bool,
         upstream_client: str,
+        examples: bool,
         access_log: str,
     ) -> None:
         """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
@@ -252,19 +275,32 @@ def register(group: click.Group) -> None:
                 else None
             ),
             access_log=_LineWriter(sink) if sink is not None else None,
-            # a public bind answers to its own address, so the MCP Host check would refuse it
-            mcp_allowed_hosts=None if _is_loopback(host) else (),
+            # loopback names on a loopback bind; a public bind answers to whatever names reach
+            # it (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
+            allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
+            cors_origins=settings.cors_origins,
         )
         app = build_app(kernel, planner, options)
         shown = f"[{host}]" if ":" in host else host
-        origin = f"http://{shown}:{port}"
-        click.echo(
-            f"fak serve: planner={planner.kind} model={planner.model or '-'} on {origin} "
-            f"(OpenAI base URL {origin}/v1, Anthropic base URL {origin})",
-            err=True,
-        )
+
+        def ready(bound: int) -> None:
+            origin = f"http://{shown}:{bound}"
+            click.echo(
+                f"fak serve: ready: planner={planner.kind} model={planner.model or '-'} on "
+                f"{origin} (OpenAI base URL {origin}/v1, Anthropic base URL {origin})",
+                err=True,
+            )
+            if examples:
+                click.echo(_examples(origin, planner.model or "mock"), err=True)
+
         try:
-            run_server(app, host=host, port=port, idle_timeout_s=settings.http_idle_timeout_s)
+            run_server(
+                app,
+                host=host,
+                port=port,
+                idle_timeout_s=settings.http_idle_timeout_s,
+                on_ready=ready,
+            )
         except OSError as exc:
             click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
             sys.exit(2)

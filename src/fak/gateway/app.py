@@ -26,6 +26,7 @@ from fak.gateway.boundary import Boundary, KernelPort
 from fak.gateway.errors import GatewayError, error_body
 from fak.gateway.http import GatewayMiddleware, KeyCheck, TraceIds
 from fak.gateway.metrics import Metrics
+from fak.gateway.origin import Cors, HostCheck
 from fak.gateway.routes_native import native_routes
 from fak.gateway.routes_ops import ops_routes
 from fak.gateway.routes_turns import turn_routes
@@ -79,6 +80,16 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     )
 
 
+def _sdk_host_patterns(hosts: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The MCP SDK's own rebinding check, told the same names (``()`` turns it off)."""
+    if hosts is None:
+        return None
+    if "*" in hosts:
+        return ()
+    names = [*HostCheck(hosts).names, "127.0.0.1", "localhost", "[::1]"]
+    return tuple(p for n in names for p in (n, f"{n}:*"))
+
+
 def build_app(
     kernel: KernelPort, planner: Planner, options: GatewayOptions | None = None
 ) -> Starlette:
@@ -114,7 +125,7 @@ def build_app(
         from fak.gateway.mcp_server import McpHttpEndpoint
 
         mcp_endpoint = McpHttpEndpoint(
-            kernel, allowed_hosts=o.mcp_allowed_hosts, body_cap=o.body_cap
+            kernel, allowed_hosts=_sdk_host_patterns(o.allowed_hosts), body_cap=o.body_cap
         )
         routes.append(Route("/mcp", endpoint=mcp_endpoint))  # it answers 405 to all but POST
 
@@ -146,5 +157,7 @@ def build_app(
         trace_ids=TraceIds(),
         routes=[r.path for r in routes],
         key=KeyCheck(o.require_key) if o.require_key is not None else None,
+        hosts=HostCheck(o.allowed_hosts),
+        cors=Cors(o.cors_origins),
     )
     return app

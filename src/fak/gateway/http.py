@@ -26,6 +26,7 @@ from starlette.responses import Response
 from fak.gateway.accesslog import AccessLog
 from fak.gateway.errors import GatewayError, error_body
 from fak.gateway.metrics import Metrics
+from fak.gateway.origin import Cors, HostCheck
 from fak.wire.strictjson import DuplicateKey, InvalidJson, loads_strict
 
 __all__ = [
@@ -139,8 +140,22 @@ async def read_body(request: Request, cap: int, timeout_s: float) -> bytes:
 
 
 async def read_json(request: Request, cap: int, timeout_s: float) -> tuple[Any, bytes]:
+    _require_json(request.headers.get("content-type"))
     raw = await read_body(request, cap, timeout_s)
     return decode_json(raw), raw
+
+
+def _require_json(content_type: str | None) -> None:
+    """415 unless the body is declared JSON: a page on another site can send ``text/plain`` or a
+    form without asking first, but not ``application/json``."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == _JSON or (media.startswith("application/") and media.endswith("+json")):
+        return
+    raise GatewayError(
+        415,
+        "unsupported_media_type",
+        f"send the body as JSON with Content-Type: application/json (got {media or 'none'})",
+    )
 
 
 def decode_json(raw: bytes) -> Any:
@@ -212,8 +227,12 @@ class GatewayMiddleware:
         routes: Iterable[str],
         key: KeyCheck | None = None,
         open_paths: Iterable[str] = ("/healthz",),
+        hosts: HostCheck | None = None,
+        cors: Cors | None = None,
     ) -> None:
         self._app = app
+        self._hosts = hosts if hosts is not None else HostCheck()
+        self._cors = cors if cors is not None else Cors()
         self._metrics = metrics
         self._log = log
         self._ids = trace_ids
@@ -249,30 +268,56 @@ class GatewayMiddleware:
         nbytes = 0
         trace_header = (b"x-trace-id", trace_id.encode())
 
+        origin = _header(scope, b"origin")
+        extra = [trace_header]
+        if origin is not None and self._cors.allows(origin):
+            extra += Cors.response_headers(origin)
+
         async def send_wrapper(message: Message) -> None:
             nonlocal status, nbytes
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", ()), trace_header]
+                message["headers"] = [*message.get("headers", ()), *extra]
             elif message["type"] == "http.response.body":
                 nbytes += len(message.get("body", b""))
             await send(message)
 
+        async def refuse(code: int, name: str, text: str, *headers: tuple[bytes, bytes]) -> None:
+            start = [(b"content-type", b"application/json"), *headers]
+            await send_wrapper({"type": "http.response.start", "status": code, "headers": start})
+            await send_wrapper({"type": "http.response.body", "body": error_body(code, name, text)})
+
         self._metrics.inflight.inc()
         try:
-            if self._key is not None and path not in self._open and not self._authorized(scope):
-                body = error_body(401, "unauthorized", "missing or invalid credentials")
-                await send_wrapper(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
+            if not self._hosts.allowed(_header(scope, b"host")):
+                await refuse(
+                    421,
+                    "host_not_allowed",
+                    "this gateway does not answer to that Host name; add it to "
+                    "FAK_ALLOWED_HOSTS if it is yours",
                 )
-                await send_wrapper({"type": "http.response.body", "body": body})
+            elif scope.get("method") == "OPTIONS" and origin is not None:
+                if self._cors.allows(origin):
+                    requested = _header(scope, b"access-control-request-headers")
+                    headers = Cors.preflight_headers(requested)
+                    await send_wrapper(
+                        {"type": "http.response.start", "status": 204, "headers": headers}
+                    )
+                    await send_wrapper({"type": "http.response.body", "body": b""})
+                else:
+                    await refuse(
+                        403,
+                        "origin_not_allowed",
+                        "cross-origin requests are refused; list the origin in "
+                        "FAK_CORS_ORIGINS to allow it",
+                    )
+            elif self._key is not None and path not in self._open and not self._authorized(scope):
+                await refuse(
+                    401,
+                    "unauthorized",
+                    "missing or invalid credentials",
+                    (b"www-authenticate", b"Bearer"),
+                )
             else:
                 await self._app(scope, receive, send_wrapper)
         finally:

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fak.gateway.errors import GatewayError
-from fak.gateway.http import json_response, read_body
+from fak.gateway.http import json_response, read_json
 from fak.gateway.metrics import CONTENT_TYPE
 from fak.gateway.state import GatewayState
 
@@ -68,7 +68,7 @@ def ops_routes(state: GatewayState) -> list[Route]:
     def forwarder(path: str, what: str) -> Callable[[Request], Awaitable[Response]]:
         async def forward(request: Request) -> Response:
             proxy_or_404(what)
-            body = await read_body(request, o.body_cap, o.read_timeout_s)
+            _, body = await read_json(request, o.body_cap, o.read_timeout_s)  # strict: 400/415
             assert runner.proxy is not None
             reply = await runner.proxy.forward_raw("POST", path, body)
             return Response(reply.body, media_type="application/json")

@@ -12,6 +12,7 @@ import importlib.util
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -42,19 +43,47 @@ def uvicorn_config(
     )
 
 
-def serve(app: Any, *, host: str, port: int, idle_timeout_s: float = 120.0) -> None:
-    """Bind first (a bind failure surfaces at once), then serve until interrupted."""
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling its caller once it really serves (bound, app started)."""
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and not self.should_exit and self._on_ready is not None:
+            self._on_ready()
+
+
+def serve(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    idle_timeout_s: float = 120.0,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Bind first (a bind failure raises ``OSError`` at once), then serve until interrupted.
+
+    ``on_ready(port)`` runs once the socket is listening and the app's startup has finished:
+    the moment a client can connect, and the only moment to say so.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
     # listening socket says TCP, and without it Nagle + delayed ACK add ~40 ms per response
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    server = uvicorn.Server(
-        uvicorn_config(app, host=host, port=port, idle_timeout_s=idle_timeout_s)
-    )
-    server.run(sockets=[sock])
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    bound = int(sock.getsockname()[1])
+    config = uvicorn_config(app, host=host, port=bound, idle_timeout_s=idle_timeout_s)
+    ready = (lambda: on_ready(bound)) if on_ready is not None else None
+    _Server(config, ready).run(sockets=[sock])
 
 
 class LoopbackServer:

@@ -37,7 +37,10 @@ class GatewayOptions:
     access_log: Callable[[bytes], Any] | None = None
     ids: Callable[[], str] | None = None
     mcp: bool = True  # serve the MCP Streamable-HTTP endpoint at /mcp (fak.gateway.mcp_server)
-    mcp_allowed_hosts: tuple[str, ...] | None = None  # None = loopback names only; () = no check
+    # Host names every route answers to: None = loopback names only; ("*",) = any (a public
+    # bind behind its own auth); other names are added to the loopback ones (FAK_ALLOWED_HOSTS)
+    allowed_hosts: tuple[str, ...] | None = None
+    cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins whose preflights are answered
     clock: Callable[[], float] = field(default=time.time)
 
 
