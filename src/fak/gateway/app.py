@@ -69,6 +69,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _route_error(request: Request, exc: Exception) -> Response:
+    """What the exception handlers below would answer, for the direct-dispatch fast path."""
+    if isinstance(exc, GatewayError):
+        return await _gateway_error(request, exc)
+    if isinstance(exc, HTTPException):
+        return await _http_error(request, exc)
+    return await _internal_error(request, exc)
+
+
 async def _internal_error(request: Request, exc: Exception) -> Response:
     _log.error("internal error on %s: %s", request.url.path, type(exc).__name__)
     return Response(
@@ -119,7 +128,8 @@ def build_app(
     if isinstance(planner, object) and hasattr(planner, "_on_error"):
         planner._on_error = metrics.upstream_error
 
-    routes: list[Route] = [*turn_routes(state), *native_routes(state), *ops_routes(state)]
+    turn_routes_list = turn_routes(state)
+    routes: list[Route] = [*turn_routes_list, *native_routes(state), *ops_routes(state)]
     mcp_endpoint = None
     if o.mcp and isinstance(kernel, Kernel):
         from fak.gateway.mcp_server import McpHttpEndpoint
@@ -159,5 +169,9 @@ def build_app(
         key=KeyCheck(o.require_key) if o.require_key is not None else None,
         hosts=HostCheck(o.allowed_hosts),
         cors=Cors(o.cors_origins),
+        # the model-turn routes are dispatched directly (same handlers, same error answers):
+        # the hot path skips the router's scan and two exception-handling layers
+        direct={r.path: r.endpoint for r in turn_routes_list},
+        on_error=_route_error,
     )
     return app

@@ -16,7 +16,7 @@ import hmac
 import itertools
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Final
 
 import orjson
@@ -229,8 +229,12 @@ class GatewayMiddleware:
         open_paths: Iterable[str] = ("/healthz",),
         hosts: HostCheck | None = None,
         cors: Cors | None = None,
+        direct: Mapping[str, Callable[[Request], Awaitable[Any]]] | None = None,
+        on_error: Callable[[Request, Exception], Awaitable[Any]] | None = None,
     ) -> None:
         self._app = app
+        self._direct = dict(direct or {}) if on_error is not None else {}
+        self._on_error = on_error
         self._hosts = hosts if hosts is not None else HostCheck()
         self._cors = cors if cors is not None else Cors()
         self._metrics = metrics
@@ -241,6 +245,21 @@ class GatewayMiddleware:
         self._open = frozenset(open_paths)
         self._children: dict[tuple[str, str, int], Any] = {}
         self._hists: dict[str, Any] = {}
+
+    async def _dispatch(
+        self,
+        endpoint: Callable[[Request], Awaitable[Any]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        request = Request(scope, receive, send)
+        try:
+            response = await endpoint(request)
+        except Exception as exc:
+            assert self._on_error is not None
+            response = await self._on_error(request, exc)
+        await response(scope, receive, send)
 
     def _route(self, path: str) -> str:
         if path in self._routes:
@@ -319,7 +338,11 @@ class GatewayMiddleware:
                     (b"www-authenticate", b"Bearer"),
                 )
             else:
-                await self._app(scope, receive, send_wrapper)
+                endpoint = self._direct.get(path) if scope.get("method") == "POST" else None
+                if endpoint is None:
+                    await self._app(scope, receive, send_wrapper)
+                else:
+                    await self._dispatch(endpoint, scope, receive, send_wrapper)
         finally:
             self._metrics.inflight.dec()
             seconds = time.perf_counter() - t0

@@ -41,20 +41,27 @@ def _is_loopback(name: str) -> bool:
 class HostCheck:
     """``allowed(None)`` loopback only; an explicit list adds names (``*`` admits any)."""
 
-    __slots__ = ("_any", "_names")
+    __slots__ = ("_any", "_names", "_seen")
 
     def __init__(self, names: Iterable[str] | None = None) -> None:
         listed = {host_name(n) for n in (names or ()) if n.strip()}
         self._any = "*" in listed
         self._names = frozenset(listed - {"*"})
+        self._seen: dict[str, bool] = {}  # header -> verdict, for the few Host values in use
 
     def allowed(self, header: str | None) -> bool:
         if self._any:
             return True
         if not header:
             return False
+        known = self._seen.get(header)
+        if known is not None:
+            return known
         name = host_name(header)
-        return name in self._names or _is_loopback(name)
+        verdict = name in self._names or _is_loopback(name)
+        if len(self._seen) < 256:
+            self._seen[header] = verdict
+        return verdict
 
     @property
     def names(self) -> tuple[str, ...]:
