@@ -92,6 +92,14 @@ class Settings:
         return cls.from_environ(os.environ)
 
     @property
+    def hook_blob_dir(self) -> str:
+        """Where ``fak hook`` keeps held result bytes: ``FAK_BLOB_DIR``, else the user cache."""
+        if self.blob_dir:
+            return self.blob_dir
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(base, "fak", "cas")
+
+    @property
     def held_bytes_bound(self) -> int:
         """Held quarantined bytes stay within both their own bound and the blob store's."""
         bounds = [self.ctxmmu_max_held_bytes]

@@ -190,7 +190,7 @@ def test_hook_prints_the_verdict() -> None:
 @pytest.mark.parametrize("stdin", ["", "garbage", "[1]", '{"args": {}}', '{"tool": 5}'])
 def test_hook_fails_closed_on_bad_input(stdin: str) -> None:
     code, out, _ = _run("hook", stdin=stdin)
-    assert code == 1
+    assert code == 2  # the blocking code agents honour; exit 1 would let the tool run
     assert json.loads(out) == {"kind": "DENY", "reason": "MALFORMED", "by": "hook"}
 
 

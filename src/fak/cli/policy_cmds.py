@@ -1,9 +1,9 @@
-"""Verbs ``preflight``, ``policy``, ``hook`` and ``agent`` (tier T4): parse flags, call the library.
+"""Verbs ``preflight``, ``policy`` and ``agent`` (tier T4): parse flags, call the library.
 
 Exit codes: ``preflight`` 0 for any verdict, 1 on a bad policy/schema file or journal, 2 on usage;
-``policy`` 0 with a summary, 1 on a bad manifest, 2 on usage; ``hook`` 0 with a verdict, 1 when
-the input is not a call (a DENY MALFORMED is still printed); ``agent --offline`` 0. Library
-imports are deferred into the commands so ``fak --help`` and ``fak hook`` stay quick.
+``policy`` 0 with a summary, 1 on a bad manifest, 2 on usage; ``agent --offline`` 0. Library
+imports are deferred into the commands so ``fak --help`` stays quick (``hook`` is its own
+module, ``fak.cli.hook_cmd``).
 """
 
 from __future__ import annotations
@@ -194,42 +194,6 @@ def policy(dump: bool, check_path: str | None) -> None:
         click.echo("  note: nothing is allowed; every call is refused with DEFAULT_DENY")
 
 
-# -- hook ------------------------------------------------------------------------------------
-@click.command()
-@click.option("--policy", "policy_path", help="Policy manifest (default: the built-in floor).")
-def hook(policy_path: str | None) -> None:
-    """Read one call {tool, args, meta} as JSON on stdin; print {kind, reason, by}."""
-    from fak.abi import ToolCall
-
-    raw = sys.stdin.buffer.read()
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        doc = None
-    tool = doc.get("tool") if isinstance(doc, dict) else None
-    if not isinstance(tool, str) or not tool:
-        click.echo(json.dumps({"kind": "DENY", "reason": "MALFORMED", "by": "hook"}))
-        sys.exit(1)
-    assert isinstance(doc, dict)
-    raw_meta = doc.get("meta")
-    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-    args = doc.get("args")
-    if args is not None and not isinstance(args, dict):
-        args = json.dumps(args)  # not an object: the ladder refuses it as MALFORMED
-    loaded, _ = _load_policy(policy_path)
-    from fak.config import Settings, process_environ
-    from fak.policy import CompiledFloor
-
-    call = ToolCall(tool, args, meta={str(k): str(v) for k, v in meta.items()})
-    if Settings.from_environ(process_environ()).audit_journal:
-        verdict = _kernel_from_environ(loaded).decide(call)  # journaled like every other entry
-    else:
-        verdict = CompiledFloor(loaded).decide(call)
-    click.echo(
-        json.dumps({"kind": str(verdict.kind), "reason": verdict.reason.name, "by": verdict.by})
-    )
-
-
 # -- agent -----------------------------------------------------------------------------------
 _ROWS = (
     ("injected text reaching the model", "injected_text_seen"),
@@ -292,5 +256,5 @@ def _cell(value: object) -> str:
 
 def register(group: click.Group) -> None:
     """Attach this module's verbs to the `fak` group."""
-    for command in (preflight, policy, hook, agent):
+    for command in (preflight, policy, agent):
         group.add_command(command)

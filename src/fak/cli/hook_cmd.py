@@ -1,0 +1,115 @@
+"""Verb ``hook`` (tier T4): fak as an agent's own pre/post tool hook.
+
+Reads one hook call on stdin — Claude Code's ``PreToolUse`` / ``PostToolUse`` object, or fak's
+own ``{tool, args, meta}`` — and answers in that client's terms (``fak.gateway.agent_hooks``).
+Exit 0 lets the call run (or the result through); exit 2 blocks. Anything that goes wrong —
+input that is not a hook call, an unreadable policy, a journal that cannot be opened, a fault
+anywhere — is a refusal with exit 2 and the reason on stderr, never exit 1, which Claude Code
+treats as a warning and runs the tool anyway. With ``FAK_AUDIT_JOURNAL`` set every decision is
+journaled; quarantined result bytes go to ``FAK_BLOB_DIR`` (default: the user cache directory).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from fak.config import Settings
+    from fak.gateway.agent_hooks import HookAnswer
+    from fak.kernel import Kernel
+    from fak.policy import Policy
+
+__all__ = ["register"]
+
+
+@click.command()
+@click.option("--policy", "policy_path", help="Policy manifest (default: the built-in floor).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "claude-code", "fak"]),
+    default="auto",
+    show_default=True,
+    help="Input shape; auto detects Claude Code's hook object.",
+)
+def hook(policy_path: str | None, fmt: str) -> None:
+    """Judge one tool call (or screen one tool result) from stdin; exit 2 blocks it."""
+    answer = _answer(policy_path, fmt)
+    sys.stdout.write(answer.stdout)
+    sys.stderr.write(answer.stderr)
+    sys.stdout.flush()
+    sys.exit(answer.exit_code)
+
+
+def _answer(policy_path: str | None, fmt: str) -> HookAnswer:
+    from fak.gateway.agent_hooks import HookError, answer_failure
+
+    try:
+        return _decide(policy_path, fmt)
+    except HookError as exc:
+        return answer_failure(str(exc))
+    except Exception as exc:  # fail closed, in the client's own terms
+        return answer_failure(f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _decide(policy_path: str | None, fmt: str) -> HookAnswer:
+    from fak.abi import ToolCall, ToolResult
+    from fak.config import Settings, process_environ
+    from fak.gateway.agent_hooks import (
+        HookError,
+        answer_post,
+        answer_pre,
+        read_hook,
+        response_text,
+    )
+    from fak.policy import Policy, PolicyError
+
+    hook_in = read_hook(sys.stdin.buffer.read(), fmt)
+    try:
+        policy = Policy.load(policy_path) if policy_path else Policy.default()
+    except PolicyError as exc:
+        raise HookError(f"the policy {policy_path} cannot be loaded: {exc.problems[0]}") from exc
+    settings = Settings.from_environ(process_environ())
+    if hook_in.event == "PreToolUse":
+        call = ToolCall(
+            hook_in.tool,
+            hook_in.args,
+            trace_id=hook_in.session,
+            call_id=hook_in.call_id,
+            meta=hook_in.meta,
+        )
+        if settings.audit_journal:
+            verdict = _kernel(settings, policy).decide(call)  # journaled like every entry
+        else:
+            from fak.policy import CompiledFloor
+
+            verdict = CompiledFloor(policy).decide(call)
+        return answer_pre(hook_in, verdict)
+    kernel = _kernel(settings.with_overrides(blob_dir=settings.hook_blob_dir), policy)
+    admission = kernel.admit_result(
+        ToolResult(
+            hook_in.tool,
+            response_text(hook_in.response),
+            call_id=hook_in.call_id,
+            trace_id=hook_in.session,
+        )
+    )
+    return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
+
+
+def _kernel(settings: Settings, policy: Policy) -> Kernel:
+    from fak.journal import JournalCorruptError, open_error_line
+    from fak.kernel import build_kernel
+
+    try:
+        return build_kernel(settings, policy)
+    except (OSError, JournalCorruptError) as exc:
+        raise RuntimeError(open_error_line(str(settings.audit_journal), exc)) from exc
+
+
+def register(group: click.Group) -> None:
+    """Attach ``hook`` to the ``fak`` group."""
+    group.add_command(hook)
