@@ -29,9 +29,10 @@ PROVIDERS = ("openai", "anthropic")
 
 @dataclass(frozen=True, slots=True)
 class Passthrough:
-    """The client's Messages request bytes and the headers allowed to travel with them."""
+    """The client's Messages request bytes (None when they must be rebuilt) and the headers
+    allowed to travel with the request either way (version, beta flags, the client's key)."""
 
-    body: bytes
+    body: bytes | None
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -115,7 +116,11 @@ class ProxyPlanner:
         return headers
 
     def _body(self, parsed: ParsedRequest, passthrough: Passthrough | None, stream: bool) -> bytes:
-        if passthrough is not None and self._provider == "anthropic":
+        if (
+            passthrough is not None
+            and passthrough.body is not None
+            and self._provider == "anthropic"
+        ):
             return passthrough.body
         turn = parsed.turn
         if not turn.model and self._model:

@@ -174,12 +174,12 @@ def turn_routes(state: GatewayState) -> list[Route]:
         return EventStream(frames())
 
     # -- Anthropic Messages --------------------------------------------------------------
-    def passthrough(request: Request, body: Any, raw: bytes) -> Passthrough | None:
+    def passthrough(request: Request, body: Any, raw: bytes | None) -> Passthrough | None:
         proxy = runner.proxy
         if proxy is None or proxy.provider != "anthropic":
             return None
         if not anthropic.forwardable_as_is(body):
-            return None  # a field fak did not read: rebuild from what was parsed and screened
+            raw = None  # rebuild from what was parsed and screened; the headers still travel
         headers = {"anthropic-version": request.headers.get("anthropic-version", ANTHROPIC_VERSION)}
         beta = request.headers.get("anthropic-beta")
         if beta:

@@ -180,7 +180,8 @@ class TurnRunner:
         admitted, admissions, changed = await self._admit(parsed, ctx)
         extra: dict[str, int] = {}
         if self._proxy is not None:
-            turn, extra = await self._proxy.forward(admitted, None if changed else passthrough)
+            sent = _rebuilt(passthrough) if changed else passthrough
+            turn, extra = await self._proxy.forward(admitted, sent)
         else:
             try:
                 turn = await self._planner.complete(admitted.turn)
@@ -202,7 +203,8 @@ class TurnRunner:
         admitted, admissions, changed = await self._admit(parsed, ctx)
         events: AsyncIterator[PlannerEvent]
         if self._proxy is not None:
-            events = self._proxy.forward_stream(admitted, None if changed else passthrough)
+            sent = _rebuilt(passthrough) if changed else passthrough
+            events = self._proxy.forward_stream(admitted, sent)
         else:
             events = self._planner.stream(admitted.turn)
         streamed: list[str] = []
@@ -231,6 +233,11 @@ class TurnRunner:
             turn = replace(turn, text=text)
         extra = dict(done.usage_extra) if isinstance(done, ForwardedDone) else {}
         yield await self._finish_async(wire, id, parsed, turn, admissions, extra, ctx)
+
+
+def _rebuilt(passthrough: Passthrough | None) -> Passthrough | None:
+    """A screened result changed the request: its bytes are rebuilt, its headers still travel."""
+    return None if passthrough is None else replace(passthrough, body=None)
 
 
 async def _client_fixable(

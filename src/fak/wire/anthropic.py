@@ -159,12 +159,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
     for i, raw in enumerate(value):
         t = as_object(raw, f"tools[{i}]")
         if t.get("type") not in (None, "custom"):
-            raise WireError(
-                "unsupported_parameter",
-                f"tools[{i}] is a server tool ({t.get('type')!r}); "
-                "fak adjudicates client tools only",
-                f"tools[{i}].type",
-            )
+            continue  # a server tool would run where the kernel never sees it: not forwarded
         schema = t.get("input_schema")
         specs.append(
             ToolSpec(
@@ -214,8 +209,10 @@ def parse_request(body: Any) -> ParsedRequest:
             messages.extend(_user(m.get("content"), at, names))
         elif role == "assistant":
             messages.append(_assistant(m.get("content"), at, names))
+        elif role == "system":  # trusted system text mid-conversation (Claude Code sends it)
+            messages.append(Message(Role.SYSTEM, _text_blocks(m.get("content"), f"{at}.content")))
         else:
-            raise WireError(INVALID, f"{at}.role must be user or assistant", f"{at}.role")
+            raise WireError(INVALID, f"{at}.role must be user, assistant or system", f"{at}.role")
     metadata = obj.get("metadata")
     session = metadata.get("user_id") if isinstance(metadata, Mapping) else None
     turn = TurnRequest(
@@ -237,12 +234,25 @@ def parse_request(body: Any) -> ParsedRequest:
     choice = _tool_choice(obj.get("tool_choice"))
     if choice is not None:
         options["tool_choice"] = choice
+    stripped = [k for k in _BYPASS_KEYS if k in obj]
+    stripped += [
+        f"tools[{i}] ({t.get('type')})"
+        for i, t in enumerate(obj.get("tools") or ())
+        if isinstance(t, Mapping) and t.get("type") not in (None, "custom")
+    ]
+    if stripped:
+        options["stripped"] = tuple(stripped)
+    extra = {k: v for k, v in obj.items() if k not in _READ_KEYS and k not in _BYPASS_KEYS}
+    if extra:
+        options["anthropic_extra"] = extra
     return ParsedRequest(turn, options)
 
 
 # -- passthrough: which requests may be forwarded byte for byte ------------------------------
-# Every key fak reads, or knows to carry nothing a tool or the model would act on unscreened.
-_TOP_KEYS = frozenset(
+# Top-level keys fak reads itself (everything else carries no content the model reads as a
+# message or a tool result: sampling, thinking, context management, output settings, metadata,
+# fields from newer API versions; those travel unchanged, also when the request is rebuilt).
+_READ_KEYS = frozenset(
     {
         "model",
         "max_tokens",
@@ -252,27 +262,26 @@ _TOP_KEYS = frozenset(
         "tool_choice",
         "temperature",
         "top_p",
-        "top_k",
         "stop_sequences",
         "stream",
         "metadata",
-        "thinking",
-        "service_tier",
     }
 )
+# Keys that would run tools where the kernel never sees them: never forwarded.
+_BYPASS_KEYS = ("mcp_servers", "container")
+# Fields tied to thinking blocks, which the canonical form does not carry: a rebuilt request
+# drops them with the blocks (an upstream would refuse thinking without its blocks).
+_THINKING_KEYS = frozenset({"thinking", "context_management"})
 _BLOCK_KEYS = {
-    "text": frozenset({"type", "text", "cache_control"}),
-    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "text": frozenset({"type", "text", "cache_control", "citations"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control", "caller"}),
     "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
     "thinking": frozenset({"type", "thinking", "signature"}),
     "redacted_thinking": frozenset({"type", "data"}),
 }
-_TOOL_KEYS = frozenset({"name", "description", "input_schema", "cache_control", "type"})
-_SMALL_OBJECTS = {
-    "metadata": frozenset({"user_id"}),
-    "thinking": frozenset({"type", "budget_tokens"}),
-    "tool_choice": frozenset({"type", "name", "disable_parallel_tool_use"}),
-}
+_TEXT_ONLY = frozenset({"text"})
+# per-message keys besides role and content: per-turn settings, no content (Claude Code 2.1)
+_MESSAGE_KEYS = frozenset({"role", "content", "output_config"})
 
 
 def _blocks_known(value: Any, allowed: frozenset[str] | None = None) -> bool:
@@ -294,38 +303,30 @@ def _blocks_known(value: Any, allowed: frozenset[str] | None = None) -> bool:
     return True
 
 
-_TEXT_ONLY = frozenset({"text"})
-
-
 def forwardable_as_is(body: Any) -> bool:
-    """True when every key of the decoded request, at every level, is one fak reads (or knows
-    to be inert): only then may the client's exact bytes go upstream. Anything else (an extra
-    key in a block, ``mcp_servers``, a server tool, a field from a newer API) makes the gateway
-    rebuild the request from what it parsed and screened."""
-    if not isinstance(body, Mapping) or not _TOP_KEYS.issuperset(body):
+    """True when the client's exact bytes may go upstream: every message and block holds only
+    keys fak reads (an extra key in a block could carry bytes the screen never saw), there is
+    no server tool and no ``mcp_servers``. Otherwise the gateway rebuilds the request from what
+    it parsed and screened."""
+    if not isinstance(body, Mapping) or any(k in body for k in _BYPASS_KEYS):
         return False
-    for name, keys in _SMALL_OBJECTS.items():
-        value = body.get(name)
-        if value is not None and (not isinstance(value, Mapping) or not keys.issuperset(value)):
-            return False
     if not _blocks_known(body.get("system"), _TEXT_ONLY):
         return False
     messages = body.get("messages")
     if not isinstance(messages, list):
         return False
     for m in messages:
-        if not isinstance(m, Mapping) or not frozenset({"role", "content"}).issuperset(m):
+        if not isinstance(m, Mapping) or not _MESSAGE_KEYS.issuperset(m):
             return False
-        if not _blocks_known(m.get("content")):
+        allowed = _TEXT_ONLY if m.get("role") == "system" else None
+        if not _blocks_known(m.get("content"), allowed):
             return False
     tools = body.get("tools")
     if tools is not None:
         if not isinstance(tools, list):
             return False
-        for t in tools:
-            if not isinstance(t, Mapping) or not _TOOL_KEYS.issuperset(t):
-                return False
-            if t.get("type") not in (None, "custom"):
+        for t in tools:  # client tool definitions are the client's own: any keys travel
+            if not isinstance(t, Mapping) or t.get("type") not in (None, "custom"):
                 return False
     return True
 
@@ -406,6 +407,9 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
             body["tool_choice"] = {"type": "tool", "name": choice[5:]}
         else:
             body["tool_choice"] = {"type": {"required": "any"}.get(choice, choice)}
+    for key, value in (opts.get("anthropic_extra") or {}).items():
+        if key not in _THINKING_KEYS and key not in body:
+            body[key] = value
     if stream:
         body["stream"] = True
     return body
