@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench clean e2e-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,7 +39,20 @@ lint: $(VENV)/.test-deps
 typecheck: $(VENV)/.test-deps
 	$(BIN)/mypy
 
-pytest: $(VENV)/.test-deps
+# The real agent CLIs for tests/e2e (pinned in tests/e2e/package-lock.json). Without node >= 20,
+# or if npm cannot install them, one loud line says so and those tests skip with the reason.
+E2E_STAMP := tests/e2e/node_modules/.fak-installed
+$(E2E_STAMP): tests/e2e/package-lock.json
+	@if command -v node >/dev/null 2>&1 && [ "$$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ]; then \
+	  npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error && touch $@ \
+	  || echo "E2E SKIPPED: npm ci in tests/e2e failed; the Claude Code / Codex tests will skip"; \
+	else \
+	  echo "E2E SKIPPED: node >= 20 not found; the Claude Code / Codex tests will skip"; \
+	fi
+
+e2e-deps: $(E2E_STAMP)
+
+pytest: $(VENV)/.test-deps e2e-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

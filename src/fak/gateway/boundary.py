@@ -237,6 +237,7 @@ class Boundary:
         admissions: tuple[ResultAdmission, ...],
         usage_extra: Mapping[str, int] | None = None,
         with_note: bool = False,
+        tool_kinds: Mapping[str, str] | None = None,
     ) -> TurnOutcome:
         text = turn.text
         if kept:
@@ -261,4 +262,5 @@ class Boundary:
             extension=None if ext.empty else ext,
             note=anthropic_note(ext) if with_note and not ext.empty else "",
             usage_extra=dict(usage_extra or {}),
+            tool_kinds=dict(tool_kinds or {}),
         )

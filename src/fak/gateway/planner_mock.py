@@ -45,7 +45,9 @@ def _estimate(request: TurnRequest) -> int:
 
 def default_rule(request: TurnRequest) -> PlannerTurn:
     """The unscripted behaviour described in the module docstring."""
-    last = request.messages[-1] if request.messages else None
+    # the last turn that is not system text (agents such as Claude Code put an environment
+    # note after the user's prompt)
+    last = next((m for m in reversed(request.messages) if m.role is not Role.SYSTEM), None)
     prompt = _estimate(request)
     if last is not None and last.role is Role.TOOL:
         n = 0

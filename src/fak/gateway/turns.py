@@ -166,6 +166,7 @@ class TurnRunner:
             admissions=admissions,
             usage_extra=usage_extra,
             with_note=wire is Wire.ANTHROPIC,
+            tool_kinds=parsed.options.get("tool_kinds"),
         )
 
     async def complete(

@@ -52,7 +52,40 @@ _ROLES = {
     "assistant": Role.ASSISTANT,
 }
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_SKIPPED_ITEMS = frozenset({"reasoning"})
+# Items that carry nothing for the model to act on here: reasoning (often encrypted), and the
+# records of server-side tools, which fak never forwards (see _SERVER_TOOLS).
+_SKIPPED_ITEMS = frozenset(
+    {
+        "reasoning",
+        "compaction",
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
+)
+# Tools the provider would run itself, out of the kernel's sight: stripped from the request.
+_SERVER_TOOLS = frozenset(
+    {
+        "web_search",
+        "web_search_preview",
+        "file_search",
+        "code_interpreter",
+        "mcp",
+        "image_generation",
+        "computer_use_preview",
+        "tool_search",
+    }
+)
+_CUSTOM_INPUT = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "the tool's free-form input"}},
+    "required": ["input"],
+}
 
 
 def _text(value: Any, where: str) -> str:
@@ -95,19 +128,25 @@ def _items(value: Any) -> list[Message]:
                     INVALID, f"{at}.role must be system, developer, user or assistant", f"{at}.role"
                 )
             out.append(Message(role, _text(item.get("content"), f"{at}.content")))
-        elif kind == "function_call":
-            call = ProposedCall(
-                id=req_str(item, "call_id", at),
-                name=req_str(item, "name", at),
-                arguments=arguments_text(item.get("arguments"), f"{at}.arguments"),
-            )
+        elif kind in ("function_call", "custom_tool_call"):
+            name = req_str(item, "name", at)
+            ns = item.get("namespace")
+            if isinstance(ns, str) and ns:
+                name = f"{ns}.{name}"
+            if kind == "custom_tool_call":
+                raw_input = item.get("input")
+                arguments = orjson.dumps({"input": raw_input if isinstance(raw_input, str) else ""})
+                text = arguments.decode()
+            else:
+                text = arguments_text(item.get("arguments"), f"{at}.arguments")
+            call = ProposedCall(id=req_str(item, "call_id", at), name=name, arguments=text)
             names[call.id] = call.name
             last = out[-1] if out else None
             if last is not None and last.role is Role.ASSISTANT:
                 out[-1] = Message(Role.ASSISTANT, last.content, tool_calls=(*last.tool_calls, call))
             else:
                 out.append(Message(Role.ASSISTANT, "", tool_calls=(call,)))
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = req_str(item, "call_id", at)
             out.append(
                 Message(
@@ -127,31 +166,53 @@ def _items(value: Any) -> list[Message]:
     return out
 
 
-def _tools(value: Any) -> tuple[ToolSpec, ...]:
+def _function(t: Mapping[str, Any], where: str, name: str) -> ToolSpec:
+    params = t.get("parameters")
+    return ToolSpec(
+        name=name,
+        description=opt_str(t, "description", where),
+        parameters=as_object(params, f"{where}.parameters") if params is not None else {},
+    )
+
+
+def _tools(value: Any) -> tuple[tuple[ToolSpec, ...], dict[str, str], list[str]]:
+    """(specs, kinds of the non-plain ones, stripped server tools)."""
     if value is None:
-        return ()
+        return (), {}, []
     if not isinstance(value, list):
         raise WireError(INVALID, "tools must be an array", "tools")
     specs: list[ToolSpec] = []
+    kinds: dict[str, str] = {}
+    stripped: list[str] = []
     for i, raw in enumerate(value):
-        t = as_object(raw, f"tools[{i}]")
-        if t.get("type") != "function":
-            raise WireError(
-                "unsupported_parameter",
-                f"tools[{i}] has type {t.get('type')!r}; fak adjudicates function tools only",
-                f"tools[{i}].type",
-            )
-        params = t.get("parameters")
-        specs.append(
-            ToolSpec(
-                name=req_str(t, "name", f"tools[{i}]"),
-                description=opt_str(t, "description", f"tools[{i}]"),
-                parameters=as_object(params, f"tools[{i}].parameters")
-                if params is not None
-                else {},
-            )
-        )
-    return tuple(specs)
+        at = f"tools[{i}]"
+        t = as_object(raw, at)
+        kind = t.get("type")
+        if kind == "function":
+            specs.append(_function(t, at, req_str(t, "name", at)))
+        elif kind == "namespace":  # each inner function, adjudicated as "<namespace>.<name>"
+            ns = req_str(t, "name", at)
+            inner = t.get("tools")
+            if not isinstance(inner, list):
+                raise WireError(INVALID, f"{at}.tools must be an array", f"{at}.tools")
+            for j, raw_fn in enumerate(inner):
+                where = f"{at}.tools[{j}]"
+                fn = as_object(raw_fn, where)
+                if fn.get("type", "function") != "function":
+                    stripped.append(f"{where} ({fn.get('type')})")
+                    continue
+                qualified = f"{ns}.{req_str(fn, 'name', where)}"
+                specs.append(_function(fn, where, qualified))
+                kinds[qualified] = f"namespace:{ns}"
+        elif kind == "custom":  # free-form input, judged as the one argument "input"
+            name = req_str(t, "name", at)
+            specs.append(ToolSpec(name, opt_str(t, "description", at), _CUSTOM_INPUT))
+            kinds[name] = "custom"
+        elif kind in _SERVER_TOOLS or isinstance(kind, str):
+            stripped.append(f"{at} ({kind})")  # never run where the kernel cannot see it
+        else:
+            raise WireError(INVALID, f"{at}.type is required", f"{at}.type")
+    return tuple(specs), kinds, stripped
 
 
 def _tool_choice(value: Any) -> str | None:
@@ -189,10 +250,11 @@ def parse_request(body: Any) -> ParsedRequest:
     messages.extend(_items(obj.get("input")))
     if not messages:
         raise WireError(INVALID, "input must not be empty", "input")
+    tools, kinds, stripped = _tools(obj.get("tools"))
     turn = TurnRequest(
         model=opt_str(obj, "model", "body"),
         messages=tuple(messages),
-        tools=_tools(obj.get("tools")),
+        tools=tools,
         max_tokens=opt_int(obj, "max_output_tokens"),
         temperature=opt_float(obj, "temperature", 0.0, 2.0),
         stream=bool(opt_bool(obj, "stream")),
@@ -208,6 +270,10 @@ def parse_request(body: Any) -> ParsedRequest:
     parallel = opt_bool(obj, "parallel_tool_calls")
     if parallel is not None:
         options["parallel_tool_calls"] = parallel
+    if kinds:
+        options["tool_kinds"] = kinds
+    if stripped:
+        options["stripped"] = tuple(stripped)
     return ParsedRequest(turn, options)
 
 
@@ -257,14 +323,39 @@ def render_request(parsed: ParsedRequest) -> dict[str, Any]:
 
 
 # -- client response ------------------------------------------------------------------------
-def _call_item(c: ProposedCall, item_id: str, status: str = "completed") -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "type": "function_call",
-        "call_id": c.id,
-        "name": c.name,
-        "arguments": c.arguments,
-        "status": status,
-    }
+def _call_item(
+    c: ProposedCall,
+    item_id: str,
+    status: str = "completed",
+    kinds: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    kind = (kinds or {}).get(c.name, "")
+    item: dict[str, Any]
+    if kind == "custom":
+        try:
+            args = orjson.loads(c.arguments or "{}")
+        except orjson.JSONDecodeError:
+            args = {}
+        value = args.get("input") if isinstance(args, dict) else None
+        item = {
+            "type": "custom_tool_call",
+            "call_id": c.id,
+            "name": c.name,
+            "input": value if isinstance(value, str) else "",
+            "status": status,
+        }
+    else:
+        item = {
+            "type": "function_call",
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": c.arguments,
+            "status": status,
+        }
+        if kind.startswith("namespace:"):
+            ns = kind.split(":", 1)[1]
+            item["namespace"] = ns
+            item["name"] = c.name.removeprefix(ns + ".")
     if item_id:
         item["id"] = item_id
     return item
@@ -318,7 +409,9 @@ def _output(o: TurnOutcome) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if o.text:
         out.append(_message_item(f"msg_{o.id}", o.text))
-    out.extend(_call_item(c, f"fc_{o.id}_{i}") for i, c in enumerate(o.tool_calls))
+    out.extend(
+        _call_item(c, f"fc_{o.id}_{i}", kinds=o.tool_kinds) for i, c in enumerate(o.tool_calls)
+    )
     return out
 
 
@@ -457,7 +550,17 @@ class ResponseEvents:
         for i, call in enumerate(o.tool_calls):
             item_id = f"fc_{o.id}_{i}"
             index = base + i
-            pending = {**_call_item(call, item_id, "in_progress"), "arguments": ""}
+            done = _call_item(call, item_id, kinds=o.tool_kinds)
+            if done["type"] != "function_call":  # a custom call: its item says it all
+                pending = {**done, "status": "in_progress"}
+                for name, item in (("added", pending), ("done", done)):
+                    frames.append(
+                        self._event(
+                            f"response.output_item.{name}", {"output_index": index, "item": item}
+                        )
+                    )
+                continue
+            pending = {**done, "status": "in_progress", "arguments": ""}
             frames.append(
                 self._event("response.output_item.added", {"output_index": index, "item": pending})
             )
@@ -481,7 +584,7 @@ class ResponseEvents:
             frames.append(
                 self._event(
                     "response.output_item.done",
-                    {"output_index": index, "item": _call_item(call, item_id)},
+                    {"output_index": index, "item": done},
                 )
             )
         final = render_response(o)

@@ -44,6 +44,9 @@ class TurnOutcome:
     note: str = ""
     usage_extra: Mapping[str, int] = field(default_factory=dict)
     """Wire-specific usage counters the upstream reported (e.g. ``cache_read_input_tokens``)."""
+    tool_kinds: Mapping[str, str] = field(default_factory=dict)
+    """How the client declared a tool, when not as a plain function (``custom``,
+    ``namespace:<ns>``), so its calls render back in the client's own item type."""
 
 
 def split_after_spaces(text: str) -> list[str]:

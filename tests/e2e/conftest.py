@@ -1,0 +1,53 @@
+"""The real agent binaries (Claude Code, Codex) from tests/e2e/node_modules, or one loud skip.
+
+``make test`` installs them with ``npm ci`` (pinned in package-lock.json) when node >= 20 is
+present. No model and no network: each scenario fronts fak with the scripted mock upstream.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+BIN = HERE / "node_modules" / ".bin"
+
+
+def _node_ok() -> str:
+    node = shutil.which("node")
+    if node is None:
+        return "node is not installed"
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"node does not run: {exc}"
+    major = int(out.stdout.strip().lstrip("v").split(".")[0] or 0)
+    return "" if major >= 20 else f"node {out.stdout.strip()} is older than 20"
+
+
+def agent(name: str) -> Path:
+    """The agent binary, or a skip that says exactly what is missing."""
+    why = _node_ok()
+    if why:
+        pytest.skip(f"E2E SKIPPED: {why}; the real-agent tests need node >= 20")
+    path = BIN / name
+    if not path.exists():
+        pytest.skip(f"E2E SKIPPED: {path} missing; run `make e2e-deps` (npm ci in tests/e2e)")
+    return path
+
+
+def agent_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env.update(
+        HOME=str(home),
+        DISABLE_TELEMETRY="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        NO_COLOR="1",
+    )
+    env.update(extra)
+    return env
