@@ -63,3 +63,62 @@ def test_server_tools_and_mcp_servers_are_stripped_not_refused() -> None:
     assert "mcp_servers" not in rebuilt
     assert [t["name"] for t in rebuilt["tools"]] == ["Read"]
     assert parsed.options["stripped"] == ("mcp_servers", "tools[0] (web_search_20250305)")
+
+
+def test_codex_request_parses_namespace_tools_and_strips_server_tools() -> None:
+    from fak.wire import openai_responses
+
+    body = _fixture("codex-0.169.0-responses.json")["body"]
+    parsed = openai_responses.parse_request(body)
+    names = [t.name for t in parsed.turn.tools]
+    assert "exec_command" in names
+    assert "multi_agent_v1.spawn_agent" in names  # adjudicated under its qualified name
+    assert parsed.options["tool_kinds"]["multi_agent_v1.spawn_agent"] == "namespace:multi_agent_v1"
+    assert any("web_search" in s for s in parsed.options["stripped"])
+    assert [m.role for m in parsed.turn.messages][:2] == [Role.SYSTEM, Role.SYSTEM]  # developer
+
+
+def test_custom_and_namespaced_calls_render_back_as_the_client_declared_them() -> None:
+    from fak.abi import ProposedCall
+    from fak.wire import TurnOutcome, openai_responses
+
+    body = {
+        "model": "m",
+        "input": [
+            {"type": "message", "role": "user", "content": "patch it"},
+            {"type": "custom_tool_call", "call_id": "c0", "name": "apply_patch", "input": "*** A"},
+            {"type": "custom_tool_call_output", "call_id": "c0", "output": "ok"},
+        ],
+        "tools": [
+            {
+                "type": "custom",
+                "name": "apply_patch",
+                "description": "edit files",
+                "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
+            },
+            {
+                "type": "namespace",
+                "name": "ns",
+                "description": "d",
+                "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+            },
+        ],
+    }
+    parsed = openai_responses.parse_request(body)
+    history = parsed.turn.messages[1].tool_calls[0]
+    assert history.name == "apply_patch" and json.loads(history.arguments) == {"input": "*** A"}
+    outcome = TurnOutcome(
+        id="r1",
+        model="m",
+        created=0,
+        text="",
+        tool_calls=(
+            ProposedCall("c1", "apply_patch", '{"input":"*** Begin Patch"}'),
+            ProposedCall("c2", "ns.f", "{}"),
+        ),
+        tool_kinds=parsed.options["tool_kinds"],
+    )
+    out = openai_responses.render_response(outcome)["output"]
+    assert out[0]["type"] == "custom_tool_call" and out[0]["input"] == "*** Begin Patch"
+    assert out[1]["type"] == "function_call"
+    assert (out[1]["name"], out[1]["namespace"]) == ("f", "ns")
