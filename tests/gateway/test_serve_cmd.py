@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -154,3 +156,34 @@ def test_finding_small_readiness_is_printed_only_after_the_bind() -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+def test_serve_stdio_is_fak_mcp() -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "fak.cli.main", "serve", "--stdio"],
+        input=json.dumps(init) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_a_doubled_v1_says_how_to_set_the_base_url(serve_app: Any, app_factory: Any) -> None:
+    from fak.gateway.planner_mock import MockPlanner
+
+    url = serve_app(app_factory(MockPlanner()))
+    r = httpx.post(url + "/v1/v1/messages", json={"model": "m", "max_tokens": 5, "messages": []})
+    assert r.status_code == 404
+    assert "without /v1" in r.text and r.json()["type"] == "error"  # in Anthropic's shape

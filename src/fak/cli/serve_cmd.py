@@ -180,6 +180,11 @@ def register(group: click.Group) -> None:
         help="HTTP client used for the upstream.",
     )
     @click.option(
+        "--stdio",
+        is_flag=True,
+        help="Serve MCP over stdin/stdout instead of HTTP (the same as `fak mcp`).",
+    )
+    @click.option(
         "--examples",
         is_flag=True,
         help="Once ready, print curl commands to try against this server.",
@@ -202,10 +207,18 @@ def register(group: click.Group) -> None:
         threads: int | None,
         mock: bool,
         upstream_client: str,
+        stdio: bool,
         examples: bool,
         access_log: str,
     ) -> None:
         """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
+        if stdio:
+            ctx = click.get_current_context()
+            mcp = group.get_command(ctx, "mcp")
+            if mcp is None:  # pragma: no cover - registered by fak.cli.main
+                raise click.UsageError("--stdio needs the mcp verb")
+            ctx.invoke(mcp, policy_path=policy_path, tool_specs=())
+            return
         environ = process_environ()
         settings = Settings.from_environ(environ)
         host, port = _split_addr(addr)

@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 
 
 def _is_anthropic(request: Request) -> bool:
-    return request.url.path.startswith("/v1/messages")
+    return request.url.path.startswith(("/v1/messages", "/v1/v1/messages"))
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
@@ -57,6 +57,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
         code, msg = "method_not_allowed", f"{request.method} is not allowed on {request.url.path}"
+    elif exc.status_code == 404 and request.url.path.startswith("/v1/v1/"):
+        code, msg = (
+            "not_found",
+            f"no route {request.url.path}: the base URL has /v1 twice. Anthropic clients "
+            "(Claude Code, the Anthropic SDKs) use the origin as base URL, without /v1; "
+            "OpenAI clients use origin + /v1",
+        )
     elif exc.status_code == 404:
         code, msg = "not_found", f"no route {request.url.path}"
     else:
