@@ -289,3 +289,35 @@ def test_claude_code_with_fak_post_hook_warns_the_model_about_a_poisoned_read(
         )
         assert result["_exit"] == 0, result
         assert b"fak: QUARANTINE" in mock.bodies  # the model is told the output is held
+
+
+def test_fak_init_claude_code_makes_a_working_guard(tmp_path: Path) -> None:
+    """The files ``fak init claude-code`` writes, used as they are by the real binary."""
+    agent("claude")
+    project = tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "fak.cli.main", "init", "claude-code", "--dir", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    marker = project / "stolen"
+    mock = MockUpstream()
+    with LoopbackServer(mock.app) as up:
+        _claude(
+            up,
+            project,
+            "call Bash " + json.dumps({"command": f"cat ~/.ssh/id_rsa > {marker}"}),
+            home,
+        )
+        assert not marker.exists()
+        assert b"fak: DENY" in mock.bodies, mock.bodies[-3000:]
+        (project / "ledger-7f3a.txt").write_text("x")
+        _claude(up, project, "call Bash " + json.dumps({"command": "ls"}), home)
+        assert b"ledger-7f3a.txt" in mock.bodies  # an everyday command ran

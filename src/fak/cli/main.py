@@ -16,6 +16,7 @@ __all__ = ["cli", "main"]
 _VERB_MODULES = (
     "fak.cli.policy_cmds",  # preflight, policy, agent
     "fak.cli.hook_cmd",  # hook
+    "fak.cli.init_cmd",  # init
     "fak.cli.wall_cmds",  # answer-shape, doctor, journal
     "fak.cli.serve_cmd",  # serve
     "fak.cli.mcp_cmd",  # mcp

@@ -45,7 +45,7 @@ class CompiledArgRule:
     max_bytes: int | None = None
 
     @classmethod
-    def compile(cls, rule: ArgRule) -> CompiledArgRule:
+    def compile(cls, rule: ArgRule, root: str | None = None) -> CompiledArgRule:
         reason = Reason[rule.reason] if rule.reason else Reason.POLICY_BLOCK
         prefix = f"{rule.tool}.{rule.arg}"
         if rule.allow_glob is not None:
@@ -54,7 +54,7 @@ class CompiledArgRule:
                 rule.arg,
                 reason,
                 f"{prefix} allow_glob {rule.allow_glob}",
-                allow_glob=AllowGlob(rule.allow_glob),
+                allow_glob=AllowGlob(rule.allow_glob, root),
             )
         if rule.deny_regex is not None:
             shown = rule.deny_regex[:_WITNESS_RE_MAX]

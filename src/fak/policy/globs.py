@@ -3,11 +3,15 @@
 Two matchers. ``GuardGlob`` answers "does this path (or command line) touch a guarded place?" and
 is over-broad on purpose (case-insensitive, substring for plain fragments). ``AllowGlob`` answers
 "is this value a path that stays under the permitted glob?" and fails closed on a ``..`` escape.
-Wildcards compile to RE2 so matching stays linear in the input. Pure; no filesystem access.
+Wildcards compile to RE2 so matching stays linear in the input. With a ``root`` (the project
+directory), ``AllowGlob`` resolves a value against it, symlinks included, so an absolute path
+inside the project matches a relative glob and anything that lands outside it fails closed;
+that resolution is the one filesystem access here.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +106,7 @@ class AllowGlob:
     """``allow_glob``: the value must be a path under the glob; an escape fails closed."""
 
     glob: str
+    root: str | None = None
     _kind: str = field(init=False, repr=False)
     _base: str = field(init=False, repr=False)
     _regex: Any = field(init=False, repr=False, compare=False)
@@ -120,6 +125,11 @@ class AllowGlob:
         object.__setattr__(self, "_regex", regex)
 
     def admits(self, value: str) -> bool:
+        if self.root is not None and not self.glob.startswith("/"):
+            inside = _inside_root(self.root, value)
+            if inside is None:
+                return False  # outside the project (or unreadable): the rule refuses
+            value = inside
         path = normalize_path(value)
         if not path or "\x00" in path:
             return False
@@ -138,3 +148,21 @@ class AllowGlob:
         if escapes:
             return False
         return self._regex is not None and self._regex.search(path) is not None
+
+
+def _inside_root(root: str, value: str) -> str | None:
+    """``value`` as a path relative to ``root`` after resolving it (``..``, symlinks), or None
+    when it resolves outside the root."""
+    if not value or "\x00" in value:
+        return None
+    slashed = value.replace("\\", "/")
+    try:
+        base = os.path.realpath(root)
+        full = os.path.realpath(os.path.join(base, os.path.expanduser(slashed)))
+    except (OSError, ValueError):
+        return None
+    if full == base:
+        return "."
+    if not full.startswith(base.rstrip("/") + "/"):
+        return None
+    return full[len(base.rstrip("/")) + 1 :]

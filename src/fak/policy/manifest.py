@@ -201,6 +201,17 @@ class Manifest(_Strict):
     self_modify_globs: tuple[str, ...] = ()
     redact_fields: tuple[str, ...] = ()
     arg_rules: tuple[ArgRule, ...] = ()
+    root: str | None = None
+    """The project directory path arguments are resolved against (absolute). Unset: the
+    directory the policy was loaded from a process started in (``fak serve``, ``fak hook``)."""
+
+    @field_validator("root")
+    @classmethod
+    def _absolute_root(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            msg = f"root must be an absolute path (got {value!r})"
+            raise ValueError(msg)
+        return value
 
     @field_validator("version")
     @classmethod
@@ -260,6 +271,8 @@ class Manifest(_Strict):
             "redact_fields": list(self.redact_fields),
             "arg_rules": [rule.model_dump(exclude_none=True) for rule in self.arg_rules],
         }
+        if self.root is not None:  # only when set: older manifests keep their hash
+            out["root"] = self.root
         return out
 
 

@@ -9,6 +9,7 @@ tool-lock callers attest to. Constructing one never reads files except through `
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -56,12 +57,14 @@ class Policy:
         "manifest",
         "posture",
         "redact_fields",
+        "root",
         "self_modify_globs",
         "version",
     )
 
-    def __init__(self, manifest: Manifest) -> None:
+    def __init__(self, manifest: Manifest, *, root: str | None = None) -> None:
         self.manifest: Final = manifest
+        self.root: Final = manifest.root or root
         self.version: Final = manifest_hash(manifest)
         self.posture: Final = manifest.posture
         self.allow: Final = frozenset(manifest.allow)
@@ -76,7 +79,7 @@ class Policy:
         self.redact_fields: Final = frozenset(f.lower() for f in manifest.redact_fields)
         grouped: dict[str, list[CompiledArgRule]] = {}
         for rule in manifest.arg_rules:
-            compiled = CompiledArgRule.compile(rule)
+            compiled = CompiledArgRule.compile(rule, self.root)
             grouped.setdefault(compiled.tool_lower, []).append(compiled)
         self.arg_rules: Final[Mapping[str, tuple[CompiledArgRule, ...]]] = MappingProxyType(
             {tool: tuple(rules) for tool, rules in grouped.items()}
@@ -84,21 +87,23 @@ class Policy:
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
-    def from_manifest(cls, manifest: Manifest) -> Policy:
-        return cls(manifest)
+    def from_manifest(cls, manifest: Manifest, *, root: str | None = None) -> Policy:
+        return cls(manifest, root=root)
 
     @classmethod
-    def loads(cls, text: str | bytes, *, source: str = "") -> Policy:
-        return cls(load_manifest(text, source=source))
+    def loads(cls, text: str | bytes, *, source: str = "", root: str | None = None) -> Policy:
+        """Parse a manifest; path rules resolve against its ``root``, else ``root``, else the
+        current directory."""
+        return cls(load_manifest(text, source=source), root=root or os.getcwd())
 
     @classmethod
-    def load(cls, path: str | Path) -> Policy:
+    def load(cls, path: str | Path, *, root: str | None = None) -> Policy:
         """Load a manifest file; raises PolicyError (never falls back to another floor)."""
-        return cls(load_manifest_file(path))
+        return cls(load_manifest_file(path), root=root or os.getcwd())
 
     @classmethod
     def default(cls) -> Policy:
-        return cls(default_manifest())
+        return cls(default_manifest(), root=os.getcwd())
 
     @classmethod
     def empty(cls) -> Policy:
