@@ -122,3 +122,41 @@ def test_custom_and_namespaced_calls_render_back_as_the_client_declared_them() -
     assert out[0]["type"] == "custom_tool_call" and out[0]["input"] == "*** Begin Patch"
     assert out[1]["type"] == "function_call"
     assert (out[1]["name"], out[1]["namespace"]) == ("f", "ns")
+
+
+def test_images_in_tool_results_and_user_turns_are_not_a_400() -> None:
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"},
+    }
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "look"}, image]},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Read",
+                        "input": {"file_path": "a.png"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "a screenshot"}, image],
+                    }
+                ],
+            },
+        ],
+    }
+    parsed = anthropic.parse_request(body)
+    assert parsed.turn.messages[-1].content == "a screenshot"  # the text is what is screened
+    assert anthropic.forwardable_as_is(body)  # so the image travels in the client's bytes

@@ -4,7 +4,8 @@ Client direction: ``parse_request``, ``render_response`` and ``MessageEvents`` (
 message_start … message_stop). Upstream direction: ``render_request``, ``parse_response`` and
 ``MessagesStreamAccumulator``. ``tool_result`` blocks become TOOL messages (their tool name is
 recovered from the ``tool_use`` they answer); consecutive TOOL messages render back as one user
-message. Only text, tool_use and tool_result blocks are carried; thinking blocks are dropped.
+message. Only text, tool_use and tool_result blocks are carried; thinking blocks are dropped;
+image and document blocks have no text to screen and travel only in a byte-for-byte passthrough.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ __all__ = [
 BAD_UPSTREAM = "upstream_bad_response"
 BAD_TOOL_CALLS = "upstream_bad_tool_calls"
 _DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+# Blocks without text (a screenshot Claude Code read, a PDF): forwarded only inside the client's
+# own bytes; a rebuilt request carries the text around them, not them.
+_MEDIA_BLOCKS = frozenset({"image", "document"})
 _STOP_OUT = {
     FinishReason.STOP: "end_turn",
     FinishReason.LENGTH: "max_tokens",
@@ -85,8 +89,11 @@ def _text_blocks(value: Any, where: str) -> str:
     texts: list[str] = []
     for i, raw in enumerate(value):
         b = as_object(raw, f"{where}[{i}]")
-        if b.get("type") != "text":
-            raise _unsupported(b.get("type"), f"{where}[{i}]")
+        kind = b.get("type")
+        if kind in _MEDIA_BLOCKS:
+            continue  # no text to screen; travels only with the client's own bytes
+        if kind != "text":
+            raise _unsupported(kind, f"{where}[{i}]")
         texts.append(req_str(b, "text", f"{where}[{i}]"))
     return "\n\n".join(texts)
 
@@ -105,6 +112,8 @@ def _user(content: Any, at: str, names: dict[str, str]) -> list[Message]:
         if kind == "text":
             texts.append(req_str(b, "text", where))
             continue
+        if kind in _MEDIA_BLOCKS:
+            continue  # an image or document the user attached: no text to screen
         if kind != "tool_result":
             raise _unsupported(kind, where)
         if texts:
@@ -278,8 +287,11 @@ _BLOCK_KEYS = {
     "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
     "thinking": frozenset({"type", "thinking", "signature"}),
     "redacted_thinking": frozenset({"type", "data"}),
+    "image": frozenset({"type", "source", "cache_control"}),
+    "document": frozenset({"type", "source", "cache_control", "title", "context", "citations"}),
 }
 _TEXT_ONLY = frozenset({"text"})
+_TEXT_OR_MEDIA = frozenset({"text", "image", "document"})
 # per-message keys besides role and content: per-turn settings, no content (Claude Code 2.1)
 _MESSAGE_KEYS = frozenset({"role", "content", "output_config"})
 
@@ -298,7 +310,7 @@ def _blocks_known(value: Any, allowed: frozenset[str] | None = None) -> bool:
             return False
         if not keys.issuperset(block):
             return False
-        if kind == "tool_result" and not _blocks_known(block.get("content"), _TEXT_ONLY):
+        if kind == "tool_result" and not _blocks_known(block.get("content"), _TEXT_OR_MEDIA):
             return False
     return True
 

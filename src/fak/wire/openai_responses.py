@@ -101,6 +101,8 @@ def _text(value: Any, where: str) -> str:
             texts.append(req_str(p, "text", f"{where}[{i}]"))
         elif kind == "refusal":
             texts.append(req_str(p, "refusal", f"{where}[{i}]"))
+        elif kind in ("input_image", "input_file"):
+            continue  # no text to screen; the upstream turn carries the text around it
         else:
             raise WireError(
                 "unsupported_content",
