@@ -160,3 +160,52 @@ def test_images_in_tool_results_and_user_turns_are_not_a_400() -> None:
     parsed = anthropic.parse_request(body)
     assert parsed.turn.messages[-1].content == "a screenshot"  # the text is what is screened
     assert anthropic.forwardable_as_is(body)  # so the image travels in the client's bytes
+
+
+def test_chat_custom_tools_and_media_parts() -> None:
+    from fak.abi import ProposedCall
+    from fak.wire import TurnOutcome, openai_chat
+
+    body = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "apply this"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c0",
+                        "type": "custom",
+                        "custom": {"name": "apply_patch", "input": "*** A"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c0", "content": "done"},
+        ],
+        "tools": [{"type": "custom", "custom": {"name": "apply_patch", "description": "edit"}}],
+    }
+    parsed = openai_chat.parse_request(body)
+    assert parsed.turn.tools[0].name == "apply_patch"
+    assert json.loads(parsed.turn.messages[1].tool_calls[0].arguments) == {"input": "*** A"}
+    assert parsed.turn.messages[0].content == "apply this"
+    outcome = TurnOutcome(
+        id="c1",
+        model="m",
+        created=0,
+        text="",
+        tool_calls=(ProposedCall("c1", "apply_patch", '{"input":"*** B"}'),),
+        tool_kinds=parsed.options["tool_kinds"],
+    )
+    call = openai_chat.render_response(outcome)["choices"][0]["message"]["tool_calls"][0]
+    assert call == {
+        "id": "c1",
+        "type": "custom",
+        "custom": {"name": "apply_patch", "input": "*** B"},
+    }

@@ -133,7 +133,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
                 outcome: TurnOutcome = item
                 tail = [chunks.text(p) for p in split_after_spaces(outcome.text[len(sent) :])]
                 if outcome.tool_calls:
-                    tail.append(chunks.tool_calls(outcome.tool_calls))
+                    tail.append(chunks.tool_calls(outcome.tool_calls, outcome.tool_kinds))
                 tail += [chunks.final(outcome), chunks.done()]
                 yield b"".join(tail)  # everything decided at once leaves in one write
             except GatewayError as exc:

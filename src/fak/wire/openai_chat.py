@@ -63,6 +63,12 @@ _FINISH_IN = {
 }
 BAD_UPSTREAM = "upstream_bad_response"
 BAD_TOOL_CALLS = "upstream_bad_tool_calls"
+_MEDIA_PARTS = frozenset({"image_url", "input_audio", "file"})
+_CUSTOM_INPUT = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "the tool's free-form input"}},
+    "required": ["input"],
+}
 
 
 # -- client request -------------------------------------------------------------------------
@@ -80,6 +86,8 @@ def _content_text(value: Any, where: str) -> str:
                 parts.append(
                     req_str(p, "refusal" if kind == "refusal" else "text", f"{where}[{i}]")
                 )
+            elif kind in _MEDIA_PARTS:
+                continue  # no text to screen; the upstream turn carries the text around it
             else:
                 raise WireError(
                     "unsupported_content",
@@ -99,6 +107,16 @@ def _tool_calls(value: Any, where: str, names: dict[str, str]) -> tuple[Proposed
     for i, raw in enumerate(value):
         at = f"{where}[{i}]"
         tc = as_object(raw, at)
+        if tc.get("type") == "custom":  # free-form input, judged as the argument "input"
+            custom = as_object(tc.get("custom"), f"{at}.custom")
+            value = custom.get("input")
+            text = orjson.dumps({"input": value if isinstance(value, str) else ""}).decode()
+            call = ProposedCall(
+                req_str(tc, "id", at), req_str(custom, "name", f"{at}.custom"), text
+            )
+            names[call.id] = call.name
+            calls.append(call)
+            continue
         fn = as_object(tc.get("function"), f"{at}.function")
         call = ProposedCall(
             id=req_str(tc, "id", at),
@@ -138,9 +156,18 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
     specs: list[ToolSpec] = []
     for i, raw in enumerate(value):
         t = as_object(raw, f"tools[{i}]")
-        if t.get("type", "function") != "function":
+        kind = t.get("type", "function")
+        if kind == "custom":
+            custom = as_object(t.get("custom"), f"tools[{i}].custom")
+            name = req_str(custom, "name", f"tools[{i}].custom")
+            desc = opt_str(custom, "description", f"tools[{i}].custom")
+            specs.append(ToolSpec(name, desc, _CUSTOM_INPUT))
+            continue
+        if kind != "function":
             raise WireError(
-                "unsupported_parameter", f"tools[{i}].type must be function", f"tools[{i}].type"
+                "unsupported_parameter",
+                f"tools[{i}].type must be function or custom",
+                f"tools[{i}].type",
             )
         fn = as_object(t.get("function"), f"tools[{i}].function")
         params = fn.get("parameters")
@@ -209,11 +236,36 @@ def parse_request(body: Any) -> ParsedRequest:
     stream_options = obj.get("stream_options")
     if isinstance(stream_options, Mapping) and stream_options.get("include_usage") is True:
         options["include_usage"] = True
+    kinds = _custom_kinds(obj.get("tools"))
+    if kinds:
+        options["tool_kinds"] = kinds
     return ParsedRequest(turn, options)
 
 
+def _custom_kinds(value: Any) -> dict[str, str]:
+    if not isinstance(value, list):
+        return {}
+    out: dict[str, str] = {}
+    for t in value:
+        custom = t.get("custom") if isinstance(t, Mapping) and t.get("type") == "custom" else None
+        if isinstance(custom, Mapping) and isinstance(custom.get("name"), str):
+            out[custom["name"]] = "custom"
+    return out
+
+
 # -- upstream request -----------------------------------------------------------------------
-def _render_call(call: ProposedCall) -> dict[str, Any]:
+def _render_call(call: ProposedCall, kinds: Mapping[str, str] | None = None) -> dict[str, Any]:
+    if kinds and kinds.get(call.name) == "custom":
+        try:
+            args = orjson.loads(call.arguments or "{}")
+        except orjson.JSONDecodeError:
+            args = {}
+        value = args.get("input") if isinstance(args, dict) else None
+        return {
+            "id": call.id,
+            "type": "custom",
+            "custom": {"name": call.name, "input": value if isinstance(value, str) else ""},
+        }
     return {
         "id": call.id,
         "type": "function",
@@ -424,7 +476,7 @@ def render_response(o: TurnOutcome) -> dict[str, Any]:
         "refusal": None,
     }
     if o.tool_calls:
-        message["tool_calls"] = [_render_call(c) for c in o.tool_calls]
+        message["tool_calls"] = [_render_call(c, o.tool_kinds) for c in o.tool_calls]
     body: dict[str, Any] = {
         "id": o.id,
         "object": "chat.completion",
@@ -472,9 +524,11 @@ class ChatChunks:
     def text(self, delta: str) -> bytes:
         return self._frame({"content": delta})
 
-    def tool_calls(self, calls: tuple[ProposedCall, ...]) -> bytes:
+    def tool_calls(
+        self, calls: tuple[ProposedCall, ...], kinds: Mapping[str, str] | None = None
+    ) -> bytes:
         return self._frame(
-            {"tool_calls": [{"index": i, **_render_call(c)} for i, c in enumerate(calls)]}
+            {"tool_calls": [{"index": i, **_render_call(c, kinds)} for i, c in enumerate(calls)]}
         )
 
     def final(self, o: TurnOutcome) -> bytes:
