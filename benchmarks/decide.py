@@ -206,6 +206,7 @@ def main() -> None:
                 "spawned_hook": spawned,
                 "spawned_bare_interpreter": bare,
                 "ratio_bare_interpreter_over_in_process": bare["p50_ns"] / headline["p50_ns"],
+                "ratio_spawned_hook_over_bare_interpreter": spawned["p50_ns"] / bare["p50_ns"],
                 "headline": {
                     "arm": "decide allow (exact allow-list, read)",
                     "p50_ns": headline["p50_ns"],
@@ -223,6 +224,11 @@ def main() -> None:
     print(
         f"even a bare interpreter spawn is {bare['p50_ns'] / headline['p50_ns']:,.0f}x "
         "the in-process decide (the floor for any Python hook)"
+    )
+    startup = spawned["p50_ns"] / bare["p50_ns"]
+    print(
+        f"spawned hook p50 / bare interpreter spawn p50 = {startup:,.1f}x"
+        f"  (issue-9 target ≤ 2x: {'met' if startup <= 2 else 'NOT met'})"
     )
     print(f"wrote {OUT.relative_to(ROOT)}")
 
