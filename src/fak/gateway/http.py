@@ -110,7 +110,13 @@ class EventStream:
             watcher.cancel()
             aclose = getattr(frames, "aclose", None)
             if aclose is not None:
-                await aclose()
+                try:
+                    await aclose()
+                except asyncio.CancelledError:  # the client left just as the stream ended
+                    if not gone.is_set():
+                        raise
+                    if writer is not None:
+                        writer.uncancel()
 
 
 async def read_body(request: Request, cap: int, timeout_s: float) -> bytes:
