@@ -55,6 +55,7 @@ class Settings:
     blob_dir: str | None = None  # FAK_BLOB_DIR: durable directory CAS
     ctxmmu_max_held: int = 8192  # FAK_CTXMMU_MAX_HELD: quarantine ledger bound (results)
     ctxmmu_max_held_bytes: int = 256 * 1024 * 1024  # FAK_CTXMMU_MAX_HELD_BYTES: (bytes)
+    pageout_bytes: int = 4096  # FAK_PAGEOUT_BYTES: benign results past this are paged out (0 off)
     http_read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S (0 disables)
     http_write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S (0 disables)
     http_idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S (0 disables)
@@ -73,6 +74,7 @@ class Settings:
             blob_max_bytes=_int(environ, "FAK_BLOB_MAX_BYTES", _GIB),
             blob_dir=blob_dir,
             ctxmmu_max_held=_int(environ, "FAK_CTXMMU_MAX_HELD", 8192, minimum=1),
+            pageout_bytes=_int(environ, "FAK_PAGEOUT_BYTES", 4096),
             ctxmmu_max_held_bytes=_int(
                 environ, "FAK_CTXMMU_MAX_HELD_BYTES", 256 * 1024 * 1024, minimum=1
             ),

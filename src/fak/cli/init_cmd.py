@@ -58,7 +58,8 @@ def init(agent: str, directory: str, port: int, force: bool) -> None:
             if not _write(root / ".claude" / "settings.json", text, force=force):
                 click.echo("merge this hooks block into it:\n" + text)
             click.echo(
-                "for result screening too, run `fak serve --provider anthropic --base-url "
+                "for result screening too, run `FAK_PAGEOUT_BYTES=0 fak serve --provider anthropic "
+                "--base-url "
                 f"https://api.anthropic.com --policy {policy}` and set "
                 f"ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"
             )
@@ -74,7 +75,7 @@ def init(agent: str, directory: str, port: int, force: bool) -> None:
             _write(root / ".fak" / "codex-provider.toml", toml, force=force)
             click.echo(
                 "add it to $CODEX_HOME/config.toml (~/.codex/config.toml), then run "
-                f"`fak serve --base-url https://api.openai.com/v1 --policy {policy} "
+                f"`FAK_PAGEOUT_BYTES=0 fak serve --base-url https://api.openai.com/v1 --policy {policy} "
                 f"--addr 127.0.0.1:{port}`"
             )
     except OSError as exc:

@@ -37,6 +37,9 @@ class KernelSettings(Protocol):
     @property
     def held_bytes_bound(self) -> int: ...
 
+    @property
+    def pageout_bytes(self) -> int: ...
+
 
 def build_kernel(
     settings: KernelSettings, policy: Policy | None = None, *, clock: Clock | None = None
@@ -55,4 +58,5 @@ def build_kernel(
         clock=clock,
         max_held=settings.ctxmmu_max_held,
         max_held_bytes=settings.held_bytes_bound,
+        pageout_bytes=settings.pageout_bytes,
     )

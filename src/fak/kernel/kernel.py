@@ -130,6 +130,7 @@ class Kernel:
         max_held: int | None = None,
         admitters: Sequence[ResultAdmitter] | None = None,
         max_held_bytes: int | None = None,
+        pageout_bytes: int | None = None,
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
     ) -> None:
@@ -148,6 +149,7 @@ class Kernel:
             max_held_bytes=(
                 settings.held_bytes_bound if max_held_bytes is None else max_held_bytes
             ),
+            pageout_bytes=settings.pageout_bytes if pageout_bytes is None else pageout_bytes,
         )
         self._vdso = VdsoCache(vdso_capacity) if vdso else None
         self._tools: dict[str, ToolEntry] = {}

@@ -126,6 +126,7 @@ class QuarantineLedger:
         max_held: int = DEFAULT_MAX_HELD,
         admitters: Sequence[ResultAdmitter] | None = None,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
+        pageout_bytes: int = OVERSIZE_BYTES,
     ) -> None:
         if _bad_max_held(max_held):
             _log.warning("bad max_held %r, using the default %d", max_held, DEFAULT_MAX_HELD)
@@ -136,6 +137,8 @@ class QuarantineLedger:
         self._store = store
         self._max_held = max_held
         self._max_held_bytes = max_held_bytes
+        # a benign result longer than this is paged out behind a pointer (0: never)
+        self._pageout_bytes = max(0, pageout_bytes) if isinstance(pageout_bytes, int) else 0
         self._held_bytes = 0
         self._admitters: tuple[ResultAdmitter, ...] = (
             default_admitters() if admitters is None else tuple(admitters)
@@ -263,7 +266,7 @@ class QuarantineLedger:
         verdict = self.screen(data, digest)
         if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
             forced = verdict.kind == VerdictKind.TRANSFORM
-            if forced or len(data) > OVERSIZE_BYTES:
+            if forced or (self._pageout_bytes and len(data) > self._pageout_bytes):
                 paged = self._page_out(data, digest)
                 if paged is not None:
                     return paged
