@@ -75,8 +75,8 @@ def init(agent: str, directory: str, port: int, force: bool) -> None:
             _write(root / ".fak" / "codex-provider.toml", toml, force=force)
             click.echo(
                 "add it to $CODEX_HOME/config.toml (~/.codex/config.toml), then run "
-                f"`FAK_PAGEOUT_BYTES=0 fak serve --base-url https://api.openai.com/v1 --policy {policy} "
-                f"--addr 127.0.0.1:{port}`"
+                "`FAK_PAGEOUT_BYTES=0 fak serve --base-url https://api.openai.com/v1 "
+                f"--policy {policy} --addr 127.0.0.1:{port}`"
             )
     except OSError as exc:
         click.echo(f"fak init: cannot write under {root}: {exc.strerror or exc}", err=True)
