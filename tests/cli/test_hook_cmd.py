@@ -188,3 +188,22 @@ def test_fak_shape_still_answers_a_verdict_line(tmp_path: Path) -> None:
     done = _hook({"tool": "Write", "args": {"file_path": "a"}}, tmp_path)
     assert done.returncode == 0
     assert json.loads(done.stdout) == {"kind": "DENY", "reason": "POLICY_BLOCK", "by": "monitor"}
+
+
+def test_claude_code_pre_tool_use_refuses_to_read_a_poisoned_file(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "clean.md").write_text("# Build\nRun make.\n")
+    (project / "poisoned.md").write_text(
+        "# Notes\n" + "ordinary text\n" * 30 + f"aws_access_key_id={AKIA}\n"
+    )
+    pre = {**_pre("Read", {"file_path": "poisoned.md"}), "cwd": str(project)}
+    done = _hook(pre, tmp_path)
+    assert done.returncode == 2
+    assert "held out" in done.stderr and AKIA not in done.stderr + done.stdout
+    clean = {**_pre("Read", {"file_path": str(project / "clean.md")}), "cwd": str(project)}
+    assert _hook(clean, tmp_path).returncode == 0
+    image = project / "shot.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 50)
+    binary = {**_pre("Read", {"file_path": str(image)}), "cwd": str(project)}
+    assert _hook(binary, tmp_path).returncode == 0  # not text: no pre-screen, no false refusal

@@ -18,7 +18,7 @@ import click
 
 if TYPE_CHECKING:
     from fak.config import Settings
-    from fak.gateway.agent_hooks import HookAnswer
+    from fak.gateway.agent_hooks import HookAnswer, HookInput
     from fak.kernel import Kernel
     from fak.policy import Policy
 
@@ -87,6 +87,10 @@ def _decide(policy_path: str | None, fmt: str) -> HookAnswer:
             from fak.policy import CompiledFloor
 
             verdict = CompiledFloor(policy).decide(call)
+        if verdict.admits and hook_in.format == "claude-code":
+            held = _prescreen_read(hook_in, settings, policy)
+            if held is not None:
+                return held
         return answer_pre(hook_in, verdict)
     kernel = _kernel(settings.with_overrides(blob_dir=settings.hook_blob_dir), policy)
     admission = kernel.admit_result(
@@ -98,6 +102,45 @@ def _decide(policy_path: str | None, fmt: str) -> HookAnswer:
         )
     )
     return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
+
+
+_READ_TOOLS = frozenset({"Read"})
+_PRESCREEN_MAX = 8 * 1024 * 1024
+
+
+def _prescreen_read(hook_in: HookInput, settings: Settings, policy: Policy) -> HookAnswer | None:
+    """Screen a text file *before* Claude Code reads it: its PostToolUse answer cannot take a
+    built-in tool's output back out of the context (measured with 2.1.328), so a file that
+    would be quarantined is refused at PreToolUse instead, and its bytes go to the CAS."""
+    from pathlib import Path
+
+    from fak.abi import ToolResult, Verdict, VerdictKind
+    from fak.gateway.agent_hooks import answer_pre
+
+    args = hook_in.args
+    if hook_in.tool not in _READ_TOOLS or not isinstance(args, dict):
+        return None
+    raw_path = args.get("file_path")
+    if not isinstance(raw_path, str) or not raw_path:
+        return None
+    path = Path(hook_in.cwd or ".") / Path(raw_path).expanduser()
+    try:
+        if not path.is_file() or path.stat().st_size > _PRESCREEN_MAX:
+            return None
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # unreadable or not text: the Read itself will say so
+    kernel = _kernel(settings.with_overrides(blob_dir=settings.hook_blob_dir), policy)
+    admission = kernel.admit_result(
+        ToolResult(hook_in.tool, data, call_id=hook_in.call_id, trace_id=hook_in.session)
+    )
+    held = admission.verdict
+    if held.kind not in (VerdictKind.QUARANTINE, VerdictKind.DENY):
+        return None
+    detector = held.meta.get("detector", "screen")
+    claim = f"the file's content is held out ({detector}, quarantine_id={admission.quarantine_id})"
+    return answer_pre(hook_in, Verdict.deny(held.reason, "ctxmmu", claim=claim))
 
 
 def _kernel(settings: Settings, policy: Policy) -> Kernel:
