@@ -201,22 +201,25 @@ def test_claude_code_poisoned_read_is_quarantined_before_the_upstream(
     assert verify(stack.journal).ok and AKIA not in stack.journal.read_text()
 
 
+def _hooked_project(tmp_path: Path, *events: str) -> Path:
+    """A project whose .claude/settings.json runs ``fak hook`` (with POLICY) on ``events``."""
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(POLICY))
+    hook = f"{sys.executable} -m fak.cli.main hook --policy {policy}"
+    entry = [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
+    settings = {"hooks": dict.fromkeys(events, entry)}
+    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+    return project
+
+
 # -- Claude Code with fak hook as its own hook --------------------------------------------------
 def test_claude_code_with_fak_hook_blocks_the_denied_touch(tmp_path: Path) -> None:
-    claude = agent("claude")
+    agent("claude")
     mock = MockUpstream()
     with LoopbackServer(mock.app) as up:
-        project = tmp_path / "project"
-        (project / ".claude").mkdir(parents=True)
-        policy = tmp_path / "policy.json"
-        policy.write_text(json.dumps(POLICY))
-        hook = f"{sys.executable} -m fak.cli.main hook --policy {policy}"
-        settings = {
-            "hooks": {
-                "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
-            }
-        }
-        (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+        project = _hooked_project(tmp_path, "PreToolUse")
         marker = project / "marker"
         denied = _claude(
             up,
@@ -231,7 +234,6 @@ def test_claude_code_with_fak_hook_blocks_the_denied_touch(tmp_path: Path) -> No
         )
         assert ok["_exit"] == 0
         assert b"hook-ok" in mock.bodies
-    assert claude.exists()
 
 
 # -- Codex on the gateway -----------------------------------------------------------------------
@@ -269,14 +271,7 @@ def test_claude_code_with_fak_hook_keeps_a_poisoned_read_from_the_model(
     agent("claude")
     mock = MockUpstream()
     with LoopbackServer(mock.app) as up:
-        project = tmp_path / "project"
-        (project / ".claude").mkdir(parents=True)
-        policy = tmp_path / "policy.json"
-        policy.write_text(json.dumps(POLICY))
-        hook = f"{sys.executable} -m fak.cli.main hook --policy {policy}"
-        entry = [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
-        settings = {"hooks": {"PreToolUse": entry, "PostToolUse": entry}}
-        (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+        project = _hooked_project(tmp_path, "PreToolUse", "PostToolUse")
         poisoned = project / "README.md"
         poisoned.write_text(
             "# Setup\n"

@@ -304,11 +304,8 @@ class SlowAnthropic:
         return StreamingResponse(gen(), media_type="text/event-stream")
 
 
-def test_finding_12_anthropic_stream_disconnect_stops_the_upstream_quickly(
-    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
-) -> None:
-    slow = SlowAnthropic()
-    url = serve_app(app_factory(_proxy(serve_app(slow.app), "anthropic")))
+def _open_messages_stream(url: str) -> socket.socket:
+    """A raw client that sends one streamed Messages request and can then just vanish."""
     host, port = url.removeprefix("http://").split(":")
     body = json.dumps(WIRES["messages"][2]).encode()
     sock = socket.create_connection((host, int(port)))
@@ -317,6 +314,15 @@ def test_finding_12_anthropic_stream_disconnect_stops_the_upstream_quickly(
         + f"content-length: {len(body)}\r\n\r\n".encode()
         + body
     )
+    return sock
+
+
+def test_finding_12_anthropic_stream_disconnect_stops_the_upstream_quickly(
+    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    slow = SlowAnthropic()
+    url = serve_app(app_factory(_proxy(serve_app(slow.app), "anthropic")))
+    sock = _open_messages_stream(url)
     deadline = time.monotonic() + 5
     while slow.started_at is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -337,14 +343,7 @@ def test_finding_12_disconnect_mid_stream_stops_the_upstream_before_the_next_pin
     slow = SlowAnthropic()
     app = app_factory(_proxy(serve_app(slow.app), "anthropic"), ping_interval_s=3.0)
     url = serve_app(app)
-    host, port = url.removeprefix("http://").split(":")
-    body = json.dumps(WIRES["messages"][2]).encode()
-    sock = socket.create_connection((host, int(port)))
-    sock.sendall(
-        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-        + f"content-length: {len(body)}\r\n\r\n".encode()
-        + body
-    )
+    sock = _open_messages_stream(url)
     sock.settimeout(10)
     assert b"event: ping" in sock.recv(65536)  # the event stream is open (after one interval)
     left = time.monotonic()
