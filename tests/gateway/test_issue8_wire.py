@@ -6,6 +6,7 @@ Every upstream here is a real server on a loopback socket; fak is reached over a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import socket
@@ -322,14 +323,13 @@ def test_finding_12_anthropic_stream_disconnect_stops_the_upstream_quickly(
 ) -> None:
     slow = SlowAnthropic()
     url = serve_app(app_factory(_proxy(serve_app(slow.app), "anthropic")))
-    sock = _open_messages_stream(url)
-    deadline = time.monotonic() + 5
-    while slow.started_at is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert slow.started_at is not None  # the upstream is generating; the gateway is waiting
-    time.sleep(0.3)
-    left = time.monotonic()
-    sock.close()
+    with contextlib.closing(_open_messages_stream(url)):
+        deadline = time.monotonic() + 5
+        while slow.started_at is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert slow.started_at is not None  # the upstream is generating; the gateway waits
+        time.sleep(0.3)
+        left = time.monotonic()  # the client leaves as the block closes its socket
     deadline = left + 5
     while slow.closed_at is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -343,11 +343,14 @@ def test_finding_12_disconnect_mid_stream_stops_the_upstream_before_the_next_pin
     slow = SlowAnthropic()
     app = app_factory(_proxy(serve_app(slow.app), "anthropic"), ping_interval_s=3.0)
     url = serve_app(app)
-    sock = _open_messages_stream(url)
-    sock.settimeout(10)
-    assert b"event: ping" in sock.recv(65536)  # the event stream is open (after one interval)
-    left = time.monotonic()
-    sock.close()
+    with contextlib.closing(_open_messages_stream(url)) as sock:
+        sock.settimeout(10)
+        seen = b""
+        while b"event: ping" not in seen:  # the event stream is open (after one interval)
+            chunk = sock.recv(65536)
+            assert chunk, "the gateway closed the stream"
+            seen += chunk
+        left = time.monotonic()  # the client leaves as the block closes its socket
     while slow.closed_at is None and time.monotonic() < left + 5:
         time.sleep(0.02)
     assert slow.closed_at is not None
