@@ -67,10 +67,6 @@ class HostCheck:
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._names))
 
-    @property
-    def any(self) -> bool:
-        return self._any
-
 
 class Cors:
     """Configured origins (``scheme://host[:port]``) only; never a wildcard with credentials."""
@@ -79,9 +75,6 @@ class Cors:
 
     def __init__(self, origins: Iterable[str] = ()) -> None:
         self._origins = frozenset(o.strip().rstrip("/") for o in origins if o.strip())
-
-    def __bool__(self) -> bool:
-        return bool(self._origins)
 
     def allows(self, origin: str | None) -> bool:
         return origin is not None and origin.rstrip("/") in self._origins

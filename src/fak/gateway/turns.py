@@ -25,6 +25,7 @@ from fak.abi import (
     PlannerEvent,
     PlannerInputError,
     PlannerTurn,
+    ProposedCall,
     Role,
     TextDelta,
     TurnDone,
@@ -33,7 +34,7 @@ from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
 from fak.gateway.planner_proxy import ForwardedDone, Passthrough, ProxyPlanner
-from fak.wire import ParsedRequest, ResultAdmission, TurnOutcome
+from fak.wire import Adjudication, ParsedRequest, ResultAdmission, TurnOutcome
 
 __all__ = ["TurnRunner", "Wire"]
 
@@ -97,6 +98,12 @@ class TurnRunner:
             return await loop.run_in_executor(self._pool, self._admit_now, parsed, ctx)
         return self._admit_now(parsed, ctx)
 
+    def _adjudicate_now(
+        self, turn: PlannerTurn, ctx: RequestContext
+    ) -> tuple[tuple[ProposedCall, ...], tuple[Adjudication, ...]]:
+        with self._boundary.batch():
+            return self._boundary.adjudicate(turn, ctx)
+
     def _admit_now(
         self, parsed: ParsedRequest, ctx: RequestContext
     ) -> tuple[ParsedRequest, tuple[ResultAdmission, ...], bool]:
@@ -120,7 +127,7 @@ class TurnRunner:
     def model_for(self, parsed: ParsedRequest) -> str:
         return parsed.turn.model or self._planner.model
 
-    async def _finish_async(
+    async def _finish(
         self,
         wire: Wire,
         id: str,
@@ -137,24 +144,12 @@ class TurnRunner:
                 f"the upstream proposed {len(turn.tool_calls)} tool calls in one turn; fak "
                 f"adjudicates at most {self._max_tool_calls} (FAK_MAX_TOOL_CALLS)",
             )
-        args = (wire, id, parsed, turn, admissions, usage_extra, ctx)
         if len(turn.tool_calls) > _OFFLOAD_CALLS:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pool, self._finish, *args)
-        return self._finish(*args)
-
-    def _finish(
-        self,
-        wire: Wire,
-        id: str,
-        parsed: ParsedRequest,
-        turn: PlannerTurn,
-        admissions: tuple[ResultAdmission, ...],
-        usage_extra: dict[str, int],
-        ctx: RequestContext,
-    ) -> TurnOutcome:
-        with self._boundary.batch():
-            kept, adjudications = self._boundary.adjudicate(turn, ctx)
+            judged = await loop.run_in_executor(self._pool, self._adjudicate_now, turn, ctx)
+        else:
+            judged = self._adjudicate_now(turn, ctx)
+        kept, adjudications = judged
         self._metrics.turns.labels(str(wire), str(parsed.turn.stream).lower()).inc()
         return Boundary.outcome(
             id=id,
@@ -188,7 +183,7 @@ class TurnRunner:
                 turn = await self._planner.complete(admitted.turn)
             except PlannerInputError as exc:
                 raise GatewayError(400, exc.code, exc.message) from exc
-        return await self._finish_async(
+        return await self._finish(
             wire, id or self.new_id(wire), parsed, turn, admissions, extra, ctx
         )
 
@@ -233,7 +228,7 @@ class TurnRunner:
             _log.warning("planner text deltas disagree with its final turn; keeping what was sent")
             turn = replace(turn, text=text)
         extra = dict(done.usage_extra) if isinstance(done, ForwardedDone) else {}
-        yield await self._finish_async(wire, id, parsed, turn, admissions, extra, ctx)
+        yield await self._finish(wire, id, parsed, turn, admissions, extra, ctx)
 
 
 def _rebuilt(passthrough: Passthrough | None) -> Passthrough | None:
