@@ -1,7 +1,8 @@
 """Settings, built once from flags, an explicitly passed environ and files (tier T2).
 
-This is the only module that reads process environment variables, and only through
-``Settings.from_environ(environ)`` where the caller passes the mapping (the CLI passes
+This is the only module that reads process environment variables (apart from
+``fak.cli.hookclient``, the hook's launcher, which cannot afford this module's imports), and only
+through ``Settings.from_environ(environ)`` where the caller passes the mapping (the CLI passes
 ``os.environ``; tests pass a dict). Library code receives a ``Settings`` or plain arguments;
 ``Settings.current()`` is the process's settings, for library defaults (a bare ``Kernel()``
 honours ``FAK_CTXMMU_MAX_HELD`` and friends like ``fak serve`` does). Stdlib only, so every
@@ -15,7 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["Settings", "prepare_engine_numerics", "process_environ"]
+__all__ = ["Settings", "prepare_engine_numerics", "process_environ", "user_cache_dir"]
 
 _GIB = 1024 * 1024 * 1024
 
@@ -93,13 +94,12 @@ class Settings:
         """The settings of this process's environment (read on each call: cheap, never stale)."""
         return cls.from_environ(os.environ)
 
-    @property
-    def hook_blob_dir(self) -> str:
-        """Where ``fak hook`` keeps held result bytes: ``FAK_BLOB_DIR``, else the user cache."""
+    def hook_blob_dir(self, environ: Mapping[str, str]) -> str:
+        """Where ``fak hook`` keeps held result bytes: ``FAK_BLOB_DIR``, else the user cache
+        directory of ``environ`` (the hook's caller, which may be another process's)."""
         if self.blob_dir:
             return self.blob_dir
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return os.path.join(base, "fak", "cas")
+        return os.path.join(user_cache_dir(environ), "fak", "cas")
 
     @property
     def held_bytes_bound(self) -> int:
@@ -112,6 +112,12 @@ class Settings:
     def with_overrides(self, **changes: object) -> Settings:
         """A copy with some fields replaced (flags win over the environment)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def user_cache_dir(environ: Mapping[str, str]) -> str:
+    """``XDG_CACHE_HOME``, else ``$HOME/.cache`` of ``environ``, else the process user's."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
 
 
 def process_environ() -> Mapping[str, str]:

@@ -1,11 +1,18 @@
-"""``fak hook`` speaking Claude Code's PreToolUse / PostToolUse protocol, as a real process."""
+"""``fak hook`` speaking Claude Code's PreToolUse / PostToolUse protocol, as a real process.
+
+Every process test runs twice: through the full command line (decided in-process) and through
+the ``fak`` launcher with ``FAK_HOOK_DAEMON=require`` (decided by the resident decider only), so
+the two paths are held to the same answers."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +21,48 @@ import pytest
 from fak.journal import verify
 
 ROOT = Path(__file__).resolve().parents[2]
-FAK = [sys.executable, "-m", "fak.cli.main", "hook"]
+FULL = [sys.executable, "-m", "fak.cli.main", "hook"]
+LAUNCHER = [sys.executable, "-m", "fak.cli.launch", "hook"]
+_RUN: dict[str, str] = {}
+
+
+def stop_deciders(run_dir: Path) -> None:
+    """SIGTERM every decider started in ``run_dir`` and wait until it has cleaned up (one just
+    spawned gets a few seconds to write its pid file; ``FAK_HOOKD_IDLE_S`` is the backstop)."""
+    for log in run_dir.glob("hookd-*.log"):
+        pid_file = log.with_suffix(".pid")
+        for _ in range(60):
+            if pid_file.exists():
+                break
+            time.sleep(0.05)
+        try:
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        except (OSError, ValueError):
+            continue
+        for _ in range(100):
+            if not pid_file.exists():
+                break
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def decider_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    run_dir = tmp_path_factory.mktemp("run")
+    run_dir.chmod(0o700)
+    yield run_dir
+    stop_deciders(run_dir)
+
+
+@pytest.fixture(params=["full-cli", "decider"])
+def fak_hook(request: pytest.FixtureRequest, decider_dir: Path) -> Iterator[list[str]]:
+    if request.param == "full-cli":
+        yield FULL
+        return
+    _RUN.update(FAK_RUN_DIR=str(decider_dir), FAK_HOOK_DAEMON="require", FAK_HOOKD_IDLE_S="20")
+    yield LAUNCHER
+    _RUN.clear()
+
+
 POLICY = {
     "allow": ["Read", "Bash", "mcp__docs__fetch"],
     "deny": {"Write": "POLICY_BLOCK"},
@@ -31,19 +79,23 @@ AKIA = "AKIAIOSFODNN7EXAMPLE"
 
 
 def _hook(
-    payload: Any, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+    fak_hook: list[str],
+    payload: Any,
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(POLICY))
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run(
-        [*FAK, "--policy", str(policy), *args],
+        [*fak_hook, "--policy", str(policy), *args],
         input=text,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "FAK_BLOB_DIR": str(tmp_path / "cas"), **(env or {})},
+        env={**os.environ, **_RUN, "FAK_BLOB_DIR": str(tmp_path / "cas"), **(env or {})},
     )
 
 
@@ -60,8 +112,8 @@ def _pre(tool: str, tool_input: Any) -> dict[str, Any]:
     }
 
 
-def test_claude_code_pre_tool_use_allow(tmp_path: Path) -> None:
-    done = _hook(_pre("Read", {"file_path": "/work/project/README.md"}), tmp_path)
+def test_claude_code_pre_tool_use_allow(fak_hook: list[str], tmp_path: Path) -> None:
+    done = _hook(fak_hook, _pre("Read", {"file_path": "/work/project/README.md"}), tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "PreToolUse"
@@ -77,9 +129,9 @@ def test_claude_code_pre_tool_use_allow(tmp_path: Path) -> None:
     ],
 )
 def test_claude_code_pre_tool_use_deny_blocks_with_exit_2(
-    tool: str, tool_input: Any, reason: str, tmp_path: Path
+    fak_hook: list[str], tool: str, tool_input: Any, reason: str, tmp_path: Path
 ) -> None:
-    done = _hook(_pre(tool, tool_input), tmp_path)
+    done = _hook(fak_hook, _pre(tool, tool_input), tmp_path)
     assert done.returncode == 2  # Claude Code's blocking code; 1 would run the tool
     assert reason in done.stderr and done.stderr.startswith("fak: DENY")
     out = json.loads(done.stdout)["hookSpecificOutput"]
@@ -97,21 +149,24 @@ def test_claude_code_pre_tool_use_deny_blocks_with_exit_2(
         '{"hook_event_name":"Stop","tool_name":"Bash"}',
     ],
 )
-def test_claude_code_garbage_is_a_blocking_refusal(stdin: str, tmp_path: Path) -> None:
-    done = _hook(stdin, tmp_path, "--format", "claude-code")
+def test_claude_code_garbage_is_a_blocking_refusal(
+    fak_hook: list[str], stdin: str, tmp_path: Path
+) -> None:
+    done = _hook(fak_hook, stdin, tmp_path, "--format", "claude-code")
     assert done.returncode == 2
     assert done.stderr.startswith("fak: refused")
     assert "Traceback" not in done.stderr
 
 
-def test_an_unreadable_policy_is_a_blocking_refusal(tmp_path: Path) -> None:
+def test_an_unreadable_policy_is_a_blocking_refusal(fak_hook: list[str], tmp_path: Path) -> None:
     done = subprocess.run(
-        [*FAK, "--policy", str(tmp_path / "missing.json")],
+        [*fak_hook, "--policy", str(tmp_path / "missing.json")],
         input=json.dumps(_pre("Read", {"file_path": "a"})),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, **_RUN},
     )
     assert done.returncode == 2
     assert "cannot be loaded" in done.stderr
@@ -134,7 +189,9 @@ def test_an_internal_fault_is_a_blocking_refusal(
     assert "kaboom" in result.stderr
 
 
-def test_claude_code_post_tool_use_quarantines_a_planted_secret(tmp_path: Path) -> None:
+def test_claude_code_post_tool_use_quarantines_a_planted_secret(
+    fak_hook: list[str], tmp_path: Path
+) -> None:
     payload = {
         **_pre("mcp__docs__fetch", {"url": "https://docs.example/page"}),
         "hook_event_name": "PostToolUse",
@@ -146,7 +203,7 @@ def test_claude_code_post_tool_use_quarantines_a_planted_secret(tmp_path: Path) 
         },
     }
     journal = tmp_path / "audit.jsonl"
-    done = _hook(payload, tmp_path, env={"FAK_AUDIT_JOURNAL": str(journal)})
+    done = _hook(fak_hook, payload, tmp_path, env={"FAK_AUDIT_JOURNAL": str(journal)})
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["decision"] == "block"
@@ -161,17 +218,21 @@ def test_claude_code_post_tool_use_quarantines_a_planted_secret(tmp_path: Path) 
     assert verify(journal).ok and AKIA not in journal.read_text()
 
 
-def test_claude_code_post_tool_use_benign_result_passes(tmp_path: Path) -> None:
+def test_claude_code_post_tool_use_benign_result_passes(
+    fak_hook: list[str], tmp_path: Path
+) -> None:
     payload = {
         **_pre("Read", {"file_path": "/work/project/README.md"}),
         "hook_event_name": "PostToolUse",
         "tool_response": {"type": "text", "file": {"content": "# Project\nHow to build it."}},
     }
-    done = _hook(payload, tmp_path)
+    done = _hook(fak_hook, payload, tmp_path)
     assert done.returncode == 0 and done.stdout == ""
 
 
-def test_every_decision_of_a_session_lands_in_one_journal_chain(tmp_path: Path) -> None:
+def test_every_decision_of_a_session_lands_in_one_journal_chain(
+    fak_hook: list[str], tmp_path: Path
+) -> None:
     journal = tmp_path / "audit.jsonl"
     env = {"FAK_AUDIT_JOURNAL": str(journal)}
     for tool, tool_input in [
@@ -179,18 +240,20 @@ def test_every_decision_of_a_session_lands_in_one_journal_chain(tmp_path: Path) 
         ("Write", {"file_path": "b"}),
         ("Bash", {"command": "ls"}),
     ]:
-        _hook(_pre(tool, tool_input), tmp_path, env=env)
+        _hook(fak_hook, _pre(tool, tool_input), tmp_path, env=env)
     report = verify(journal)
     assert report.ok and report.rows == 3
 
 
-def test_fak_shape_still_answers_a_verdict_line(tmp_path: Path) -> None:
-    done = _hook({"tool": "Write", "args": {"file_path": "a"}}, tmp_path)
+def test_fak_shape_still_answers_a_verdict_line(fak_hook: list[str], tmp_path: Path) -> None:
+    done = _hook(fak_hook, {"tool": "Write", "args": {"file_path": "a"}}, tmp_path)
     assert done.returncode == 0
     assert json.loads(done.stdout) == {"kind": "DENY", "reason": "POLICY_BLOCK", "by": "monitor"}
 
 
-def test_claude_code_pre_tool_use_refuses_to_read_a_poisoned_file(tmp_path: Path) -> None:
+def test_claude_code_pre_tool_use_refuses_to_read_a_poisoned_file(
+    fak_hook: list[str], tmp_path: Path
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "clean.md").write_text("# Build\nRun make.\n")
@@ -198,12 +261,14 @@ def test_claude_code_pre_tool_use_refuses_to_read_a_poisoned_file(tmp_path: Path
         "# Notes\n" + "ordinary text\n" * 30 + f"aws_access_key_id={AKIA}\n"
     )
     pre = {**_pre("Read", {"file_path": "poisoned.md"}), "cwd": str(project)}
-    done = _hook(pre, tmp_path)
+    done = _hook(fak_hook, pre, tmp_path)
     assert done.returncode == 2
     assert "held out" in done.stderr and AKIA not in done.stderr + done.stdout
     clean = {**_pre("Read", {"file_path": str(project / "clean.md")}), "cwd": str(project)}
-    assert _hook(clean, tmp_path).returncode == 0
+    assert _hook(fak_hook, clean, tmp_path).returncode == 0
     image = project / "shot.png"
     image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 50)
     binary = {**_pre("Read", {"file_path": str(image)}), "cwd": str(project)}
-    assert _hook(binary, tmp_path).returncode == 0  # not text: no pre-screen, no false refusal
+    assert (
+        _hook(fak_hook, binary, tmp_path).returncode == 0
+    )  # not text: no pre-screen, no false refusal

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,14 @@ def agent_env(home: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+@pytest.fixture(autouse=True)
+def _no_decider_outlives_its_test(tmp_path: Path) -> Iterator[None]:
+    """Hook deciders the agents started (in the test's run dir or its home's cache) stop."""
+    yield
+    from tests.cli.test_hook_cmd import stop_deciders
+
+    for run_dir in (tmp_path / "run", *tmp_path.glob("**/.cache/fak/run")):
+        if run_dir.is_dir():
+            stop_deciders(run_dir)

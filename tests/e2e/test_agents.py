@@ -207,7 +207,13 @@ def _hooked_project(tmp_path: Path, *events: str) -> Path:
     (project / ".claude").mkdir(parents=True)
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(POLICY))
-    hook = f"{sys.executable} -m fak.cli.main hook --policy {policy}"
+    # the launcher, as `fak init` writes it, answered by the resident decider only
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    hook = (
+        f"FAK_RUN_DIR={run_dir} FAK_HOOK_DAEMON=require FAK_HOOKD_IDLE_S=60 "
+        f"{sys.executable} -m fak.cli.launch hook --policy {policy}"
+    )
     entry = [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
     settings = {"hooks": dict.fromkeys(events, entry)}
     (project / ".claude" / "settings.json").write_text(json.dumps(settings))

@@ -11,6 +11,7 @@ skipped, is printed. Exit 0, or 1 if a file could not be written.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from importlib import resources
@@ -24,8 +25,15 @@ _PACKS = {"claude-code": "claude-code.json", "codex": "codex.json"}
 
 
 def _fak_command() -> str:
+    """The ``fak`` of this installation (its launcher keeps ``fak hook`` fast), by absolute path
+    so the agent's PATH does not matter."""
+    beside = Path(sys.executable).with_name("fak")
+    if beside.is_file():
+        return shlex.quote(str(beside))
     found = shutil.which("fak")
-    return found if found else f"{sys.executable} -m fak.cli.main"
+    if found:
+        return shlex.quote(found)
+    return f"{shlex.quote(sys.executable)} -m fak.cli.launch"
 
 
 def _write(path: Path, text: str, *, force: bool) -> bool:
@@ -51,7 +59,7 @@ def init(agent: str, directory: str, port: int, force: bool) -> None:
     try:
         _write(policy, pack, force=force)
         if agent == "claude-code":
-            hook = f"{_fak_command()} hook --policy {policy}"
+            hook = f"{_fak_command()} hook --policy {shlex.quote(str(policy))}"
             entry = [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
             settings = {"hooks": {"PreToolUse": entry, "PostToolUse": entry}}
             text = json.dumps(settings, indent=2) + "\n"
