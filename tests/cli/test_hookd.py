@@ -4,6 +4,7 @@ refusal — never a hang, never exit 1."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -125,12 +126,16 @@ def test_a_decider_that_hangs_or_talks_garbage_is_bypassed_not_trusted(
 
 def test_require_refuses_when_the_decider_does_not_answer(run_dir: Path) -> None:
     env = _env(run_dir, FAK_HOOK_TIMEOUT_S="0.5", FAK_HOOK_DAEMON="require")
-    listener, done = _fake_decider(socket_path(env), None)
+    path = socket_path(env)
+    listener, done = _fake_decider(path, None)
+    lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the hung one holds the seat: no fresh decider can start
     try:
         got = _launch(env, {"tool": "calculate", "args": {}})
     finally:
         done.set()
         listener.close()
+        os.close(lock)
     assert got.returncode == 2
     assert "did not answer" in got.stderr and "Traceback" not in got.stderr
 

@@ -40,7 +40,10 @@ POLICY = {
 
 
 class Stack:
-    def __init__(self, upstream: MockUpstream, url: str, journal: Path, root: Path) -> None:
+    def __init__(
+        self, upstream: MockUpstream, url: str, journal: Path, root: Path, provider: str
+    ) -> None:
+        self.provider = provider
         self.upstream = upstream
         self.url = url
         self.journal = journal
@@ -99,7 +102,7 @@ def stack(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Stack]:
                 time.sleep(0.1)
         project = tmp_path / "project"
         project.mkdir()
-        yield Stack(mock, url, journal, project)
+        yield Stack(mock, url, journal, project, provider)
     finally:
         proc.terminate()
         proc.communicate(timeout=10)  # also closes the stderr pipe
@@ -243,7 +246,7 @@ def test_claude_code_with_fak_hook_blocks_the_denied_touch(tmp_path: Path) -> No
 
 
 # -- Codex on the gateway -----------------------------------------------------------------------
-@pytest.mark.parametrize("stack", ["openai"], indirect=True)
+@pytest.mark.parametrize("stack", ["openai", "openai-responses"], indirect=True)
 def test_codex_denied_touch_never_runs_and_allowed_command_does(
     stack: Stack, tmp_path: Path
 ) -> None:
@@ -266,6 +269,8 @@ def test_codex_denied_touch_never_runs_and_allowed_command_does(
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert b"codex-ok" in stack.upstream.bodies
     assert verify(stack.journal).ok
+    wanted = "/v1/responses" if stack.provider == "openai-responses" else "/v1/chat/completions"
+    assert {r.path for r in stack.upstream.received} == {wanted}
 
 
 def test_claude_code_with_fak_hook_keeps_a_poisoned_read_from_the_model(
@@ -326,7 +331,7 @@ def test_fak_init_claude_code_makes_a_working_guard(tmp_path: Path) -> None:
         assert b"ledger-7f3a.txt" in mock.bodies  # an everyday command ran
 
 
-@pytest.mark.parametrize("stack", ["openai"], indirect=True)
+@pytest.mark.parametrize("stack", ["openai", "openai-responses"], indirect=True)
 def test_codex_poisoned_output_is_quarantined_before_the_upstream(
     stack: Stack, tmp_path: Path
 ) -> None:

@@ -83,7 +83,8 @@ def init(agent: str, directory: str, port: int, force: bool) -> None:
             _write(root / ".fak" / "codex-provider.toml", toml, force=force)
             click.echo(
                 "add it to $CODEX_HOME/config.toml (~/.codex/config.toml), then run "
-                "`FAK_PAGEOUT_BYTES=0 fak serve --base-url https://api.openai.com/v1 "
+                "`FAK_PAGEOUT_BYTES=0 fak serve --provider openai-responses "
+                "--base-url https://api.openai.com/v1 "
                 f"--policy {policy} --addr 127.0.0.1:{port}`"
             )
     except OSError as exc:

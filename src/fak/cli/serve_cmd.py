@@ -141,9 +141,11 @@ def register(group: click.Group) -> None:
     @click.option("--base-url", default=None, help="Upstream model URL (OpenAI: include /v1).")
     @click.option(
         "--provider",
-        type=click.Choice(["openai", "anthropic"]),
+        type=click.Choice(["openai", "openai-responses", "anthropic"]),
         default="openai",
         show_default=True,
+        help="Upstream wire: Chat Completions, the Responses API (Codex, reasoning models), "
+        "or Anthropic Messages.",
     )
     @click.option("--model", default="", help="Model name when the client sends none.")
     @click.option(

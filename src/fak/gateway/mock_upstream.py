@@ -1,4 +1,5 @@
-"""A recording mock of an OpenAI-compatible and an Anthropic upstream (tier T3).
+"""A recording mock of an OpenAI-compatible (Chat Completions and Responses) and an Anthropic
+upstream (tier T3).
 
 Shipped in the package so users can test their setup too. Every request body it receives is
 kept (bounded) so a test can prove what did, and did not, reach the upstream. Replies come from
@@ -25,7 +26,14 @@ from starlette.routing import Route
 
 from fak.abi import FinishReason, PlannerTurn, ProposedCall, TurnRequest, Usage
 from fak.gateway.planner_mock import default_rule
-from fak.wire import TurnOutcome, WireError, anthropic, openai_chat, split_after_spaces
+from fak.wire import (
+    TurnOutcome,
+    WireError,
+    anthropic,
+    openai_chat,
+    openai_responses,
+    split_after_spaces,
+)
 
 __all__ = ["MockUpstream", "Received", "tool_call_turn"]
 
@@ -50,7 +58,9 @@ def tool_call_turn(tool: str = "read_file", arguments: str = '{"path":"README.md
     )
 
 
-def _outcome(turn: PlannerTurn, n: int, model: str) -> TurnOutcome:
+def _outcome(
+    turn: PlannerTurn, n: int, model: str, kinds: dict[str, str] | None = None
+) -> TurnOutcome:
     return TurnOutcome(
         id=f"up_{n}",
         model=turn.model or model,
@@ -59,6 +69,7 @@ def _outcome(turn: PlannerTurn, n: int, model: str) -> TurnOutcome:
         tool_calls=turn.tool_calls,
         finish_reason=turn.finish_reason,
         usage=turn.usage,
+        tool_kinds=kinds or {},
     )
 
 
@@ -101,6 +112,7 @@ class MockUpstream:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/moderations", self._moderations, methods=["POST"]),
@@ -178,6 +190,27 @@ class MockUpstream:
             b"".join([events.start(o.usage.prompt_tokens), *events.body(o)]),
             media_type="text/event-stream",
         )
+
+    async def _responses(self, request: Request) -> Response:
+        got = await self._record(request)
+        if isinstance(got, Response):
+            return got
+        try:
+            parsed = openai_responses.parse_request(orjson.loads(got))
+        except (WireError, orjson.JSONDecodeError) as exc:
+            return Response(orjson.dumps({"error": {"message": str(exc)}}), status_code=400)
+        kinds = dict(parsed.options.get("tool_kinds") or {})
+        o = _outcome(self._turn(parsed.turn), next(self._n), parsed.turn.model, kinds)
+        if not parsed.turn.stream:
+            return Response(
+                orjson.dumps(openai_responses.render_response(o)), media_type="application/json"
+            )
+        events = openai_responses.ResponseEvents(o.id, o.model, o.created)
+        frames = [*events.start()]
+        for part in split_after_spaces(o.text):
+            frames += events.text_delta(part)
+        frames += events.finish(o)
+        return Response(b"".join(frames), media_type="text/event-stream")
 
     async def _models(self, request: Request) -> Response:
         await self._record(request)

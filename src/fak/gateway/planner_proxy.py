@@ -1,4 +1,5 @@
-"""The upstream proxy planner (tier T3): an OpenAI-compatible or Anthropic model over HTTP.
+"""The upstream proxy planner (tier T3): an OpenAI-compatible (Chat Completions or Responses) or
+Anthropic model over HTTP.
 
 Implements ``fak.abi.Planner`` and, for the gateway, ``forward``/``forward_stream`` that also
 take the neutral forwarding options and, for an Anthropic upstream, a ``Passthrough`` (the
@@ -19,12 +20,19 @@ import orjson
 from fak.abi import PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
 from fak.gateway.errors import GatewayError, upstream_status_error
 from fak.gateway.upstream import UpstreamClient, UpstreamFailure, UpstreamReply, UpstreamUnreachable
-from fak.wire import ParsedRequest, SSEDecoder, WireError, anthropic, openai_chat
+from fak.wire import (
+    ParsedRequest,
+    SSEDecoder,
+    WireError,
+    anthropic,
+    openai_chat,
+    openai_responses,
+)
 
 __all__ = ["ANTHROPIC_VERSION", "ForwardedDone", "Passthrough", "ProxyPlanner"]
 
 ANTHROPIC_VERSION = "2023-06-01"
-PROVIDERS = ("openai", "anthropic")
+PROVIDERS = ("openai", "openai-responses", "anthropic")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,8 @@ class ProxyPlanner:
         if provider == "anthropic":
             root = self._base[:-3] if self._base.endswith("/v1") else self._base
             self._url = root + "/v1/messages"
+        elif provider == "openai-responses":
+            self._url = self._base + "/responses"
         else:
             self._url = self._base + "/chat/completions"
 
@@ -136,12 +146,16 @@ class ProxyPlanner:
                 ),
                 parsed.options,
             )
-        render = (
-            anthropic.render_request
-            if self._provider == "anthropic"
-            else openai_chat.render_request
-        )
         try:
+            if self._provider == "openai-responses":
+                body = openai_responses.render_request(parsed)
+                body["stream"] = stream
+                return orjson.dumps(body)
+            render = (
+                anthropic.render_request
+                if self._provider == "anthropic"
+                else openai_chat.render_request
+            )
             return orjson.dumps(render(parsed, stream=stream))
         except WireError as exc:
             raise GatewayError(400, exc.code, exc.message, param=exc.param) from exc
@@ -197,6 +211,8 @@ class ProxyPlanner:
                 return anthropic.parse_response(decoded), anthropic.usage_extra(
                     decoded.get("usage")
                 )
+            if self._provider == "openai-responses":
+                return openai_responses.parse_response(decoded), {}
             return openai_chat.parse_response(decoded), {}
         except orjson.JSONDecodeError as exc:
             raise self._bad(WireError("upstream_bad_response", "not JSON")) from exc
@@ -225,6 +241,16 @@ class ProxyPlanner:
                             yield TextDelta(text)
                     turn, extra = acc_a.finish()
                     yield ForwardedDone(turn, extra)
+                    return
+                if self._provider == "openai-responses":
+                    acc_r = openai_responses.ResponsesStreamAccumulator()
+                    async for chunk in up.chunks():
+                        text = "".join(
+                            [acc_r.feed(ev.event, _json(ev.data)) for ev in decoder.feed(chunk)]
+                        )
+                        if text:
+                            yield TextDelta(text)
+                    yield ForwardedDone(acc_r.finish(), {})
                     return
                 acc_o = openai_chat.ChatStreamAccumulator()
                 async for chunk in up.chunks():

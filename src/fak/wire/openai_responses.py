@@ -1,14 +1,17 @@
 """OpenAI Responses API ⇄ canonical turn IR (tier T1, pure, no I/O).
 
 The wire Codex and the OpenAI Agents SDK speak. ``parse_request`` reads ``instructions`` and the
-``input`` items (messages, ``function_call`` and ``function_call_output``); ``render_response``
+``input`` items (messages, function, custom and shell calls and their outputs); ``render_response``
 and ``ResponseEvents`` produce a ``response`` object or its streamed events (created … completed).
-``render_request``/``parse_response`` exist for the round-trip laws. fak keeps no server-side
-response state: ``previous_response_id`` is refused with a message saying to send the input.
+``render_request``/``parse_response``/``ResponsesStreamAccumulator`` speak to a Responses
+upstream (``fak serve --provider openai-responses``) and keep this wire's own shapes. fak keeps
+no server-side response state: ``previous_response_id``, ``conversation`` and ``prompt`` are
+refused with a message saying to send the whole input.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +42,7 @@ from fak.wire.outcome import ParsedRequest, TurnOutcome
 
 __all__ = [
     "ResponseEvents",
+    "ResponsesStreamAccumulator",
     "parse_request",
     "parse_response",
     "render_request",
@@ -86,6 +90,53 @@ _CUSTOM_INPUT = {
     "properties": {"input": {"type": "string", "description": "the tool's free-form input"}},
     "required": ["input"],
 }
+# Client-run shell tools. Their calls are adjudicated with the command line as one string,
+# ``command`` (what shell rules and ``deny_regex`` read), beside the exact list the client runs
+# (``argv`` for local_shell, ``commands`` for shell), which is what is rendered back.
+_LOCAL_SHELL_PARAMS = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "the command line to run"},
+        "working_directory": {"type": "string"},
+        "timeout_ms": {"type": "integer"},
+    },
+    "required": ["command"],
+}
+_SHELL_PARAMS = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "shell commands, one per line"},
+        "timeout_ms": {"type": "integer"},
+    },
+    "required": ["command"],
+}
+_SHELL_SPECS = {
+    "local_shell": ToolSpec(
+        "local_shell", "Run a command on the user's machine.", _LOCAL_SHELL_PARAMS
+    ),
+    "shell": ToolSpec("shell", "Run shell commands on the user's machine.", _SHELL_PARAMS),
+}
+_PLAIN_FUNCTION = frozenset({"type", "name", "description", "parameters"})
+_HOSTED_SHELL = frozenset({"container_auto", "container_reference"})
+# Top-level request fields fak reads itself; every other field is forwarded unchanged to a
+# Responses upstream, except the ones that would bring in state or tools fak never saw.
+_READ_FIELDS = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "stream",
+        "user",
+        "previous_response_id",
+    }
+)
+_UNFORWARDED_FIELDS = frozenset({"conversation", "prompt", "stream_options", "background"})
 
 
 def _text(value: Any, where: str) -> str:
@@ -110,6 +161,43 @@ def _text(value: Any, where: str) -> str:
                 f"{where}[{i}].type",
             )
     return "".join(texts)
+
+
+def _shell_arguments(name: str, action: Mapping[str, Any], where: str) -> str:
+    """The adjudicated arguments of a shell call: ``command`` as one string, plus the exact
+    list the client will run and the action's other settings."""
+    key = "command" if name == "local_shell" else "commands"
+    listed = action.get(key)
+    if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+        raise WireError(INVALID, f"{where}.{key} must be an array of strings", f"{where}.{key}")
+    args: dict[str, Any] = {k: v for k, v in action.items() if k not in ("type", key)}
+    if name == "local_shell":
+        args.update(command=shlex.join(listed), argv=listed)
+    else:
+        args.update(command="\n".join(listed), commands=listed)
+    return orjson.dumps(args).decode()
+
+
+def _shell_output_text(value: Any, where: str) -> str:
+    """A ``shell_call_output``'s chunks as the text the screen reads and the model sees."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise WireError(INVALID, f"{where} must be an array of output chunks", where)
+    texts: list[str] = []
+    for i, raw in enumerate(value):
+        chunk = as_object(raw, f"{where}[{i}]")
+        for stream in ("stdout", "stderr"):
+            text = chunk.get(stream)
+            if isinstance(text, str) and text:
+                texts.append(text if stream == "stdout" else f"[stderr]\n{text}")
+        outcome = chunk.get("outcome")
+        if isinstance(outcome, Mapping):
+            if outcome.get("type") == "timeout":
+                texts.append("[timed out]")
+            elif isinstance(outcome.get("exit_code"), int) and outcome["exit_code"] != 0:
+                texts.append(f"[exit {outcome['exit_code']}]")
+    return "\n".join(texts)
 
 
 def _items(value: Any) -> list[Message]:
@@ -148,15 +236,38 @@ def _items(value: Any) -> list[Message]:
                 out[-1] = Message(Role.ASSISTANT, last.content, tool_calls=(*last.tool_calls, call))
             else:
                 out.append(Message(Role.ASSISTANT, "", tool_calls=(call,)))
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            call_id = req_str(item, "call_id", at)
+        elif kind in ("local_shell_call", "shell_call"):
+            name = "local_shell" if kind == "local_shell_call" else "shell"
+            action = as_object(item.get("action"), f"{at}.action")
+            call = ProposedCall(
+                id=req_str(item, "call_id", at),
+                name=name,
+                arguments=_shell_arguments(name, action, f"{at}.action"),
+            )
+            names[call.id] = call.name
+            last = out[-1] if out else None
+            if last is not None and last.role is Role.ASSISTANT:
+                out[-1] = Message(Role.ASSISTANT, last.content, tool_calls=(*last.tool_calls, call))
+            else:
+                out.append(Message(Role.ASSISTANT, "", tool_calls=(call,)))
+        elif kind in (
+            "function_call_output",
+            "custom_tool_call_output",
+            "local_shell_call_output",
+            "shell_call_output",
+        ):
+            if kind == "local_shell_call_output" and "call_id" not in item:
+                call_id = req_str(item, "id", at)  # this item names its call by ``id``
+            else:
+                call_id = req_str(item, "call_id", at)
+            output = item.get("output")
+            text = (
+                _shell_output_text(output, f"{at}.output")
+                if kind == "shell_call_output"
+                else _text(output, f"{at}.output")
+            )
             out.append(
-                Message(
-                    Role.TOOL,
-                    _text(item.get("output"), f"{at}.output"),
-                    tool_call_id=call_id,
-                    name=names.get(call_id, "tool"),
-                )
+                Message(Role.TOOL, text, tool_call_id=call_id, name=names.get(call_id, "tool"))
             )
         elif kind not in _SKIPPED_ITEMS:
             raise WireError(
@@ -177,19 +288,27 @@ def _function(t: Mapping[str, Any], where: str, name: str) -> ToolSpec:
     )
 
 
-def _tools(value: Any) -> tuple[tuple[ToolSpec, ...], dict[str, str], list[str]]:
-    """(specs, kinds of the non-plain ones, stripped server tools)."""
+def _tools(
+    value: Any,
+) -> tuple[tuple[ToolSpec, ...], dict[str, str], list[str], list[dict[str, Any]]]:
+    """(specs, kinds of the non-plain ones, stripped server tools, the kept tool objects as
+    the client sent them, for a Responses upstream)."""
     if value is None:
-        return (), {}, []
+        return (), {}, [], []
     if not isinstance(value, list):
         raise WireError(INVALID, "tools must be an array", "tools")
     specs: list[ToolSpec] = []
     kinds: dict[str, str] = {}
     stripped: list[str] = []
+    kept: list[dict[str, Any]] = []
     for i, raw in enumerate(value):
         at = f"tools[{i}]"
         t = as_object(raw, at)
         kind = t.get("type")
+        if kind in ("function", "namespace", "custom", "local_shell") or (
+            kind == "shell" and _shell_is_local(t)
+        ):
+            kept.append(dict(t))
         if kind == "function":
             specs.append(_function(t, at, req_str(t, "name", at)))
         elif kind == "namespace":  # each inner function, adjudicated as "<namespace>.<name>"
@@ -210,11 +329,20 @@ def _tools(value: Any) -> tuple[tuple[ToolSpec, ...], dict[str, str], list[str]]
             name = req_str(t, "name", at)
             specs.append(ToolSpec(name, opt_str(t, "description", at), _CUSTOM_INPUT))
             kinds[name] = "custom"
+        elif kind == "local_shell" or (kind == "shell" and _shell_is_local(t)):
+            specs.append(_SHELL_SPECS[kind])
+            kinds[kind] = kind
         elif kind in _SERVER_TOOLS or isinstance(kind, str):
             stripped.append(f"{at} ({kind})")  # never run where the kernel cannot see it
         else:
             raise WireError(INVALID, f"{at}.type is required", f"{at}.type")
-    return tuple(specs), kinds, stripped
+    return tuple(specs), kinds, stripped, kept
+
+
+def _shell_is_local(tool: Mapping[str, Any]) -> bool:
+    """A ``shell`` tool runs on the client unless its environment is a hosted container."""
+    env = tool.get("environment")
+    return not (isinstance(env, Mapping) and env.get("type") in _HOSTED_SHELL)
 
 
 def _tool_choice(value: Any) -> str | None:
@@ -252,7 +380,15 @@ def parse_request(body: Any) -> ParsedRequest:
     messages.extend(_items(obj.get("input")))
     if not messages:
         raise WireError(INVALID, "input must not be empty", "input")
-    tools, kinds, stripped = _tools(obj.get("tools"))
+    for name in sorted(_UNFORWARDED_FIELDS & obj.keys()):
+        if name in ("conversation", "prompt") and obj.get(name) is not None:
+            raise WireError(
+                "unsupported_parameter",
+                f"{name} brings in server-side state fak cannot screen; send the whole "
+                "conversation in input instead",
+                name,
+            )
+    tools, kinds, stripped, kept = _tools(obj.get("tools"))
     turn = TurnRequest(
         model=opt_str(obj, "model", "body"),
         messages=tuple(messages),
@@ -276,33 +412,78 @@ def parse_request(body: Any) -> ParsedRequest:
         options["tool_kinds"] = kinds
     if stripped:
         options["stripped"] = tuple(stripped)
+    if any(t.get("type") != "function" or t.keys() - _PLAIN_FUNCTION for t in kept):
+        options["responses_tools"] = tuple(kept)  # shapes a plain rendering would lose
+    extra = {k: v for k, v in obj.items() if k not in _READ_FIELDS and k not in _UNFORWARDED_FIELDS}
+    if extra:
+        options["responses_extra"] = extra
     return ParsedRequest(turn, options)
 
 
+def _output_item(m: Message, kind: str) -> dict[str, Any]:
+    """A tool result as the input item its call's kind takes."""
+    if kind == "custom":
+        return {"type": "custom_tool_call_output", "call_id": m.tool_call_id, "output": m.content}
+    if kind == "local_shell":
+        return {"type": "local_shell_call_output", "id": m.tool_call_id, "output": m.content}
+    if kind == "shell":
+        chunk = {"stdout": m.content, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+        return {"type": "shell_call_output", "call_id": m.tool_call_id, "output": [chunk]}
+    return {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
+
+
+def _native_tools(kept: Any, names: set[str]) -> list[dict[str, Any]]:
+    """The client's own tool objects, limited to the tools still offered (a namespace keeps
+    only its offered members)."""
+    out: list[dict[str, Any]] = []
+    for tool in kept:
+        kind = tool.get("type")
+        if kind == "namespace":
+            ns = tool.get("name")
+            members = [
+                fn
+                for fn in tool.get("tools") or []
+                if isinstance(fn, Mapping) and f"{ns}.{fn.get('name')}" in names
+            ]
+            if members:
+                out.append({**tool, "tools": members})
+        elif (tool.get("name") if kind in ("function", "custom") else kind) in names:
+            out.append(tool)
+    return out
+
+
 def render_request(parsed: ParsedRequest) -> dict[str, Any]:
-    """Canonical form → a Responses request (every message as an input item)."""
+    """Canonical form → a Responses request (every message as an input item). Tools, calls
+    and results of a request that came in on this wire keep their own shapes (namespaces,
+    custom and shell tools), and its fields fak does not read are carried over."""
     turn = parsed.turn
+    opts = parsed.options
+    kinds: Mapping[str, str] = opts.get("tool_kinds") or {}
     items: list[dict[str, Any]] = []
     for m in turn.messages:
         if m.role is Role.TOOL:
-            items.append(
-                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
-            )
+            items.append(_output_item(m, kinds.get(m.name or "", "")))
             continue
         if m.role is not Role.ASSISTANT or m.content or not m.tool_calls:
             items.append({"type": "message", "role": str(m.role), "content": m.content})
-        items.extend(_call_item(c, "") for c in m.tool_calls)
-    body: dict[str, Any] = {"model": turn.model, "input": items}
+        items.extend(_call_item(c, "", kinds=kinds) for c in m.tool_calls)
+    body: dict[str, Any] = dict(opts.get("responses_extra") or {})
+    body.update(model=turn.model, input=items)
     if turn.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": dict(t.parameters),
-            }
-            for t in turn.tools
-        ]
+        names = {t.name for t in turn.tools}
+        kept = opts.get("responses_tools")
+        if kept:
+            body["tools"] = _native_tools(kept, names)
+        else:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                }
+                for t in turn.tools
+            ]
     if turn.max_tokens is not None:
         body["max_output_tokens"] = turn.max_tokens
     if turn.temperature is not None:
@@ -311,7 +492,6 @@ def render_request(parsed: ParsedRequest) -> dict[str, Any]:
         body["stream"] = True
     if turn.session:
         body["user"] = turn.session
-    opts = parsed.options
     if "top_p" in opts:
         body["top_p"] = opts["top_p"]
     choice = opts.get("tool_choice")
@@ -333,7 +513,14 @@ def _call_item(
 ) -> dict[str, Any]:
     kind = (kinds or {}).get(c.name, "")
     item: dict[str, Any]
-    if kind == "custom":
+    if kind in ("local_shell", "shell"):
+        item = {
+            "type": f"{kind}_call",
+            "call_id": c.id,
+            "action": _shell_action(kind, c.arguments),
+            "status": status,
+        }
+    elif kind == "custom":
         try:
             args = orjson.loads(c.arguments or "{}")
         except orjson.JSONDecodeError:
@@ -361,6 +548,38 @@ def _call_item(
     if item_id:
         item["id"] = item_id
     return item
+
+
+def _shell_action(kind: str, arguments: str) -> dict[str, Any]:
+    """The action a shell call item carries, from its adjudicated arguments: the exact list
+    when it is there, else the command line split as a POSIX shell would."""
+    try:
+        args = orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        args = {}
+    if not isinstance(args, dict):
+        args = {}
+    line = args.get("command") if isinstance(args.get("command"), str) else ""
+    if kind == "local_shell":
+        argv = args.get("argv")
+        if not (isinstance(argv, list) and all(isinstance(x, str) for x in argv)):
+            try:
+                argv = shlex.split(line)
+            except ValueError:
+                argv = ["sh", "-c", line]
+        action: dict[str, Any] = {"type": "exec", "command": argv, "env": args.get("env") or {}}
+        for key in ("timeout_ms", "working_directory", "user"):
+            if args.get(key) is not None:
+                action[key] = args[key]
+        return action
+    commands = args.get("commands")
+    if not (isinstance(commands, list) and all(isinstance(x, str) for x in commands)):
+        commands = [line] if line else []
+    action = {"commands": commands}
+    for key in ("timeout_ms", "max_output_length"):
+        if args.get(key) is not None:
+            action[key] = args[key]
+    return action
 
 
 def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
@@ -436,15 +655,36 @@ def parse_response(body: Any) -> PlannerTurn:
     calls: list[ProposedCall] = []
     for raw in obj.get("output") or []:
         item = as_object(raw, "output[]")
-        if item.get("type") == "message":
+        kind = item.get("type")
+        if kind == "message":
             texts.append(_text(item.get("content") or [], "output[].content"))
-        elif item.get("type") == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
+            name = req_str(item, "name", "output[]")
+            ns = item.get("namespace")
+            if isinstance(ns, str) and ns:
+                name = f"{ns}.{name}"
+            if kind == "custom_tool_call":
+                raw_input = item.get("input")
+                arguments = orjson.dumps(
+                    {"input": raw_input if isinstance(raw_input, str) else ""}
+                ).decode()
+            else:
+                arguments = req_str(item, "arguments", "output[]")
+            calls.append(ProposedCall(req_str(item, "call_id", "output[]"), name, arguments))
+        elif kind in ("local_shell_call", "shell_call"):
+            name = "local_shell" if kind == "local_shell_call" else "shell"
+            action = as_object(item.get("action"), "output[].action")
             calls.append(
                 ProposedCall(
                     req_str(item, "call_id", "output[]"),
-                    req_str(item, "name", "output[]"),
-                    req_str(item, "arguments", "output[]"),
+                    name,
+                    _shell_arguments(name, action, "output[].action"),
                 )
+            )
+        elif kind not in _SKIPPED_ITEMS and kind != "reasoning":
+            raise WireError(
+                "upstream_bad_tool_calls",
+                f"the upstream answered an output item of type {kind!r} fak cannot adjudicate",
             )
     usage = obj.get("usage") if isinstance(obj.get("usage"), Mapping) else {}
     assert isinstance(usage, Mapping)
@@ -459,6 +699,35 @@ def parse_response(body: Any) -> PlannerTurn:
         usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
         model=model if isinstance(model, str) else "",
     )
+
+
+class ResponsesStreamAccumulator:
+    """Reads a Responses upstream's stream: text deltas as they arrive, and the turn from the
+    final ``response`` object. A stream that fails or ends before it is a bad response."""
+
+    __slots__ = ("_final",)
+
+    def __init__(self) -> None:
+        self._final: Any = None
+
+    def feed(self, event: str | None, data: Any) -> str:
+        obj = as_object(data, "event")
+        kind = obj.get("type") or event
+        if kind == "response.output_text.delta":
+            delta = obj.get("delta")
+            return delta if isinstance(delta, str) else ""
+        if kind in ("response.completed", "response.incomplete"):
+            self._final = obj.get("response")
+        elif kind in ("response.failed", "error"):
+            raise WireError("upstream_bad_response", "the upstream's response failed")
+        return ""
+
+    def finish(self) -> PlannerTurn:
+        if self._final is None:
+            raise WireError(
+                "upstream_bad_response", "the upstream's stream ended before response.completed"
+            )
+        return parse_response(self._final)
 
 
 class ResponseEvents:
