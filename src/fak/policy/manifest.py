@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from fak.abi import Reason
 from fak.policy.regex import compile_re2
+
+_HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -129,6 +132,7 @@ class ArgRule(_Strict):
     tool: str
     arg: str
     allow_glob: str | None = None
+    allow_hosts: tuple[str, ...] | None = None
     deny_regex: str | None = None
     max_bytes: int | None = None
     reason: str | None = None
@@ -173,18 +177,37 @@ class ArgRule(_Strict):
             raise ValueError(msg)
         return value if value is None else _check_glob(value, "allow")
 
+    @field_validator("allow_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            msg = "allow_hosts must name at least one host"
+            raise ValueError(msg)
+        for host in value:
+            bare = host.removeprefix("*.")
+            labels = bare.split(".")
+            if host != host.lower() or not all(_HOST_LABEL.fullmatch(x) for x in labels):
+                msg = (
+                    f"allow_hosts entry {host!r} is not a lower-case host name "
+                    "(example.com, or *.example.com for its subdomains)"
+                )
+                raise ValueError(msg)
+        return value
+
     @model_validator(mode="after")
     def _one_matcher(self) -> ArgRule:
         present = [
             name
-            for name in ("allow_glob", "deny_regex", "max_bytes")
+            for name in ("allow_glob", "allow_hosts", "deny_regex", "max_bytes")
             if getattr(self, name) is not None
         ]
         if len(present) != 1:
             got = " and ".join(present) if present else "none"
             msg = (
-                f"rule for {self.tool}.{self.arg} needs exactly one of allow_glob, deny_regex, "
-                f"max_bytes (got {got})"
+                f"rule for {self.tool}.{self.arg} needs exactly one of allow_glob, allow_hosts, "
+                f"deny_regex, max_bytes (got {got})"
             )
             raise ValueError(msg)
         return self
