@@ -40,9 +40,38 @@ def test_a_rebuilt_claude_code_request_keeps_its_inert_fields() -> None:
     rebuilt = anthropic.render_request(anthropic.parse_request(body), stream=True)
     assert rebuilt["output_config"] == body["output_config"]
     assert rebuilt["metadata"] == body["metadata"]
-    # thinking blocks are not carried by the canonical form, so neither is the thinking switch
-    assert "thinking" not in rebuilt and "context_management" not in rebuilt
+    # thinking blocks ride beside their turn, so the thinking settings travel too
+    assert rebuilt["thinking"] == body["thinking"]
+    assert rebuilt["context_management"] == body["context_management"]
     assert orjson.dumps(rebuilt)  # renders
+
+
+def test_a_rebuilt_request_puts_every_thinking_block_back_in_its_turn() -> None:
+    signed = {"type": "thinking", "thinking": "check the file first", "signature": "sig-1"}
+    redacted = {"type": "redacted_thinking", "data": "opaque-2"}
+    body = {
+        "model": "m",
+        "max_tokens": 64,
+        "thinking": {"type": "enabled", "budget_tokens": 32},
+        "messages": [
+            {"role": "user", "content": "read a, then b"},
+            {
+                "role": "assistant",
+                "content": [signed, {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "A"}],
+            },
+            {"role": "assistant", "content": [redacted, {"type": "text", "text": "now b"}]},
+            {"role": "user", "content": "go on"},
+        ],
+    }
+    rebuilt = anthropic.render_request(anthropic.parse_request(body))
+    first, second = (m for m in rebuilt["messages"] if m["role"] == "assistant")
+    assert first["content"][0] == signed and first["content"][1]["type"] == "tool_use"
+    assert second["content"] == [redacted, {"type": "text", "text": "now b"}]
+    assert rebuilt["thinking"] == body["thinking"]
 
 
 def test_server_tools_and_mcp_servers_are_stripped_not_refused() -> None:

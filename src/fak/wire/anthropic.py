@@ -4,8 +4,10 @@ Client direction: ``parse_request``, ``render_response`` and ``MessageEvents`` (
 message_start … message_stop). Upstream direction: ``render_request``, ``parse_response`` and
 ``MessagesStreamAccumulator``. ``tool_result`` blocks become TOOL messages (their tool name is
 recovered from the ``tool_use`` they answer); consecutive TOOL messages render back as one user
-message. Only text, tool_use and tool_result blocks are carried; thinking blocks are dropped;
-image and document blocks have no text to screen and travel only in a byte-for-byte passthrough.
+message. Text, tool_use and tool_result blocks are carried; thinking blocks (model-signed and
+opaque, never tool output) ride beside their assistant turn and are put back, unchanged, when a
+request is rebuilt; image and document blocks have no text to screen and travel only in a
+byte-for-byte passthrough.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ __all__ = [
 
 BAD_UPSTREAM = "upstream_bad_response"
 BAD_TOOL_CALLS = "upstream_bad_tool_calls"
-_DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 # Blocks without text (a screenshot Claude Code read, a PDF): forwarded only inside the client's
 # own bytes; a rebuilt request carries the text around them, not them.
 _MEDIA_BLOCKS = frozenset({"image", "document"})
@@ -133,7 +135,18 @@ def _user(content: Any, at: str, names: dict[str, str]) -> list[Message]:
     return out
 
 
-def _assistant(content: Any, at: str, names: dict[str, str]) -> Message:
+def _thinking_block(b: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A thinking block as the upstream signed it (only its own keys), or None if malformed."""
+    fields = ("thinking", "signature") if b.get("type") == "thinking" else ("data",)
+    if not all(isinstance(b.get(f), str) for f in fields):
+        return None
+    return {"type": b["type"], **{f: b[f] for f in fields}}
+
+
+def _assistant(
+    content: Any, at: str, names: dict[str, str], thinking: list[dict[str, Any]]
+) -> Message:
+    """An assistant turn; its thinking blocks (model-signed, opaque) go to ``thinking``."""
     if isinstance(content, str):
         return Message(Role.ASSISTANT, content)
     if not isinstance(content, list):
@@ -154,7 +167,11 @@ def _assistant(content: Any, at: str, names: dict[str, str]) -> Message:
             )
             names[call.id] = call.name
             calls.append(call)
-        elif kind not in _DROPPED_BLOCKS:
+        elif kind in _THINKING_BLOCKS:
+            block = _thinking_block(b)
+            if block is not None:
+                thinking.append(block)
+        else:
             raise _unsupported(kind, where)
     return Message(Role.ASSISTANT, "".join(texts), tool_calls=tuple(calls))
 
@@ -210,6 +227,8 @@ def parse_request(body: Any) -> ParsedRequest:
     if system:
         messages.append(Message(Role.SYSTEM, system))
     names: dict[str, str] = {}
+    thinking: dict[int, tuple[dict[str, Any], ...]] = {}
+    assistant_turns = 0
     for i, raw in enumerate(raw_messages):
         at = f"messages[{i}]"
         m = as_object(raw, at)
@@ -217,7 +236,11 @@ def parse_request(body: Any) -> ParsedRequest:
         if role == "user":
             messages.extend(_user(m.get("content"), at, names))
         elif role == "assistant":
-            messages.append(_assistant(m.get("content"), at, names))
+            blocks: list[dict[str, Any]] = []
+            messages.append(_assistant(m.get("content"), at, names, blocks))
+            if blocks:
+                thinking[assistant_turns] = tuple(blocks)
+            assistant_turns += 1
         elif role == "system":  # trusted system text mid-conversation (Claude Code sends it)
             messages.append(Message(Role.SYSTEM, _text_blocks(m.get("content"), f"{at}.content")))
         else:
@@ -254,6 +277,8 @@ def parse_request(body: Any) -> ParsedRequest:
     extra = {k: v for k, v in obj.items() if k not in _READ_KEYS and k not in _BYPASS_KEYS}
     if extra:
         options["anthropic_extra"] = extra
+    if thinking:
+        options["anthropic_thinking"] = thinking
     return ParsedRequest(turn, options)
 
 
@@ -278,9 +303,6 @@ _READ_KEYS = frozenset(
 )
 # Keys that would run tools where the kernel never sees them: never forwarded.
 _BYPASS_KEYS = ("mcp_servers", "container")
-# Fields tied to thinking blocks, which the canonical form does not carry: a rebuilt request
-# drops them with the blocks (an upstream would refuse thinking without its blocks).
-_THINKING_KEYS = frozenset({"thinking", "context_management"})
 _BLOCK_KEYS = {
     "text": frozenset({"type", "text", "cache_control", "citations"}),
     "tool_use": frozenset({"type", "id", "name", "input", "cache_control", "caller"}),
@@ -359,10 +381,10 @@ def _input_object(call: ProposedCall) -> Any:
     return value
 
 
-def _assistant_json(m: Message) -> dict[str, Any]:
-    if not m.tool_calls:
+def _assistant_json(m: Message, thinking: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    if not m.tool_calls and not thinking:
         return {"role": "assistant", "content": m.content}
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = [dict(b) for b in thinking]  # first, as the model wrote them
     if m.content:
         blocks.append({"type": "text", "text": m.content})
     blocks.extend(
@@ -378,6 +400,8 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
     system = [m.content for m in turn.messages if m.role is Role.SYSTEM]
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
+    thinking: Mapping[int, tuple[dict[str, Any], ...]] = opts.get("anthropic_thinking") or {}
+    assistant_turns = 0
     for m in turn.messages:
         if m.role is Role.TOOL:
             results.append(
@@ -390,7 +414,8 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
         if m.role is Role.USER:
             out.append({"role": "user", "content": m.content})
         elif m.role is Role.ASSISTANT:
-            out.append(_assistant_json(m))
+            out.append(_assistant_json(m, thinking.get(assistant_turns, ())))
+            assistant_turns += 1
     if results:
         out.append({"role": "user", "content": results})
     body: dict[str, Any] = {
@@ -420,7 +445,7 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
         else:
             body["tool_choice"] = {"type": {"required": "any"}.get(choice, choice)}
     for key, value in (opts.get("anthropic_extra") or {}).items():
-        if key not in _THINKING_KEYS and key not in body:
+        if key not in body:  # thinking settings too: the thinking blocks travel with them
             body[key] = value
     if stream:
         body["stream"] = True
