@@ -215,6 +215,7 @@ def _hooked_project(tmp_path: Path, *events: str) -> Path:
     run_dir.mkdir(mode=0o700, exist_ok=True)
     hook = (
         f"FAK_RUN_DIR={run_dir} FAK_HOOK_DAEMON=require FAK_HOOKD_IDLE_S=60 "
+        f"FAK_AUDIT_JOURNAL={tmp_path / 'hook-audit.jsonl'} "
         f"{sys.executable} -m fak.cli.launch hook --policy {policy}"
     )
     entry = [{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]
@@ -297,6 +298,15 @@ def test_claude_code_with_fak_hook_keeps_a_poisoned_read_from_the_model(
         assert AKIA.encode() not in mock.bodies
         assert b"Ignore all previous instructions" not in mock.bodies
         assert b"held out" in mock.bodies  # the refusal, in band
+        clean = project / "BUILD.md"
+        clean.write_text("# Build\nRun make; the artifacts land in out/7f3a.\n")
+        prompt = "call Read " + json.dumps({"file_path": str(clean)})
+        result = _claude(up, project, prompt, env_home)
+        assert result["_exit"] == 0, result
+        assert b"out/7f3a" in mock.bodies  # an allowed read runs and reaches the model
+    journal = tmp_path / "hook-audit.jsonl"
+    report = verify(journal)  # every hook decision of both sessions, in one chain
+    assert report.ok and report.rows >= 4 and AKIA not in journal.read_text()
 
 
 def test_fak_init_claude_code_makes_a_working_guard(tmp_path: Path) -> None:
