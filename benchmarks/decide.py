@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from typing import Any
 
 import fak
 from fak.abi import ToolCall
+from fak.cli.hookd import stop_deciders
 from fak.kernel import Kernel
 from fak.policy import Policy
 
@@ -193,14 +193,6 @@ def _spawned(spawns: int, run_dir: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def _stop_decider(run_dir: str) -> None:
-    for pid_file in Path(run_dir).glob("hookd-*.pid"):
-        try:
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
-        except (OSError, ValueError):
-            continue
-
-
 def _fmt_ns(ns: float) -> str:
     if ns >= 1e6:
         return f"{ns / 1e6:,.2f} ms"
@@ -224,7 +216,7 @@ def main() -> None:
         try:
             spawned_arms = _spawned(opts.spawns, run_dir)
         finally:
-            _stop_decider(run_dir)
+            stop_deciders(run_dir)
     bare = spawned_arms["bare `python -S -c pass` (floor)"]
     spawned = spawned_arms["`fak hook`, resident decider"]
     headline = in_proc["decide allow (exact allow-list, read)"]

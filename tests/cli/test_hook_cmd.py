@@ -8,41 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fak.cli.hookd import stop_deciders
 from fak.journal import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL = [sys.executable, "-m", "fak.cli.main", "hook"]
 LAUNCHER = [sys.executable, "-m", "fak.cli.launch", "hook"]
 _RUN: dict[str, str] = {}
-
-
-def stop_deciders(run_dir: Path) -> None:
-    """SIGTERM every decider started in ``run_dir`` and wait until it has cleaned up (one just
-    spawned gets a few seconds to write its pid file; ``FAK_HOOKD_IDLE_S`` is the backstop)."""
-    for log in run_dir.glob("hookd-*.log"):
-        pid_file = log.with_suffix(".pid")
-        for _ in range(60):
-            if pid_file.exists():
-                break
-            time.sleep(0.05)
-        try:
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
-        except (OSError, ValueError):
-            continue
-        for _ in range(100):
-            if not pid_file.exists():
-                break
-            time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli.test_hook_cmd import LAUNCHER, stop_deciders
 
 from fak.cli import hookd
 from fak.cli.hook_cmd import HookState, answer
 from fak.cli.hookclient import MAGIC, request_frame, socket_path
+from fak.cli.hookd import stop_deciders
 
+LAUNCHER = [sys.executable, "-m", "fak.cli.launch", "hook"]
 POLICY = {"allow": ["Read"], "deny": {"Write": "POLICY_BLOCK"}}
 PRE_READ = {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {"file_path": "a"}}
 

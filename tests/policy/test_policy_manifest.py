@@ -97,7 +97,7 @@ def test_vocabulary_is_the_twelve_refusals() -> None:
         (
             '{"arg_rules": [{"tool": "t", "arg": "a"}]}',
             PolicyErrorCode.BAD_RULE,
-            "exactly one of allow_glob, allow_hosts, deny_regex, max_bytes (got none)",
+            "allow_emails, deny_regex, max_bytes (got none)",
         ),
         (
             '{"arg_rules": [{"tool": "t", "arg": "a", "max_bytes": 5, "allow_glob": "x/**"}]}',

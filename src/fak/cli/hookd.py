@@ -28,7 +28,7 @@ from pathlib import Path
 from fak.cli.hook_cmd import HookState, answer
 from fak.cli.hookclient import MAGIC, private_dir
 
-__all__ = ["Decider", "main", "parse_request"]
+__all__ = ["Decider", "main", "parse_request", "stop_deciders"]
 
 _MAX_REQUEST = 33 * 1024 * 1024
 _HANDBACK = MAGIC + b"\x01\x00"
@@ -169,6 +169,27 @@ def _sole_owner(path: str) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
+
+
+def stop_deciders(run_dir: str | Path, *, wait_s: float = 5.0) -> int:
+    """SIGTERM every decider started in ``run_dir`` and wait until each has removed its files;
+    one that was just spawned gets a moment to write its pid file. Returns how many were
+    signalled."""
+    stopped = 0
+    for log in Path(run_dir).glob("hookd-*.log"):
+        pid_file = log.with_suffix(".pid")
+        deadline = time.monotonic() + min(wait_s, 3.0)
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            os.kill(int(pid_file.read_text(encoding="ascii")), signal.SIGTERM)
+        except (OSError, ValueError):
+            continue
+        stopped += 1
+        deadline = time.monotonic() + wait_s
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return stopped
 
 
 def main(argv: list[str] | None = None) -> int:

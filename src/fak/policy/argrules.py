@@ -1,8 +1,11 @@
 """Compiled arg-level predicates: restrict-only rules on one decoded argument value (tier T1).
 
-A rule never grants anything; it can only refuse an otherwise allowed call. Values are read as
-scalars (string, number, bool); objects, arrays and null count as absent. ``allow_hosts`` reads
-the value as an http(s) URL and admits it only when its parsed host is listed. The witness names the
+A rule never grants anything; it can only refuse an otherwise allowed call. ``arg`` is a name or
+a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one);
+values are read as scalars (string, number, bool); objects, arrays and null count as absent.
+``allow_glob`` takes one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and
+``allow_emails`` as an e-mail address, and admit it only when its parsed host / address is
+listed. The witness names the
 violated bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
 """
 
@@ -18,7 +21,16 @@ from fak.policy.globs import AllowGlob
 from fak.policy.manifest import ArgRule, compile_re2
 from fak.policy.names import match_key
 
-__all__ = ["CompiledArgRule", "host_listed", "scalar_text", "url_host"]
+__all__ = [
+    "CompiledArgRule",
+    "email_address",
+    "email_listed",
+    "host_listed",
+    "parse_arg_path",
+    "scalar_text",
+    "url_host",
+    "values_at",
+]
 
 _WITNESS_RE_MAX = 120
 
@@ -75,67 +87,154 @@ def host_listed(host: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+def email_address(value: str) -> tuple[str, str] | None:
+    """(local part, domain) of one e-mail address — bare or as ``Name <addr>`` — lower case
+    with the domain IDNA-encoded, or None for anything that is not exactly one address (a
+    display name that itself holds an ``@`` is ambiguous, so it is none)."""
+    text = value.strip()
+    if text.endswith(">") and text.count("<") == 1:
+        name, _, text = text[:-1].partition("<")
+        if "@" in name:
+            return None
+        text = text.strip()
+    if any(ch in _URL_BANNED or ord(ch) < 0x20 or ch in '<>,;"()[]:/?#' for ch in text):
+        return None
+    local, at, domain = text.rpartition("@")
+    if not at or not local or "@" in local or not domain or domain.endswith("."):
+        return None
+    host = url_host(f"https://{domain}/")
+    if host is None:
+        return None
+    return local.lower(), host
+
+
+def email_listed(address: tuple[str, str], patterns: tuple[str, ...]) -> bool:
+    """``alice@example.com``, ``*@example.com`` or ``*@*.example.com``."""
+    local, domain = address
+    for pattern in patterns:
+        want_local, _, want_domain = pattern.rpartition("@")
+        if (want_local == "*" or want_local == local) and host_listed(domain, (want_domain,)):
+            return True
+    return False
+
+
+_Segment = tuple[str, bool]  # (field name, each element of a list)
+
+
+def parse_arg_path(path: str) -> tuple[_Segment, ...]:
+    """``recipients[]`` → ((recipients, True),); ``event.participants[]`` → two segments."""
+    return tuple((part.removesuffix("[]"), part.endswith("[]")) for part in path.split("."))
+
+
+def values_at(args: Mapping[str, Any], path: tuple[_Segment, ...]) -> list[Any] | None:
+    """Every value the path reaches; None when a field on the way is missing (a path through a
+    list reaches nothing in an empty list, which is not missing)."""
+    current: list[Any] = [args]
+    for name, each in path:
+        reached: list[Any] = []
+        for node in current:
+            value = node.get(name) if isinstance(node, Mapping) else None
+            if value is None:
+                return None
+            if each and isinstance(value, list):
+                reached.extend(value)
+            else:
+                reached.append(value)
+        current = reached
+    return current
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledArgRule:
     tool_lower: str
     arg: str
     reason: Reason
     witness: str
-    allow_glob: AllowGlob | None = None
+    allow_glob: tuple[AllowGlob, ...] | None = None
     allow_hosts: tuple[str, ...] | None = None
+    allow_emails: tuple[str, ...] | None = None
     deny_regex: Any = None
     max_bytes: int | None = None
+    path: tuple[_Segment, ...] = ()
 
     @classmethod
     def compile(cls, rule: ArgRule, root: str | None = None) -> CompiledArgRule:
         reason = Reason[rule.reason] if rule.reason else Reason.POLICY_BLOCK
         prefix = f"{rule.tool}.{rule.arg}"
+        head = (match_key(rule.tool), rule.arg, reason)
+        path = parse_arg_path(rule.arg)
         if rule.allow_glob is not None:
+            globs = (rule.allow_glob,) if isinstance(rule.allow_glob, str) else rule.allow_glob
+            shown = globs[0] if isinstance(rule.allow_glob, str) else f"[{_shown(globs)}]"
             return cls(
-                match_key(rule.tool),
-                rule.arg,
-                reason,
-                f"{prefix} allow_glob {rule.allow_glob}",
-                allow_glob=AllowGlob(rule.allow_glob, root),
+                *head,
+                f"{prefix} allow_glob {shown}",
+                allow_glob=tuple(AllowGlob(g, root) for g in globs),
+                path=path,
             )
         if rule.allow_hosts is not None:
-            shown_hosts = ", ".join(rule.allow_hosts[:4]) + (
-                ", ..." if len(rule.allow_hosts) > 4 else ""
-            )
             return cls(
-                match_key(rule.tool),
-                rule.arg,
-                reason,
-                f"{prefix} allow_hosts [{shown_hosts}]",
+                *head,
+                f"{prefix} allow_hosts [{_shown(rule.allow_hosts)}]",
                 allow_hosts=tuple(rule.allow_hosts),
+                path=path,
+            )
+        if rule.allow_emails is not None:
+            return cls(
+                *head,
+                f"{prefix} allow_emails [{_shown(rule.allow_emails)}]",
+                allow_emails=tuple(rule.allow_emails),
+                path=path,
             )
         if rule.deny_regex is not None:
-            shown = rule.deny_regex[:_WITNESS_RE_MAX]
+            shown_re = rule.deny_regex[:_WITNESS_RE_MAX]
             return cls(
-                match_key(rule.tool),
-                rule.arg,
-                reason,
-                f"{prefix} deny_regex /{shown}/",
+                *head,
+                f"{prefix} deny_regex /{shown_re}/",
                 deny_regex=compile_re2(rule.deny_regex),
+                path=path,
             )
         return cls(
-            match_key(rule.tool),
-            rule.arg,
-            reason,
-            f"{prefix} max_bytes {rule.max_bytes}",
-            max_bytes=rule.max_bytes,
+            *head, f"{prefix} max_bytes {rule.max_bytes}", max_bytes=rule.max_bytes, path=path
         )
 
-    def violated(self, args: Mapping[str, Any]) -> bool:
-        text = scalar_text(args.get(self.arg))
+    @property
+    def positive(self) -> bool:
+        """A rule every value must satisfy (as opposed to one no value may trip)."""
+        return (
+            self.allow_glob is not None
+            or self.allow_hosts is not None
+            or self.allow_emails is not None
+        )
+
+    def _admits(self, text: str) -> bool:
         if self.allow_glob is not None:
-            # positive rule: a missing value, or one outside the glob, fails closed
-            return text is None or not self.allow_glob.admits(text)
+            return any(g.admits(text) for g in self.allow_glob)
         if self.allow_hosts is not None:
-            host = url_host(text) if text is not None else None
-            return host is None or not host_listed(host, self.allow_hosts)
-        if text is None:
-            return False
+            host = url_host(text)
+            return host is not None and host_listed(host, self.allow_hosts)
+        assert self.allow_emails is not None
+        address = email_address(text)
+        return address is not None and email_listed(address, self.allow_emails)
+
+    def violated(self, args: Mapping[str, Any]) -> bool:
+        """True when the call breaks the rule. A positive rule fails closed on a missing scalar
+        argument and on any value that is not a scalar; a path through a list checks every
+        element (an empty or absent list has none to check)."""
+        path = self.path or parse_arg_path(self.arg)
+        values = values_at(args, path)
+        if values is None:
+            return self.positive and not any(each for _, each in path)
+        texts = [scalar_text(v) for v in values]
+        if self.positive:
+            return any(t is None or not self._admits(t) for t in texts)
         if self.deny_regex is not None:
-            return self.deny_regex.search(text) is not None
-        return self.max_bytes is not None and len(text.encode("utf-8")) > self.max_bytes
+            return any(t is not None and self.deny_regex.search(t) is not None for t in texts)
+        limit = self.max_bytes
+        return limit is not None and any(
+            t is not None and len(t.encode("utf-8")) > limit for t in texts
+        )
+
+
+def _shown(items: tuple[str, ...]) -> str:
+    return ", ".join(items[:4]) + (", ..." if len(items) > 4 else "")

@@ -24,6 +24,15 @@ from fak.abi import Reason
 from fak.policy.regex import compile_re2
 
 _HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_EMAIL_LOCAL = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~.-]+")
+_ARG_PATH = re.compile(r"[^.\[\]\s]+(\[\])?(\.[^.\[\]\s]+(\[\])?)*")
+
+
+def _valid_host_pattern(host: str) -> bool:
+    """``example.com`` or ``*.example.com``: lower-case DNS labels."""
+    bare = host.removeprefix("*.")
+    return host == host.lower() and all(_HOST_LABEL.fullmatch(x) for x in bare.split("."))
+
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -131,8 +140,9 @@ class ArgRule(_Strict):
 
     tool: str
     arg: str
-    allow_glob: str | None = None
+    allow_glob: str | tuple[str, ...] | None = None
     allow_hosts: tuple[str, ...] | None = None
+    allow_emails: tuple[str, ...] | None = None
     deny_regex: str | None = None
     max_bytes: int | None = None
     reason: str | None = None
@@ -142,6 +152,17 @@ class ArgRule(_Strict):
     def _non_empty(cls, value: str) -> str:
         if not value.strip():
             msg = "must be a non-empty name"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("arg")
+    @classmethod
+    def _arg_path(cls, value: str) -> str:
+        if not _ARG_PATH.fullmatch(value):
+            msg = (
+                f"arg {value!r} is not a name or a path: use name, name[] for each element of a "
+                "list, and a.b / a[].b for nested fields"
+            )
             raise ValueError(msg)
         return value
 
@@ -171,11 +192,37 @@ class ArgRule(_Strict):
 
     @field_validator("allow_glob")
     @classmethod
-    def _glob(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            msg = "allow_glob must not be empty"
+    def _glob(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+        if value is None:
+            return None
+        globs = (value,) if isinstance(value, str) else value
+        if not globs or any(not g.strip() for g in globs):
+            msg = "allow_glob must be a non-empty glob or a non-empty list of them"
             raise ValueError(msg)
-        return value if value is None else _check_glob(value, "allow")
+        for glob in globs:
+            _check_glob(glob, "allow")
+        return value
+
+    @field_validator("allow_emails")
+    @classmethod
+    def _emails(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            msg = "allow_emails must name at least one address pattern"
+            raise ValueError(msg)
+        for pattern in value:
+            local, at, domain = pattern.rpartition("@")
+            if not at or not local or not _valid_host_pattern(domain) or pattern != pattern.lower():
+                msg = (
+                    f"allow_emails entry {pattern!r} is not a lower-case address pattern "
+                    "(alice@example.com, *@example.com or *@*.example.com)"
+                )
+                raise ValueError(msg)
+            if local != "*" and (not _EMAIL_LOCAL.fullmatch(local)):
+                msg = f"allow_emails entry {pattern!r} has a bad local part (use * or a name)"
+                raise ValueError(msg)
+        return value
 
     @field_validator("allow_hosts")
     @classmethod
@@ -186,9 +233,7 @@ class ArgRule(_Strict):
             msg = "allow_hosts must name at least one host"
             raise ValueError(msg)
         for host in value:
-            bare = host.removeprefix("*.")
-            labels = bare.split(".")
-            if host != host.lower() or not all(_HOST_LABEL.fullmatch(x) for x in labels):
+            if not _valid_host_pattern(host):
                 msg = (
                     f"allow_hosts entry {host!r} is not a lower-case host name "
                     "(example.com, or *.example.com for its subdomains)"
@@ -200,14 +245,14 @@ class ArgRule(_Strict):
     def _one_matcher(self) -> ArgRule:
         present = [
             name
-            for name in ("allow_glob", "allow_hosts", "deny_regex", "max_bytes")
+            for name in ("allow_glob", "allow_hosts", "allow_emails", "deny_regex", "max_bytes")
             if getattr(self, name) is not None
         ]
         if len(present) != 1:
             got = " and ".join(present) if present else "none"
             msg = (
                 f"rule for {self.tool}.{self.arg} needs exactly one of allow_glob, allow_hosts, "
-                f"deny_regex, max_bytes (got {got})"
+                f"allow_emails, deny_regex, max_bytes (got {got})"
             )
             raise ValueError(msg)
         return self
