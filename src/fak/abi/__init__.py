@@ -3,6 +3,7 @@
 Stdlib only, no I/O. Everything above imports from here; this package imports nothing above it.
 """
 
+from fak.abi.context import Context, Piece, PieceKind
 from fak.abi.protocols import (
     BlobStore,
     Clock,
@@ -42,10 +43,13 @@ __all__ = [
     "REGISTRY",
     "BlobStore",
     "Clock",
+    "Context",
     "Disposition",
     "FinishReason",
     "JournalSink",
     "Message",
+    "Piece",
+    "PieceKind",
     "Planner",
     "PlannerEvent",
     "PlannerInputError",

@@ -11,7 +11,10 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fak.abi.context import Context
 
 __all__ = ["INLINE_MAX", "Ref", "RefKind", "ToolCall", "ToolResult"]
 
@@ -28,6 +31,8 @@ class ToolCall:
     ``args`` is either a decoded mapping or the raw JSON text from the wire (``str``/``bytes``);
     ``None`` means "no arguments". ``caller`` identifies the agent/principal, ``trace_id`` the
     request it belongs to; ``meta`` carries bounded string hints (e.g. ``read_only``).
+    ``context`` is where the run's text came from (``fak.abi.Context``), for sink rules; it
+    takes no part in equality or hashing.
     """
 
     tool: str
@@ -36,6 +41,7 @@ class ToolCall:
     trace_id: str = ""
     call_id: str = ""
     meta: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    context: Context | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

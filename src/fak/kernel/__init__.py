@@ -20,6 +20,7 @@ from fak.kernel.toollock import (
     create_tool_lock,
 )
 from fak.kernel.vdso import VdsoCache
+from fak.kernel.witness import Hold, HoldState, WitnessBook, WitnessError
 
 __all__ = [
     "Admission",
@@ -28,6 +29,8 @@ __all__ = [
     "DenialKind",
     "DenialReason",
     "Handler",
+    "Hold",
+    "HoldState",
     "Kernel",
     "KernelSettings",
     "MiddlewareRequest",
@@ -38,6 +41,8 @@ __all__ = [
     "ToolEntry",
     "UnknownQuarantineId",
     "VdsoCache",
+    "WitnessBook",
+    "WitnessError",
     "admitted_args",
     "build_kernel",
     "create_tool_lock",

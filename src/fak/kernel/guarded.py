@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from fak.abi import ToolCall
+from fak.abi import Context, ToolCall
 from fak.abi.replies import Reply, ReplyBuilder
 from fak.kernel.kernel import Kernel
 from fak.kernel.outcome import outcome_reply
@@ -96,8 +96,10 @@ def guarded_tool(
     idempotent: bool = True,
     caller: str = "",
     trace_ids: Callable[[], str] = lambda: uuid.uuid4().hex,
+    context: Context | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Reply]]:
-    """Decorate ``fn(**args)`` so that calling it returns a Reply and never raises."""
+    """Decorate ``fn(**args)`` so that calling it returns a Reply and never raises. With a
+    ``context``, sink rules judge its arguments against it and its results are added to it."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Reply]:
         tool = name or fn.__name__
@@ -113,7 +115,9 @@ def guarded_tool(
         def call(**kwargs: Any) -> Reply:
             trace_id = trace_ids()
             try:
-                outcome = kernel.syscall(ToolCall(tool, kwargs, caller=caller, trace_id=trace_id))
+                outcome = kernel.syscall(
+                    ToolCall(tool, kwargs, caller=caller, trace_id=trace_id, context=context)
+                )
                 reply = outcome_reply(outcome, tool)
             except Exception as exc:  # the wrapper's promise: a Reply, never an exception
                 logger.error("guarded tool %s crashed (%s)", tool, type(exc).__name__)

@@ -3,7 +3,10 @@
 ``decide`` folds the policy chain to one verdict (the compiled floor when the default chain is in
 use). ``syscall`` consults the vDSO first, else decides, then dispatches only an ALLOW/TRANSFORM
 to a registered handler and admits the handler's result through the quarantine ledger before
-returning it. Refusals are values (``CallOutcome`` with ``status="error"``), never exceptions.
+returning it (and, when the call carries a ``Context``, appends what the model was given to it).
+A REQUIRE_WITNESS verdict opens a hold in the ``WitnessBook``; once approved, the next identical
+call is admitted once. Refusals are values (``CallOutcome`` with ``status="error"``), never
+exceptions.
 Decisions and admissions are journaled (digests only) when a ``JournalSink`` is given; a call
 that cannot be journaled is refused. The policy state is swapped atomically, never merged.
 """
@@ -23,6 +26,7 @@ import orjson
 from fak.abi import (
     BlobStore,
     Clock,
+    Context,
     JournalSink,
     Reason,
     ToolCall,
@@ -35,6 +39,7 @@ from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import Admission, QuarantineLedger
 from fak.kernel.vdso import DEFAULT_CAPACITY, VdsoCache, VdsoEntry, VdsoKey
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
     CompiledFloor,
@@ -76,6 +81,9 @@ _COUNTERS: Final = (
     "unknown_tools",
     "journal_faults",
     "world_bumps",
+    "witness_holds",
+    "witness_admits",
+    "witness_revokes",
 )
 
 
@@ -133,6 +141,7 @@ class Kernel:
         pageout_bytes: int | None = None,
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
+        witness_ttl_s: float = DEFAULT_TTL_S,
     ) -> None:
         injected = chain if isinstance(chain, Chain) else Chain(chain or ())
         self._injected: Chain | None = injected if len(injected) else None
@@ -156,6 +165,9 @@ class Kernel:
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._world = 0
+        self._trust_epoch = 0
+        self._witness = WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
+        self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
 
     # -- policy state -----------------------------------------------------------------------
@@ -258,6 +270,7 @@ class Kernel:
             out = dict(self._counts)
             out["world_version"] = self._world
             out["policy_epoch"] = self._state.epoch
+            out["trust_epoch"] = self._trust_epoch
         return out
 
     @property
@@ -303,7 +316,7 @@ class Kernel:
         return self._store
 
     # -- journal ----------------------------------------------------------------------------
-    def _journal_call(self, kind: str, call: ToolCall, verdict: Verdict) -> bool:
+    def _journal_call(self, kind: str, call: ToolCall, verdict: Verdict, by: str = "") -> bool:
         journal = self._journal
         if journal is None:
             return True
@@ -313,7 +326,7 @@ class Kernel:
             "trace_id": call.trace_id,
             "verdict": str(verdict.kind),
             "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
-            "by": verdict.by,
+            "by": (by or verdict.by)[:64],
             "digest": args_digest(call.args),
             "policy": self._state.policy.version,
         }
@@ -356,7 +369,15 @@ class Kernel:
         """
         assert verdict.new_args is not None
         again = self._state.decider.decide(
-            ToolCall(call.tool, verdict.new_args, call.caller, call.trace_id, call.call_id)
+            ToolCall(
+                call.tool,
+                verdict.new_args,
+                call.caller,
+                call.trace_id,
+                call.call_id,
+                call.meta,
+                call.context,
+            )
         )
         if again.kind == VerdictKind.TRANSFORM and again.new_args is not None:
             if dict(again.new_args) == dict(verdict.new_args):
@@ -372,9 +393,23 @@ class Kernel:
 
         A TRANSFORM is settled: the rewritten call is folded once more and must pass too.
         """
+        presented = call.meta.get("witness", "") if call.meta else ""
+        if presented and self._witness.is_revoked(presented):
+            claim = "the call presents a revoked witness"
+            verdict = Verdict.deny(Reason.TRUST_VIOLATION, "witness", claim=claim)
+            self._count("decisions", "denies")
+            self._journal_call("DENY", call, verdict)
+            return verdict
         verdict = self._state.decider.decide(call)
         if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
             verdict = self._settle(call, verdict)
+        if verdict.kind == VerdictKind.REQUIRE_WITNESS:
+            verdict = self._witnessed(call, verdict)
+            if verdict.kind == VerdictKind.REQUIRE_WITNESS:
+                self._count("decisions", "witness_holds")
+                if not self._journal_call("HOLD", call, verdict, by=_witness_by(verdict)):
+                    return self._unaudited()
+                return verdict
         kind = verdict.kind
         if kind == VerdictKind.DENY:
             self._count("decisions", "denies")
@@ -385,6 +420,88 @@ class Kernel:
         if self._journal is not None and not self._journal_call("DECIDE", call, verdict):
             return self._unaudited()
         return verdict
+
+    def _witnessed(self, call: ToolCall, verdict: Verdict) -> Verdict:
+        """Spend a live approval for exactly this call (ALLOW), else (re)open its hold."""
+        digest = args_digest(call.args)
+        used = self._witness.consume(call.tool, digest)
+        if used is not None:
+            self._count("witness_admits")
+            meta = {**verdict.meta, "witness": used.id, "held_by": verdict.by}
+            return Verdict.allow(f"witness:{used.id}", meta=meta)
+        hold = self._witness.hold(call.tool, digest, verdict.claim)
+        if hold is None:  # the book is full of live holds: refuse rather than forget one
+            claim = "too many witness holds open; approve or let some expire"
+            return Verdict.deny(Reason.UNWITNESSED, "witness", claim=claim)
+        meta = {
+            **verdict.meta,
+            "witness_id": hold.id,
+            "expires_unix": f"{hold.expires:.0f}",
+        }
+        return Verdict.require_witness(verdict.claim, verdict.by, meta=meta)
+
+    # -- witnesses --------------------------------------------------------------------------
+    @property
+    def witnesses(self) -> WitnessBook:
+        return self._witness
+
+    def approve_witness(self, hold_id: str, approver: str = "") -> Hold:
+        """An operator's yes for one held call (raises ``WitnessError`` with a stable code)."""
+        hold = self._witness.approve(hold_id, approver)
+        self._journal_event("WITNESS_APPROVE", hold)
+        return hold
+
+    def revoke_witness(self, hold_id: str) -> dict[str, Any]:
+        """Retire a witness: cached answers admitted under it are evicted, clearances it gave
+        are taken back, calls presenting it are refused, and the trust epoch moves on."""
+        hold = self._witness.revoke(hold_id)
+        evicted = self._vdso.evict_witness(hold_id) if self._vdso is not None else 0
+        with self._lock:
+            cleared = self._cleared_under.pop(hold_id, set())
+            self._trust_epoch += 1
+            self._counts["witness_revokes"] += 1
+            epoch = self._trust_epoch
+        resealed = sum(1 for qid in sorted(cleared) if self._ledger.reseal(qid))
+        self._journal_event("WITNESS_REVOKE", hold)
+        return {
+            "witness": hold_id,
+            "evicted": evicted,
+            "resealed": resealed,
+            "trust_epoch": epoch,
+        }
+
+    @property
+    def trust_epoch(self) -> int:
+        return self._trust_epoch
+
+    def _journal_event(self, kind: str, hold: Hold) -> None:
+        journal = self._journal
+        if journal is None:
+            return
+        record = {
+            "kind": kind,
+            "tool": hold.tool,
+            "by": f"witness:{hold.id}"[:64],
+            "verdict": str(hold.state).upper(),
+            "digest": hold.digest,
+            "policy": self._state.policy.version,
+        }
+        try:
+            journal.append(record)
+        except Exception as exc:
+            logger.error("journal append failed (%s) kind=%s", type(exc).__name__, kind)
+            self._count("journal_faults")
+            msg = "the witness change could not be journaled; it stands, but is unaudited"
+            raise WitnessError("journal_unavailable", msg) from exc
+
+    def context(self, *, user: str = "", system: str = "") -> Context:
+        """A fresh provenance context for one run, seeded with the trusted text given."""
+        ctx = Context()
+        if system:
+            ctx.system(system)
+        if user:
+            ctx.user(user)
+        return ctx
 
     def _unaudited(self) -> Verdict:
         """An admission nobody can audit is refused."""
@@ -410,13 +527,22 @@ class Kernel:
         entry = self._tools.get(call.tool)
         state = self._state
         key: VdsoKey | None = None
-        if entry is not None and entry.cacheable and self._vdso is not None:
+        presented = call.meta.get("witness", "") if call.meta else ""
+        provenance = state.policy.provenance
+        if (
+            entry is not None
+            and entry.cacheable
+            and self._vdso is not None
+            and (provenance is None or not provenance.guards(call.tool))  # context-dependent
+            and not (presented and self._witness.is_revoked(presented))
+        ):
             key = (call.tool, args_digest(call.args), self._world, state.epoch)
             hit = self._vdso.get(key)
             if hit is not None:
                 self._count("vdso_hits")
                 if not self._journal_call("VDSO_HIT", call, _VDSO_ALLOW):
                     return self._refuse(call, self._unaudited(), start)
+                _remember(call, hit.payload)
                 return CallOutcome(
                     OK, _VDSO_ALLOW, hit.payload, hit.admission, "vdso", self._ms(start)
                 )
@@ -455,7 +581,8 @@ class Kernel:
             and verdict.kind == VerdictKind.ALLOW
             and admission.verdict.kind == VerdictKind.ALLOW
         ):
-            self._vdso.put(key, VdsoEntry(admission.payload, admission))
+            self._vdso.put(key, VdsoEntry(admission.payload, admission, presented))
+        _remember(call, admission.payload)
         return CallOutcome(OK, verdict, admission.payload, admission, "tool", self._ms(start))
 
     submit = syscall
@@ -479,9 +606,17 @@ class Kernel:
                 self._journal_result("QUARANTINE", result, admission)
         return admission
 
-    def clear(self, qid: str) -> None:
-        """Record a witness clearance for a held result (unknown ids raise LookupError)."""
+    def clear(self, qid: str, witness: str = "") -> None:
+        """Record a witness clearance for a held result (unknown ids raise LookupError).
+        Under a named ``witness`` (a hold id), revoking that witness takes the clearance back;
+        a revoked witness clears nothing."""
+        if witness and (self._witness.get(witness) is None or self._witness.is_revoked(witness)):
+            msg = f"witness {witness!r} is unknown or revoked; it cannot clear {qid!r}"
+            raise WitnessError("witness_revoked", msg)
         self._ledger.clear(qid)
+        if witness:
+            with self._lock:
+                self._cleared_under.setdefault(witness, set()).add(qid)
         self._count("cleared")
 
     def page_in(self, qid_or_ref: str) -> bytes:
@@ -489,3 +624,14 @@ class Kernel:
         data = self._ledger.page_in(qid_or_ref)
         self._count("paged_in")
         return data
+
+
+def _witness_by(verdict: Verdict) -> str:
+    hold = verdict.meta.get("witness_id", "")
+    return f"witness:{hold}" if hold else verdict.by
+
+
+def _remember(call: ToolCall, payload: bytes) -> None:
+    """What the model is handed becomes part of the run's context (untrusted)."""
+    if call.context is not None:
+        call.context.result(call.tool, call.call_id, payload.decode("utf-8", "replace"))

@@ -53,7 +53,8 @@ class CallOutcome:
 
 
 def held_as_deny(verdict: Verdict) -> Verdict:
-    """A non-admitting fold result as the DENY that holds the call (no witness resolvers yet)."""
+    """A non-admitting fold result as the DENY that holds the call (a held call keeps its
+    ``witness_id`` in the meta, so the refusal can say what an operator would approve)."""
     match verdict.kind:
         case VerdictKind.DENY:
             return verdict
@@ -77,6 +78,10 @@ def deny_value(verdict: Verdict, tool: str) -> dict[str, Any]:
     }
     if verdict.claim:
         out["witness"] = verdict.claim
+    hold = verdict.meta.get("witness_id")
+    if hold:
+        out["witness_id"] = hold
+        out["approve"] = f"fak witness approve {hold}"
     return out
 
 

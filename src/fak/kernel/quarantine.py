@@ -371,6 +371,15 @@ class QuarantineLedger:
                 held.cleared = True
                 self._counts["cleared"] += 1
 
+    def reseal(self, qid: str) -> bool:
+        """Take a clearance back (its witness was revoked); True if the id was cleared."""
+        with self._lock:
+            held = self._held.get(qid)
+            if held is None or not held.cleared:
+                return False
+            held.cleared = False
+            return True
+
     def page_in(self, qid_or_ref: str) -> bytes:
         """The original bytes of a cleared quarantine id or a paged-out digest, re-screened.
 

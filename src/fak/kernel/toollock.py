@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from fak.abi import Reason, ToolCall, Verdict, VerdictKind
+from fak.abi import Context, Reason, ToolCall, Verdict, VerdictKind
 from fak.kernel.kernel import Kernel
 from fak.policy import Policy
 
@@ -78,6 +78,8 @@ class MiddlewareRequest:
     mode: str | None = None
     rep_snapshot: Any = None
     rule_version: str | None = None
+    context: Context | None = None
+    """Where this run's text came from (sink rules); the stage's own context when None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +132,14 @@ def create_tool_lock(
     on_event: Callable[[AdmissionAuditEvent], None] | None = None,
     default_mode: str = "normal",
     allow_transform: bool = False,
+    context: Context | None = None,
 ) -> MiddlewareStage:
     """Build a stage bound to a kernel (or a fresh kernel for a policy); no side effects here.
 
     A TRANSFORM verdict is refused unless ``allow_transform`` is set, because ``next()`` takes
     no arguments: set it only when the pipeline reads ``admitted_args()`` and dispatches those.
+    ``context`` is the run's provenance record (``kernel.context(user=...)``) handed to every
+    decision whose request carries none; the pipeline appends tool results to it.
     """
     kernel = target if isinstance(target, Kernel) else Kernel(target)
     counter = itertools.count(1)
@@ -148,7 +153,11 @@ def create_tool_lock(
             return verdict, DenialKind.RULE_VERSION_MISMATCH, current
         mode = request.mode or default_mode
         call = ToolCall(
-            request.tool, _call_args(request.args), caller=request.caller, meta={"mode": mode}
+            request.tool,
+            _call_args(request.args),
+            caller=request.caller,
+            meta={"mode": mode},
+            context=request.context if request.context is not None else context,
         )
         return kernel.decide(call), DenialKind.POLICY, current
 

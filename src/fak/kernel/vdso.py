@@ -28,6 +28,7 @@ VdsoKey = tuple[str, str, int, int]
 class VdsoEntry:
     payload: bytes
     admission: Admission
+    witness: str = ""  # the witness id the filling call was admitted under, if any
 
 
 class VdsoCache:
@@ -59,6 +60,15 @@ class VdsoCache:
             while len(self._entries) > self._capacity:
                 self._entries.popitem(last=False)
                 self._stats["evictions"] += 1
+
+    def evict_witness(self, witness: str) -> int:
+        """Drop every entry filled under ``witness``; returns how many."""
+        with self._lock:
+            doomed = [k for k, e in self._entries.items() if witness and e.witness == witness]
+            for key in doomed:
+                del self._entries[key]
+            self._stats["evictions"] += len(doomed)
+            return len(doomed)
 
     def flush(self) -> None:
         with self._lock:

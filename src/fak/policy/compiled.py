@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from fak.abi import ToolCall, Verdict
-from fak.policy.fold import Chain, RungTrace
+from fak.policy.fold import Chain, Rung, RungTrace
 from fak.policy.grammar import Grammar, GrammarRung
 from fak.policy.monitor import Monitor, name_verdict
 from fak.policy.names import is_plain_name
@@ -32,8 +32,12 @@ def default_chain(
     grammars: Mapping[str, Grammar] | None = None,
     schemas: Mapping[str, Schema] | None = None,
 ) -> Chain:
-    """Grammar repair (5), preflight ladder (10), monitor (100)."""
-    return Chain((GrammarRung(grammars), PreflightRung(schemas), Monitor(policy)))
+    """Grammar repair (5), preflight ladder (10), monitor (100), and the provenance of sink
+    arguments (110) when the manifest names sinks."""
+    rungs: list[Rung] = [GrammarRung(grammars), PreflightRung(schemas), Monitor(policy)]
+    if policy.provenance is not None:
+        rungs.append(policy.provenance)
+    return Chain(rungs)
 
 
 class CompiledFloor:
@@ -60,8 +64,10 @@ class CompiledFloor:
             return plan
         policy = self.policy
         plan = (None, frozenset())
-        if tool in self._slow_tools:
-            pass
+        if tool in self._slow_tools or (
+            policy.provenance is not None and policy.provenance.guards(tool)
+        ):
+            pass  # the plan depends on the arguments (or on the run's context)
         elif policy.deny_reason(tool) is not None or not is_plain_name(tool):
             plan = (self.chain.decide(ToolCall(tool)), frozenset())
         elif not policy.rules_for(tool):

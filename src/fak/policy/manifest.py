@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -25,7 +25,18 @@ from fak.policy.regex import compile_re2
 
 _HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _EMAIL_LOCAL = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~.-]+")
+_RESULT_PATH = re.compile(r"(\[\]|[^.\[\]\s]+(\[\])?)(\.[^.\[\]\s]+(\[\])?)*")
 _ARG_PATH = re.compile(r"[^.\[\]\s]+(\[\])?(\.[^.\[\]\s]+(\[\])?)*")
+
+
+def _check_arg_path(value: str) -> str:
+    if not _ARG_PATH.fullmatch(value):
+        msg = (
+            f"arg {value!r} is not a name or a path: use name, name[] for each element of a "
+            "list, and a.b / a[].b for nested fields"
+        )
+        raise ValueError(msg)
+    return value
 
 
 def _valid_host_pattern(host: str) -> bool:
@@ -42,6 +53,8 @@ __all__ = [
     "PolicyErrorCode",
     "Posture",
     "Problem",
+    "SinkRule",
+    "TrustedSource",
     "compile_re2",
     "dump_manifest",
     "load_manifest",
@@ -158,13 +171,7 @@ class ArgRule(_Strict):
     @field_validator("arg")
     @classmethod
     def _arg_path(cls, value: str) -> str:
-        if not _ARG_PATH.fullmatch(value):
-            msg = (
-                f"arg {value!r} is not a name or a path: use name, name[] for each element of a "
-                "list, and a.b / a[].b for nested fields"
-            )
-            raise ValueError(msg)
-        return value
+        return _check_arg_path(value)
 
     @field_validator("reason")
     @classmethod
@@ -258,6 +265,64 @@ class ArgRule(_Strict):
         return self
 
 
+SinkKind = Literal["text", "email", "url", "host", "iban", "number"]
+
+
+class SinkRule(_Strict):
+    """Where a destination or payload argument's value must have come from (``needs``):
+    ``user`` — the user's own text (or a pinned value); ``trusted`` — that, or a trusted source;
+    ``any`` — anywhere it appears, even a tool result (only values from nowhere are judged).
+    A value from elsewhere is refused with ``reason`` (default TRUST_VIOLATION); a value found
+    nowhere follows ``unknown``. ``kind`` says how values are compared."""
+
+    tool: str
+    arg: str
+    kind: SinkKind = "text"
+    needs: Literal["user", "trusted", "any"] = "user"
+    unknown: Literal["deny", "witness", "allow"] = "deny"
+    reason: str | None = None
+
+    @field_validator("tool")
+    @classmethod
+    def _tool(cls, value: str) -> str:
+        if not value.strip():
+            msg = "must be a non-empty name"
+            raise ValueError(msg)
+        return value
+
+    @field_validator("arg")
+    @classmethod
+    def _arg(cls, value: str) -> str:
+        return _check_arg_path(value)
+
+    @field_validator("reason")
+    @classmethod
+    def _known_reason(cls, value: str | None) -> str | None:
+        return None if value is None else _check_reason(value)
+
+
+class TrustedSource(_Strict):
+    """A tool whose results the operator vouches for: all of it, or only the values at
+    ``fields`` (paths into its JSON result, e.g. ``[].recipient``)."""
+
+    tool: str
+    fields: tuple[str, ...] | None = None
+
+    @field_validator("fields")
+    @classmethod
+    def _paths(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            msg = "fields must name at least one path (omit it to trust the whole result)"
+            raise ValueError(msg)
+        for path in value:
+            if not _RESULT_PATH.fullmatch(path):
+                msg = f"field path {path!r} is not a path such as name, a.b, [].name or a[].b"
+                raise ValueError(msg)
+        return value
+
+
 class Manifest(_Strict):
     """The whole floor. ``{}`` is valid and denies every call."""
 
@@ -269,6 +334,12 @@ class Manifest(_Strict):
     self_modify_globs: tuple[str, ...] = ()
     redact_fields: tuple[str, ...] = ()
     arg_rules: tuple[ArgRule, ...] = ()
+    sinks: tuple[SinkRule, ...] = ()
+    trusted_sources: tuple[TrustedSource, ...] = ()
+    pinned: tuple[str, ...] = ()
+    """Values the operator vouches for as if the user had typed them (an own IBAN, a domain)."""
+    after_untrusted: dict[str, Literal["deny", "witness"]] = {}
+    """Tools refused (or held for a witness) once any untrusted tool result is in the run."""
     root: str | None = None
     """The project directory path arguments are resolved against (absolute). Unset: the
     directory the policy was loaded from a process started in (``fak serve``, ``fak hook``)."""
@@ -341,12 +412,24 @@ class Manifest(_Strict):
         }
         if self.root is not None:  # only when set: older manifests keep their hash
             out["root"] = self.root
+        if self.sinks:
+            out["sinks"] = [rule.model_dump(exclude_none=True) for rule in self.sinks]
+        if self.trusted_sources:
+            out["trusted_sources"] = [
+                src.model_dump(exclude_none=True) for src in self.trusted_sources
+            ]
+        if self.pinned:
+            out["pinned"] = list(self.pinned)
+        if self.after_untrusted:
+            out["after_untrusted"] = dict(self.after_untrusted)
         return out
 
 
 _KNOWN_FIELDS: Final = {
     (): tuple(Manifest.model_fields),
     ("arg_rules",): tuple(ArgRule.model_fields),
+    ("sinks",): tuple(SinkRule.model_fields),
+    ("trusted_sources",): tuple(TrustedSource.model_fields),
 }
 
 

@@ -29,6 +29,7 @@ from fak.policy.manifest import (
     manifest_hash,
 )
 from fak.policy.names import match_key, normal_name
+from fak.policy.provenance import CompiledSink, ProvenanceRung
 
 __all__ = ["Policy", "default_manifest"]
 
@@ -45,6 +46,30 @@ def default_manifest() -> Manifest:
     return load_manifest(_default_text(), source="<built-in default floor>")
 
 
+def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
+    """The sink rung of this manifest, or None when it names no sinks."""
+    if not manifest.sinks and not manifest.after_untrusted:
+        return None
+    sinks: dict[str, list[CompiledSink]] = {}
+    for rule in manifest.sinks:
+        sinks.setdefault(match_key(rule.tool), []).append(CompiledSink.compile(rule))
+    whole = frozenset(match_key(s.tool) for s in manifest.trusted_sources if s.fields is None)
+    fields: dict[str, tuple[str, ...]] = {}
+    for source in manifest.trusted_sources:
+        if source.fields is not None:
+            key = match_key(source.tool)
+            fields[key] = (*fields.get(key, ()), *source.fields)
+    return ProvenanceRung(
+        sinks=MappingProxyType({k: tuple(v) for k, v in sinks.items()}),
+        after_untrusted=MappingProxyType(
+            {match_key(tool): mode for tool, mode in manifest.after_untrusted.items()}
+        ),
+        pinned=tuple(manifest.pinned),
+        trusted_tools=whole,
+        trusted_fields=MappingProxyType(fields),
+    )
+
+
 class Policy:
     """A compiled, immutable floor. Build with ``from_manifest``/``load``/``default``/``empty``."""
 
@@ -56,6 +81,7 @@ class Policy:
         "deny",
         "manifest",
         "posture",
+        "provenance",
         "redact_fields",
         "root",
         "self_modify_globs",
@@ -84,6 +110,7 @@ class Policy:
         self.arg_rules: Final[Mapping[str, tuple[CompiledArgRule, ...]]] = MappingProxyType(
             {tool: tuple(rules) for tool, rules in grouped.items()}
         )
+        self.provenance: Final = _provenance_rung(manifest)
 
     # -- construction ---------------------------------------------------------------------
     @classmethod

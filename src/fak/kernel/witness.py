@@ -1,0 +1,199 @@
+"""Witness approvals: a held call admitted once, after a human says yes (tier T2).
+
+A rung that answers REQUIRE_WITNESS (a money-moving or irreversible call, a sink whose value
+came from nowhere) does not refuse the call for ever: the kernel opens a *hold* bound to the
+tool, the sha256 of the canonical arguments and an expiry, and hands back its id. An operator
+approves the id out of band (``fak witness approve``, ``POST /v1/fak/witness/{id}``, MCP
+``fak_witness``); the next proposal of the same tool with the same argument digest before the
+expiry is admitted once and the approval is spent. A revoked approval never admits again.
+
+States: pending -> approved -> used; any of them -> revoked; pending/approved -> expired (by
+the clock). Ids are unguessable (``secrets``) and single-purpose. Thread-safe; bounded (the
+oldest settled entries go first, and a full book of live holds refuses a new one: fail closed).
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Final
+
+__all__ = ["DEFAULT_TTL_S", "Hold", "HoldState", "WitnessBook", "WitnessError"]
+
+DEFAULT_TTL_S: Final = 900.0
+DEFAULT_CAPACITY: Final = 4096
+
+
+class HoldState(enum.StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    USED = "used"
+    REVOKED = "revoked"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One witness hold: what it binds (tool, argument digest, expiry) and where it stands."""
+
+    id: str
+    tool: str
+    digest: str
+    claim: str
+    created: float
+    expires: float
+    state: HoldState = HoldState.PENDING
+    approver: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "args_digest": self.digest,
+            "claim": self.claim,
+            "state": str(self.state),
+            "expires_unix": round(self.expires, 3),
+            "approver": self.approver,
+        }
+
+
+class WitnessError(LookupError):
+    """An approval or revocation that cannot be done; ``code`` is the stable error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class WitnessBook:
+    """The kernel's holds. ``clock`` is wall time in seconds (injected for tests)."""
+
+    __slots__ = ("_capacity", "_clock", "_holds", "_ids", "_lock", "_open", "ttl_s")
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        capacity: int = DEFAULT_CAPACITY,
+        ids: Callable[[], str] = lambda: "w-" + secrets.token_hex(12),
+    ) -> None:
+        if ttl_s <= 0 or capacity < 1:
+            msg = "witness ttl_s and capacity must be positive"
+            raise ValueError(msg)
+        self._clock = clock
+        self.ttl_s = float(ttl_s)
+        self._capacity = capacity
+        self._ids = ids
+        self._lock = threading.Lock()
+        self._holds: OrderedDict[str, Hold] = OrderedDict()
+        self._open: dict[tuple[str, str], str] = {}  # (tool, digest) -> pending/approved id
+
+    # -- reading ----------------------------------------------------------------------------
+    def _current(self, hold: Hold, now: float) -> Hold:
+        if hold.state in (HoldState.PENDING, HoldState.APPROVED) and now >= hold.expires:
+            hold = replace(hold, state=HoldState.EXPIRED)
+            self._holds[hold.id] = hold
+            self._open.pop((hold.tool, hold.digest), None)
+        return hold
+
+    def get(self, hold_id: str) -> Hold | None:
+        with self._lock:
+            hold = self._holds.get(hold_id)
+            return None if hold is None else self._current(hold, self._clock())
+
+    def holds(self) -> list[Hold]:
+        """Every hold still on the book, oldest first."""
+        with self._lock:
+            now = self._clock()
+            return [self._current(h, now) for h in list(self._holds.values())]
+
+    # -- the kernel's side ------------------------------------------------------------------
+    def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
+        """The open hold for this call (reused while it lives), else a new pending one.
+        None when the book is full of live holds (the caller keeps refusing: fail closed)."""
+        with self._lock:
+            now = self._clock()
+            open_id = self._open.get((tool, digest))
+            if open_id is not None:
+                current = self._current(self._holds[open_id], now)
+                if current.state in (HoldState.PENDING, HoldState.APPROVED):
+                    return current
+            if len(self._holds) >= self._capacity and not self._drop_settled(now):
+                return None
+            hold = Hold(self._ids(), tool, digest, claim, now, now + self.ttl_s)
+            self._holds[hold.id] = hold
+            self._open[(tool, digest)] = hold.id
+            return hold
+
+    def _drop_settled(self, now: float) -> bool:
+        for hold_id, hold in self._holds.items():
+            if self._current(hold, now).state not in (HoldState.PENDING, HoldState.APPROVED):
+                del self._holds[hold_id]
+                return True
+        return False
+
+    def consume(self, tool: str, digest: str) -> Hold | None:
+        """Spend the approval for exactly this call, if there is a live one."""
+        with self._lock:
+            hold_id = self._open.get((tool, digest))
+            if hold_id is None:
+                return None
+            hold = self._current(self._holds[hold_id], self._clock())
+            if hold.state is not HoldState.APPROVED:
+                return None
+            used = replace(hold, state=HoldState.USED)
+            self._holds[hold_id] = used
+            del self._open[(tool, digest)]
+            return used
+
+    # -- the operator's side ----------------------------------------------------------------
+    def approve(self, hold_id: str, approver: str = "") -> Hold:
+        with self._lock:
+            hold = self._lookup(hold_id)
+            match hold.state:
+                case HoldState.PENDING:
+                    approved = replace(hold, state=HoldState.APPROVED, approver=approver[:64])
+                    self._holds[hold_id] = approved
+                    return approved
+                case HoldState.APPROVED:
+                    return hold
+                case HoldState.USED:
+                    raise WitnessError(
+                        "witness_used", f"witness {hold_id} was already spent on its call"
+                    )
+                case HoldState.REVOKED:
+                    raise WitnessError("witness_revoked", f"witness {hold_id} was revoked")
+                case HoldState.EXPIRED:
+                    raise WitnessError(
+                        "witness_expired",
+                        f"witness {hold_id} expired; propose the call again for a new id",
+                    )
+        raise AssertionError(hold.state)  # pragma: no cover - the match is exhaustive
+
+    def revoke(self, hold_id: str) -> Hold:
+        """Retire an id for good (idempotent for an id already revoked)."""
+        with self._lock:
+            hold = self._lookup(hold_id)
+            if hold.state is HoldState.REVOKED:
+                return hold
+            revoked = replace(hold, state=HoldState.REVOKED)
+            self._holds[hold_id] = revoked
+            if self._open.get((hold.tool, hold.digest)) == hold_id:
+                del self._open[(hold.tool, hold.digest)]
+            return revoked
+
+    def is_revoked(self, hold_id: str) -> bool:
+        hold = self.get(hold_id)
+        return hold is not None and hold.state is HoldState.REVOKED
+
+    def _lookup(self, hold_id: str) -> Hold:
+        hold = self._holds.get(hold_id)
+        if hold is None:
+            raise WitnessError("witness_unknown", f"no witness hold with id {hold_id!r}")
+        return self._current(hold, self._clock())

@@ -1,0 +1,177 @@
+"""REQUIRE_WITNESS made real: holds, single-use approvals bound to the call, expiry, revocation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fak.abi import Context, Reason, ToolCall, VerdictKind
+from fak.journal import Journal, verify
+from fak.kernel import HoldState, Kernel, WitnessError
+from fak.policy import Policy
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1_000.0
+
+    def now(self) -> float:
+        return self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+def _policy() -> Policy:
+    manifest = {
+        "allow": ["send_money", "get_balance", "read_file"],
+        "sinks": [{"tool": "send_money", "arg": "recipient", "kind": "iban", "unknown": "witness"}],
+    }
+    return Policy.loads(json.dumps(manifest), source="<test>")
+
+
+def _kernel(**kw: object) -> tuple[Kernel, _Clock]:
+    clock = _Clock()
+    return Kernel(_policy(), clock=clock, **kw), clock  # type: ignore[arg-type]
+
+
+def _pay(kernel: Kernel, iban: str = "FR1420041010050500013M02606", amount: int = 10) -> object:
+    ctx = Context().user("pay my new supplier")
+    return kernel.decide(ToolCall("send_money", {"recipient": iban, "amount": amount}, context=ctx))
+
+
+def test_held_call_names_its_hold_and_reuses_it() -> None:
+    kernel, _ = _kernel()
+    first = _pay(kernel)
+    assert first.kind is VerdictKind.REQUIRE_WITNESS
+    hold_id = first.meta["witness_id"]
+    assert hold_id.startswith("w-")
+    again = _pay(kernel)
+    assert again.meta["witness_id"] == hold_id  # one hold per (tool, args digest)
+    assert kernel.witnesses.get(hold_id).state is HoldState.PENDING
+
+
+def test_approval_admits_the_identical_call_exactly_once() -> None:
+    kernel, _ = _kernel()
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.approve_witness(hold_id, approver="ops")
+    admitted = _pay(kernel)
+    assert admitted.kind is VerdictKind.ALLOW
+    assert admitted.by == f"witness:{hold_id}"
+    assert kernel.witnesses.get(hold_id).state is HoldState.USED
+    third = _pay(kernel)
+    assert third.kind is VerdictKind.REQUIRE_WITNESS
+    assert third.meta["witness_id"] != hold_id  # a spent approval opens a fresh hold
+    with pytest.raises(WitnessError) as err:
+        kernel.approve_witness(hold_id)
+    assert err.value.code == "witness_used"
+
+
+def test_approval_is_bound_to_the_argument_digest() -> None:
+    kernel, _ = _kernel()
+    hold_id = _pay(kernel, amount=10).meta["witness_id"]
+    kernel.approve_witness(hold_id)
+    other = _pay(kernel, amount=10_000)
+    assert other.kind is VerdictKind.REQUIRE_WITNESS
+    assert other.meta["witness_id"] != hold_id
+    assert _pay(kernel, amount=10).kind is VerdictKind.ALLOW
+
+
+def test_approval_expires() -> None:
+    kernel, clock = _kernel(witness_ttl_s=60)
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.approve_witness(hold_id)
+    clock.t += 61
+    assert _pay(kernel).kind is VerdictKind.REQUIRE_WITNESS
+    assert kernel.witnesses.get(hold_id).state is HoldState.EXPIRED
+    with pytest.raises(WitnessError) as err:
+        kernel.approve_witness(hold_id)
+    assert err.value.code == "witness_expired"
+
+
+def test_unknown_and_revoked_ids() -> None:
+    kernel, _ = _kernel()
+    with pytest.raises(WitnessError) as err:
+        kernel.approve_witness("w-nope")
+    assert err.value.code == "witness_unknown"
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.approve_witness(hold_id)
+    kernel.revoke_witness(hold_id)
+    assert _pay(kernel).kind is VerdictKind.REQUIRE_WITNESS  # a revoked approval admits nothing
+    with pytest.raises(WitnessError) as err:
+        kernel.approve_witness(hold_id)
+    assert err.value.code == "witness_revoked"
+
+
+def test_syscall_refuses_a_held_call_with_what_to_approve() -> None:
+    kernel, _ = _kernel()
+    ran: list[dict[str, object]] = []
+    kernel.register_tool("send_money", lambda a: ran.append(a) or {"ok": True})
+    ctx = Context().user("pay")
+    outcome = kernel.syscall(
+        ToolCall("send_money", {"recipient": "FR1420041010050500013M02606"}, context=ctx)
+    )
+    assert not outcome.ok and ran == []
+    body = outcome.json()
+    assert body["reason"] == "UNWITNESSED" and body["disposition"] == "TERMINAL"
+    assert body["approve"] == f"fak witness approve {body['witness_id']}"
+    kernel.approve_witness(body["witness_id"])
+    again = kernel.syscall(
+        ToolCall("send_money", {"recipient": "FR1420041010050500013M02606"}, context=ctx)
+    )
+    assert again.ok and len(ran) == 1
+
+
+def test_revocation_evicts_vdso_entries_filled_under_it() -> None:
+    kernel, _ = _kernel()
+    calls: list[int] = []
+    kernel.register_tool("get_balance", lambda a: calls.append(1) or {"balance": 5})
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.approve_witness(hold_id)
+    under = ToolCall("get_balance", {}, meta={"witness": hold_id})
+    plain = ToolCall("get_balance", {"account": "x"})
+    assert kernel.syscall(under).served_by == "tool"
+    assert kernel.syscall(under).served_by == "vdso"
+    assert kernel.syscall(plain).served_by == "tool"
+    report = kernel.revoke_witness(hold_id)
+    assert report["evicted"] == 1 and report["trust_epoch"] == 1
+    assert kernel.counters["trust_epoch"] == 1
+    # the witness-bearing call is refused now; the plain entry survived the revocation
+    refused = kernel.syscall(under)
+    assert not refused.ok and refused.verdict.reason is Reason.TRUST_VIOLATION
+    assert kernel.syscall(plain).served_by == "vdso"
+
+
+def test_revocation_takes_back_clearances_it_gave() -> None:
+    kernel, _ = _kernel()
+    admission = kernel.admit_result(
+        __import__("fak.abi", fromlist=["ToolResult"]).ToolResult(
+            "read_file", b"key AKIAIOSFODNN7ABCDEFG here", "c1"
+        )
+    )
+    qid = admission.quarantine_id
+    assert qid
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.clear(qid, witness=hold_id)
+    assert kernel.ledger.is_cleared(qid)
+    assert kernel.revoke_witness(hold_id)["resealed"] == 1
+    assert not kernel.ledger.is_cleared(qid)
+    with pytest.raises(WitnessError):
+        kernel.clear(qid, witness=hold_id)
+
+
+def test_witness_events_are_journaled_and_verify(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    journal = Journal(path)
+    kernel, _ = _kernel(journal=journal)
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.approve_witness(hold_id)
+    assert _pay(kernel).kind is VerdictKind.ALLOW
+    kernel.revoke_witness(hold_id)
+    journal.close()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["kind"] for r in rows] == ["HOLD", "WITNESS_APPROVE", "DECIDE", "WITNESS_REVOKE"]
+    assert all(r["by"] == f"witness:{hold_id}" for r in rows)
+    assert verify(path).ok
