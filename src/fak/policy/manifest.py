@@ -265,21 +265,23 @@ class ArgRule(_Strict):
         return self
 
 
-SinkKind = Literal["text", "email", "url", "host", "iban", "number"]
+SinkKind = Literal["text", "email", "url", "host", "iban", "number", "urls"]
 
 
 class SinkRule(_Strict):
     """Where a destination or payload argument's value must have come from (``needs``):
     ``user`` — the user's own text (or a pinned value); ``trusted`` — that, or a trusted source;
     ``any`` — anywhere it appears, even a tool result (only values from nowhere are judged).
-    A value from elsewhere is refused with ``reason`` (default TRUST_VIOLATION); a value found
-    nowhere follows ``unknown``. ``kind`` says how values are compared."""
+    A value from elsewhere is refused with ``reason`` (default TRUST_VIOLATION), or held for a
+    witness with ``untrusted: witness``; a value found nowhere follows ``unknown``. ``kind`` says
+    how values are compared (``urls``: every link or domain written inside a free-text value)."""
 
     tool: str
     arg: str
     kind: SinkKind = "text"
     needs: Literal["user", "trusted", "any"] = "user"
     unknown: Literal["deny", "witness", "allow"] = "deny"
+    untrusted: Literal["deny", "witness"] = "deny"
     reason: str | None = None
 
     @field_validator("tool")

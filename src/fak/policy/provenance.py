@@ -22,7 +22,9 @@ refused with TRUST_VIOLATION. Lookups compare normalised forms, never raw bytes:
   removed, as a whole number of the text's alphanumeric runs (``DE89 3704 0044 …`` in a bill
   matches ``DE89370400…``; a prefix that ends inside a group does not);
 - ``number`` values match any number written in the text with the same absolute value
-  (``1,250.00`` matches ``1250``).
+  (``1,250.00`` matches ``1250``);
+- ``urls`` values are free text (a message body): every link or bare domain written in it is
+  judged as a ``url`` on its own, so a body is admitted only if each of its links is.
 
 Laws (tests/policy/test_provenance.py): a value found only in tool results never satisfies
 ``user``; for ``user`` and ``trusted`` sinks, adding untrusted text to a context never turns a
@@ -59,6 +61,11 @@ _BY: Final = "provenance"
 _SPACE = re.compile(r"\s+")
 _COMPACT_DROP = re.compile(r"[\s\-]+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
+_LINK = re.compile(
+    r"(?i)\b(?:https?://[^\s<>\"'`)\]]+|www\.[^\s<>\"'`)\]]+|"
+    r"(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|co|info|biz|app|xyz|me|us|uk|de|fr|ru|cn)"
+    r"(?:/[^\s<>\"'`)\]]*)?)"
+)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
 
 
@@ -136,6 +143,12 @@ def _find(haystack: str, needle: str, inside: Any) -> bool:
         end = start + len(needle)
         left_ok = not check_left or start == 0 or not inside(haystack[start - 1])
         right_ok = not check_right or end == len(haystack) or not inside(haystack[end])
+        if not right_ok and haystack[end] == ".":  # a full stop ends a sentence, not a host
+            right_ok = (
+                end + 1 == len(haystack)
+                or not haystack[end + 1].isalnum()
+                or inside is _host_char  # "www.x.com.They …": the user's own text, unspaced
+            )
         if left_ok and right_ok:
             return True
         start = haystack.find(needle, start + 1)
@@ -393,9 +406,8 @@ class ProvenanceRung:
         held: Verdict | None = None
         for sink in sinks:
             values = values_at(args, sink.path)
-            for value in values or ():
-                text = scalar_text(value)
-                origin = index.origin(sink.rule.kind, text) if text is not None else None
+            for text, kind in _probes(values or (), sink.rule.kind):
+                origin = index.origin(kind, text) if text is not None else None
                 verdict = self._judge(sink, origin)
                 if verdict is None:
                     continue
@@ -422,4 +434,17 @@ class ProvenanceRung:
         claim = (
             f"sink {sink.label} (needs {rule.needs}): the value came from {origin.source} {source}"
         )
+        if rule.untrusted == "witness":
+            return Verdict.require_witness(claim, _BY)
         return Verdict.deny(sink.reason, _BY, claim=claim)
+
+
+def _probes(values: Iterable[Any], kind: str) -> Iterable[tuple[str | None, str]]:
+    """(text, comparison kind) for each value at a sink; a ``urls`` value yields its links."""
+    for value in values:
+        text = scalar_text(value)
+        if kind != "urls":
+            yield text, kind
+            continue
+        for link in _LINK.findall(text or ""):
+            yield link.rstrip(".,;:!?"), "url"
