@@ -181,7 +181,7 @@ def _inner(args: argparse.Namespace) -> int:
         policy = Policy.load(manifest)
         per: dict[str, Any] = {"manifest": str(manifest.relative_to(ROOT)), "benign": {}}
 
-        def kernel_for(arm: str) -> Kernel | None:
+        def kernel_for(arm: str, policy: Policy = policy) -> Kernel | None:
             return None if arm == "none" else Kernel(policy, pageout_bytes=0)
 
         for arm in ARMS:  # benign: no injection
