@@ -65,6 +65,8 @@ class Settings:
     max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in one request or turn
     allowed_hosts: tuple[str, ...] = ()  # FAK_ALLOWED_HOSTS: extra Host names (comma list)
     cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins allowed cross-site (comma)
+    witness_ttl_s: float = 900.0  # FAK_WITNESS_TTL_S: how long a held call can be approved
+    witness_key: str | None = None  # FAK_WITNESS_KEY: approves held calls over MCP (fak_witness)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -87,6 +89,8 @@ class Settings:
             max_tool_calls=_int(environ, "FAK_MAX_TOOL_CALLS", 1024, minimum=1),
             allowed_hosts=_list(environ, "FAK_ALLOWED_HOSTS"),
             cors_origins=_list(environ, "FAK_CORS_ORIGINS"),
+            witness_ttl_s=_float(environ, "FAK_WITNESS_TTL_S", 900.0) or 900.0,
+            witness_key=environ.get("FAK_WITNESS_KEY") or None,
         )
 
     @classmethod

@@ -165,6 +165,12 @@ def register(group: click.Group) -> None:
         help="Variable holding the key clients must send.",
     )
     @click.option(
+        "--witness-key-env",
+        default=None,
+        metavar="VAR",
+        help="Variable holding the key that approves held calls (X-Fak-Witness-Key).",
+    )
+    @click.option(
         "--gguf", default=None, type=click.Path(dir_okay=False), help="In-kernel model file."
     )
     @click.option(
@@ -205,6 +211,7 @@ def register(group: click.Group) -> None:
         api_key_env: str | None,
         policy_path: str | None,
         require_key_env: str | None,
+        witness_key_env: str | None,
         gguf: str | None,
         threads: int | None,
         mock: bool,
@@ -228,6 +235,9 @@ def register(group: click.Group) -> None:
             _secret(environ, require_key_env, "--require-key-env") if require_key_env else None
         )
         upstream_key = _secret(environ, api_key_env, "--api-key-env") if api_key_env else None
+        witness_key = (
+            _secret(environ, witness_key_env, "--witness-key-env") if witness_key_env else None
+        )
 
         from fak.gateway.app import build_app
         from fak.gateway.routes_native import file_events
@@ -282,6 +292,7 @@ def register(group: click.Group) -> None:
             max_messages=settings.max_messages,
             max_tool_calls=settings.max_tool_calls,
             require_key=required,
+            witness_key=witness_key,
             policy_reloader=reloader,
             policy_source=policy_path or "",
             events=(

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import orjson
 
 from fak.abi import (
+    Context,
     FinishReason,
     Message,
     PlannerTurn,
@@ -177,6 +178,7 @@ class Boundary:
         ctx: RequestContext,
         *,
         op: str = "adjudicate",
+        provenance: Context | None = None,
     ) -> tuple[WireVerdict, Verdict | None]:
         t0 = time.perf_counter()
         try:
@@ -187,6 +189,7 @@ class Boundary:
                     caller=ctx.principal,
                     trace_id=ctx.trace_id,
                     call_id=call_id,
+                    context=provenance,
                 )
             )
             wv = WireVerdict.of(verdict)
@@ -197,13 +200,31 @@ class Boundary:
         self.record(op, tool, ctx, wv, t0)
         return wv, verdict
 
+    def provenance(self, history: tuple[Message, ...]) -> Context | None:
+        """The run's provenance, rebuilt from the conversation the planner was given (system and
+        user messages trusted; tool results untrusted, as admitted — a held result counts as its
+        stub). None when the policy names no sinks (nothing would read it)."""
+        policy = getattr(self._kernel, "policy", None)
+        if getattr(policy, "provenance", None) is None:
+            return None
+        ctx = Context()
+        for m in history:
+            if m.role is Role.SYSTEM or m.role is Role.USER:
+                ctx.user(m.content)
+            elif m.role is Role.TOOL:
+                ctx.result(m.name or "tool_result", m.tool_call_id, m.content)
+        return ctx
+
     def adjudicate(
-        self, turn: PlannerTurn, ctx: RequestContext
+        self, turn: PlannerTurn, ctx: RequestContext, history: tuple[Message, ...] = ()
     ) -> tuple[tuple[ProposedCall, ...], tuple[Adjudication, ...]]:
         kept: list[ProposedCall] = []
         adjudications: list[Adjudication] = []
+        provenance = self.provenance(history) if turn.tool_calls else None
         for call in turn.tool_calls:
-            wv, verdict = self.decide_one(call.name, call.arguments, call.id, ctx)
+            wv, verdict = self.decide_one(
+                call.name, call.arguments, call.id, ctx, provenance=provenance
+            )
             arguments = call.arguments
             repaired: dict[str, Any] | None = None
             if (

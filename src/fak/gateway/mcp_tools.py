@@ -10,6 +10,7 @@ types here: ``fak.gateway.mcp_server`` wraps answers for the wire.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -28,7 +29,8 @@ from fak.abi.replies import (
     new_trace_id,
     reply_for_verdict,
 )
-from fak.kernel import Admission, Kernel, PageInRefused, outcome_reply
+from fak.config import Settings
+from fak.kernel import Admission, Kernel, PageInRefused, WitnessError, outcome_reply
 
 __all__ = ["TOOL_SPECS", "TRACE_ID_MAX", "McpTools", "ToolAnswer", "ToolSpec"]
 
@@ -122,6 +124,32 @@ TOOL_SPECS: Final = (
         _schema({"id": {"type": "string", "minLength": 1, "description": "ref or id."}}, ("id",)),
         True,
     ),
+    ToolSpec(
+        "fak_witness",
+        "Approve a held call",
+        "Operator only: approve a call the kernel held for a witness (REQUIRE_WITNESS) by its "
+        "id; its next identical proposal is admitted once. Needs the witness key the server "
+        "was started with; without one configured, approvals over MCP are refused.",
+        _schema(
+            {
+                "id": {"type": "string", "minLength": 1, "description": "The witness id."},
+                "key": {"type": "string", "minLength": 1, "description": "The witness key."},
+            },
+            ("id", "key"),
+        ),
+        False,
+    ),
+    ToolSpec(
+        "fak_revoke",
+        "Revoke a witness",
+        "Retire a witness id: cached answers admitted under it are evicted, clearances it gave "
+        "are taken back, calls presenting it are refused, and the trust epoch moves on.",
+        _schema(
+            {"witness": {"type": "string", "minLength": 1, "description": "The witness id."}},
+            ("witness",),
+        ),
+        False,
+    ),
 )
 
 _FIELDS: Final = {s.name: frozenset(s.input_schema["properties"]) for s in TOOL_SPECS}
@@ -211,14 +239,23 @@ def _admission_reply(admission: Admission, tool: str) -> Reply:
 class McpTools:
     """Answers fak's MCP tools from one kernel. Thread-safe as far as the kernel is."""
 
-    def __init__(self, kernel: Kernel, *, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        witness_key: str | None = None,
+    ) -> None:
         self._kernel = kernel
         self._clock = clock
+        self._witness_key = witness_key if witness_key else Settings.current().witness_key
         self._bodies: Mapping[str, Callable[[Mapping[str, Any], str], Reply]] = {
             "fak_adjudicate": self._adjudicate,
             "fak_syscall": self._syscall,
             "fak_admit": self._admit,
             "fak_page_in": self._page_in,
+            "fak_witness": self._witness,
+            "fak_revoke": self._revoke,
         }
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolAnswer:
@@ -276,6 +313,27 @@ class McpTools:
         payload = value.encode("utf-8") if isinstance(value, str) else orjson.dumps(value)
         admission = self._kernel.admit_result(ToolResult(tool, payload, trace_id=trace_id))
         return _admission_reply(admission, tool)
+
+    def _witness(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        ident = _string(arguments, "id", required=True)
+        key = _string(arguments, "key", required=True)
+        expected = self._witness_key
+        if not expected or not hmac.compare_digest(key.encode(), expected.encode()):
+            why = "no witness key configured" if not expected else "wrong witness key"
+            return ReplyBuilder().denied(_HELD, {"id": ident, "reason": "UNWITNESSED", "why": why})
+        try:
+            hold = self._kernel.approve_witness(ident, "mcp")
+        except WitnessError as exc:
+            return ReplyBuilder().denied(_HELD, {"id": ident, "reason": exc.code})
+        return ReplyBuilder().success({"approved": True, **hold.to_json()}, code=_SYSTEM_OK)
+
+    def _revoke(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        ident = _string(arguments, "witness", required=True)
+        try:
+            report = self._kernel.revoke_witness(ident)
+        except WitnessError as exc:
+            return ReplyBuilder().denied(_HELD, {"witness": ident, "reason": exc.code})
+        return ReplyBuilder().success(report, code=_SYSTEM_OK)
 
     def _page_in(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
         ident = _string(arguments, "id", required=True)

@@ -4,8 +4,11 @@
 and run a registered tool through the kernel), ``admit`` (screen a result the client ran),
 ``policy/reload`` (replace the floor from its source, never merge; 404 when the gateway was not
 started with a policy, 400 with the loader's message and the old floor untouched on failure),
-``events`` (the decision journal, 404 without one). The body key is ``arguments``; unknown keys
-are ignored. A refusal is a 200 carrying the verdict.
+``events`` (the decision journal, 404 without one), ``witness`` (list the held calls; approve
+one by id) and ``revoke`` (retire a witness). Approving and revoking need a key: the witness key
+in ``X-Fak-Witness-Key`` when one is configured, else the client key; with neither they refuse.
+The body key is ``arguments``; unknown keys are ignored. A refusal is a 200 carrying the
+verdict.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from starlette.routing import Route
 from fak.abi import ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
-from fak.gateway.http import json_response, read_json
+from fak.gateway.http import KeyCheck, json_response, read_json
 from fak.gateway.routes_turns import context
 from fak.gateway.state import GatewayState
 from fak.journal import RowError, rows_after
@@ -88,6 +91,59 @@ def native_routes(state: GatewayState) -> list[Route]:
     o = state.options
     boundary = state.boundary
     kernel = state.kernel
+
+    witness_key = KeyCheck(o.witness_key) if o.witness_key else None
+
+    def witness_auth(request: Request) -> Any:
+        """The kernel's witness side, once the request may use it."""
+        if witness_key is not None:
+            if not witness_key.check(request.headers.get("x-fak-witness-key")):
+                raise GatewayError(
+                    403,
+                    "witness_auth_failed",
+                    "approving or revoking a witness needs the witness key in X-Fak-Witness-Key",
+                )
+        elif o.require_key is None:  # the client key was checked by the middleware when set
+            raise GatewayError(
+                403,
+                "witness_auth_required",
+                "approving or revoking a witness needs a key: start fak serve with "
+                "--witness-key-env VAR (or --require-key-env VAR)",
+            )
+        if not callable(getattr(kernel, "approve_witness", None)):
+            raise GatewayError(404, "witness_unsupported", "this kernel keeps no witness holds")
+        return kernel
+
+    def witness_error(exc: Exception) -> GatewayError:
+        code = getattr(exc, "code", "witness_error")
+        status = 404 if code == "witness_unknown" else 409
+        return GatewayError(status, code, getattr(exc, "message", str(exc)))
+
+    async def witnesses(request: Request) -> Response:
+        k = witness_auth(request)
+        holds = [h.to_json() for h in k.witnesses.holds()]
+        return json_response({"witnesses": holds, "trust_epoch": k.trust_epoch})
+
+    async def approve(request: Request) -> Response:
+        k = witness_auth(request)
+        approver = request.headers.get("x-fak-principal", "") or "http"
+        try:
+            hold = k.approve_witness(request.path_params["id"], approver)
+        except LookupError as exc:
+            raise witness_error(exc) from exc
+        return json_response({"approved": True, "witness": hold.to_json()})
+
+    async def revoke(request: Request) -> Response:
+        k = witness_auth(request)
+        body = await body_of(request)
+        witness = body.get("witness")
+        if not isinstance(witness, str) or not witness:
+            raise GatewayError(400, "missing_witness", "witness is required: the id to revoke")
+        try:
+            report = k.revoke_witness(witness)
+        except LookupError as exc:
+            raise witness_error(exc) from exc
+        return json_response(report)
 
     async def body_of(request: Request) -> Mapping[str, Any]:
         body, _ = await read_json(request, o.body_cap, o.read_timeout_s)
@@ -225,4 +281,7 @@ def native_routes(state: GatewayState) -> list[Route]:
         Route("/v1/fak/admit", admit, methods=["POST"]),
         Route("/v1/fak/policy/reload", reload, methods=["POST"]),
         Route("/v1/fak/events", events, methods=["GET"]),
+        Route("/v1/fak/witness", witnesses, methods=["GET"]),
+        Route("/v1/fak/witness/{id}", approve, methods=["POST"]),
+        Route("/v1/fak/revoke", revoke, methods=["POST"]),
     ]

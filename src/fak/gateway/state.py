@@ -31,6 +31,9 @@ class GatewayOptions:
     idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S: keep-alive idle (server level)
     ping_interval_s: float = 15.0  # Anthropic stream keep-alive while the planner is in flight
     require_key: str | None = None  # the secret itself (the CLI reads it from the named variable)
+    # approving/revoking held calls: this key in X-Fak-Witness-Key when set; else the client key
+    # (require_key) suffices; with neither, those routes refuse (403 witness_auth_required)
+    witness_key: str | None = None
     policy_reloader: PolicyReloader | None = None
     policy_source: str = ""
     events: Callable[[int, int], list[dict[str, Any]]] | None = None  # (since, limit) -> rows

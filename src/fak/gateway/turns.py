@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from fak.abi import (
+    Message,
     Planner,
     PlannerEvent,
     PlannerInputError,
@@ -99,10 +100,10 @@ class TurnRunner:
         return self._admit_now(parsed, ctx)
 
     def _adjudicate_now(
-        self, turn: PlannerTurn, ctx: RequestContext
+        self, turn: PlannerTurn, ctx: RequestContext, history: tuple[Message, ...] = ()
     ) -> tuple[tuple[ProposedCall, ...], tuple[Adjudication, ...]]:
         with self._boundary.batch():
-            return self._boundary.adjudicate(turn, ctx)
+            return self._boundary.adjudicate(turn, ctx, history)
 
     def _admit_now(
         self, parsed: ParsedRequest, ctx: RequestContext
@@ -136,6 +137,7 @@ class TurnRunner:
         admissions: tuple[ResultAdmission, ...],
         usage_extra: dict[str, int],
         ctx: RequestContext,
+        history: tuple[Message, ...] = (),
     ) -> TurnOutcome:
         if len(turn.tool_calls) > self._max_tool_calls:
             raise GatewayError(
@@ -146,9 +148,11 @@ class TurnRunner:
             )
         if len(turn.tool_calls) > _OFFLOAD_CALLS:
             loop = asyncio.get_running_loop()
-            judged = await loop.run_in_executor(self._pool, self._adjudicate_now, turn, ctx)
+            judged = await loop.run_in_executor(
+                self._pool, self._adjudicate_now, turn, ctx, history
+            )
         else:
-            judged = self._adjudicate_now(turn, ctx)
+            judged = self._adjudicate_now(turn, ctx, history)
         kept, adjudications = judged
         self._metrics.turns.labels(str(wire), str(parsed.turn.stream).lower()).inc()
         return Boundary.outcome(
@@ -184,7 +188,14 @@ class TurnRunner:
             except PlannerInputError as exc:
                 raise GatewayError(400, exc.code, exc.message) from exc
         return await self._finish(
-            wire, id or self.new_id(wire), parsed, turn, admissions, extra, ctx
+            wire,
+            id or self.new_id(wire),
+            parsed,
+            turn,
+            admissions,
+            extra,
+            ctx,
+            admitted.turn.messages,
         )
 
     async def stream(
@@ -228,7 +239,9 @@ class TurnRunner:
             _log.warning("planner text deltas disagree with its final turn; keeping what was sent")
             turn = replace(turn, text=text)
         extra = dict(done.usage_extra) if isinstance(done, ForwardedDone) else {}
-        yield await self._finish(wire, id, parsed, turn, admissions, extra, ctx)
+        yield await self._finish(
+            wire, id, parsed, turn, admissions, extra, ctx, admitted.turn.messages
+        )
 
 
 def _rebuilt(passthrough: Passthrough | None) -> Passthrough | None:

@@ -39,7 +39,7 @@ from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import Admission, QuarantineLedger
 from fak.kernel.vdso import DEFAULT_CAPACITY, VdsoCache, VdsoEntry, VdsoKey
-from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
+from fak.kernel.witness import Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
     CompiledFloor,
@@ -141,7 +141,7 @@ class Kernel:
         pageout_bytes: int | None = None,
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
-        witness_ttl_s: float = DEFAULT_TTL_S,
+        witness_ttl_s: float | None = None,
     ) -> None:
         injected = chain if isinstance(chain, Chain) else Chain(chain or ())
         self._injected: Chain | None = injected if len(injected) else None
@@ -166,7 +166,10 @@ class Kernel:
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._world = 0
         self._trust_epoch = 0
-        self._witness = WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
+        self._witness = WitnessBook(
+            self._clock.now,
+            ttl_s=settings.witness_ttl_s if witness_ttl_s is None else witness_ttl_s,
+        )
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
 

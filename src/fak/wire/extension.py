@@ -37,6 +37,7 @@ class WireVerdict:
     reason: str = ""
     disposition: str = ""
     claim: str = ""
+    witness_id: str = ""  # a held call: the id an operator approves (``fak witness approve``)
 
     @classmethod
     def of(cls, verdict: Verdict) -> WireVerdict:
@@ -48,6 +49,7 @@ class WireVerdict:
             reason=reason,
             disposition=str(disp) if disp is not None else "",
             claim=verdict.claim,
+            witness_id=verdict.meta.get("witness_id", ""),
         )
 
     @classmethod
@@ -71,8 +73,11 @@ class WireVerdict:
             out["by"] = self.by
         if self.disposition:
             out["disposition"] = self.disposition
-        if self.claim:
-            out["detail"] = {"claim": self.claim}
+        if self.claim or self.witness_id:
+            detail: dict[str, str] = {"claim": self.claim} if self.claim else {}
+            if self.witness_id:
+                detail["witness_id"] = self.witness_id
+            out["detail"] = detail
         return out
 
 
@@ -143,7 +148,10 @@ class FakExtension:
 def _refusal(a: Adjudication) -> str:
     v = a.verdict
     detail = "/".join(x for x in (v.reason, v.disposition) if x)
-    return f"{a.tool} → {v.kind}" + (f" ({detail})" if detail else "")
+    text = f"{a.tool} → {v.kind}" + (f" ({detail})" if detail else "")
+    if v.witness_id:
+        text += f", held until an operator runs `fak witness approve {v.witness_id}`"
+    return text
 
 
 def deny_summary(adjudications: Sequence[Adjudication]) -> str:
