@@ -2,7 +2,10 @@
 
 In one run, side by side:
   in-process arms   Kernel.decide on the compiled floor (allow-listed read by exact name and by
-                    prefix, explicit deny, default deny, an arg-rule call that needs the full fold),
+                    prefix, explicit deny, default deny, an arg-rule call that needs the full fold,
+                    a read on a manifest with sink rules, and a sink-checked payment against a
+                    32 KB conversation: provenance index warm, and built for the call as the
+                    gateway does per request),
                     the uncompiled fold for the same read, a vDSO hit and a full syscall
                     (decide + dispatch + result admission)
   spawned arms      one process per call, interleaved: a bare `python -S -c pass` (the floor for
@@ -37,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import fak
-from fak.abi import ToolCall
+from fak.abi import Context, ToolCall
 from fak.cli.hookd import stop_deciders
 from fak.kernel import Kernel
 from fak.policy import Policy
@@ -45,6 +48,7 @@ from fak.policy import Policy
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "decide.json"
 SUPPORT = ROOT / "examples" / "customer-support-readonly-policy.json"
+BANKING = ROOT / "examples" / "agentdojo" / "banking-policy.json"
 GATE_P50_NS = 3000.0
 GATE_RATIO = 1000.0
 HOOK_INPUT = json.dumps({"tool": "calculate", "args": {"expression": "2+2"}}).encode()
@@ -53,6 +57,29 @@ HOOK_INPUT = json.dumps({"tool": "calculate", "args": {"expression": "2+2"}}).en
 def _pct(samples: list[float], p: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(p / 100.0 * (len(ordered) - 1)))]
+
+
+def _conversation(size: int) -> list[tuple[str, str]]:
+    """A user turn naming the payee, then ~``size`` bytes of transaction-list results."""
+    rows = [
+        {"id": i, "recipient": f"GB29NWBK6016133192{i:04d}", "amount": 10.5 + i, "subject": "x"}
+        for i in range(size // 100)
+    ]
+    body = json.dumps(rows)
+    chunks = [body[i : i + 4096] for i in range(0, len(body), 4096)]
+    return [("user", "please pay DE89 3704 0044 0532 0130 00 the usual 120 EUR")] + [
+        ("get_most_recent_transactions", chunk) for chunk in chunks
+    ]
+
+
+def _context(history: list[tuple[str, str]]) -> Context:
+    ctx = Context()
+    for i, (who, text) in enumerate(history):
+        if who == "user":
+            ctx.user(text)
+        else:
+            ctx.result(who, f"c{i}", text)
+    return ctx
 
 
 def _arms() -> dict[str, tuple[Callable[[ToolCall], Any], ToolCall, str]]:
@@ -65,6 +92,10 @@ def _arms() -> dict[str, tuple[Callable[[ToolCall], Any], ToolCall, str]]:
     syscall.register_tool("get_user_details", lambda args: {"user_id": args["user_id"], "n": 1})
     dispatch = Kernel(Policy.default(), vdso=False)
     dispatch.register_tool("get_user_details", lambda args: {"user_id": args["user_id"], "n": 1})
+    banking = Kernel(Policy.load(BANKING))
+    history = _conversation(32 * 1024)
+    warm = _context(history)
+    pay = {"recipient": "DE89370400440532013000", "amount": 120}
     read = ToolCall("calculate", {"expression": "2+2"})
     prefixed = ToolCall("get_user_details", {"user_id": "u1"})
     syscall.syscall(prefixed)  # warm the vDSO entry
@@ -76,6 +107,21 @@ def _arms() -> dict[str, tuple[Callable[[ToolCall], Any], ToolCall, str]]:
         "decide allow (arg rule, full fold)": (
             support.decide,
             ToolCall("search_kb", {"query": "reset my password"}),
+            "ALLOW",
+        ),
+        "decide allow (read, manifest with sink rules)": (
+            banking.decide,
+            ToolCall("get_balance", {}),
+            "ALLOW",
+        ),
+        "sink check, 32 KB conversation, index warm": (
+            banking.decide,
+            ToolCall("send_money", pay, context=warm),
+            "ALLOW",
+        ),
+        "sink check, 32 KB conversation, index cold": (
+            lambda c: banking.decide(ToolCall(c.tool, c.args, context=_context(history))),
+            ToolCall("send_money", pay),
             "ALLOW",
         ),
         "uncompiled fold, same read": (plain_chain.decide, read, "ALLOW"),
