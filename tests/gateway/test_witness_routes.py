@@ -10,7 +10,15 @@ from typing import Any
 import openai
 import pytest
 
-from fak.abi import FinishReason, PlannerTurn, ProposedCall, Role, TurnRequest
+from fak.abi import (
+    FinishReason,
+    PlannerTurn,
+    ProposedCall,
+    Role,
+    ToolCall,
+    TurnRequest,
+    VerdictKind,
+)
 from fak.gateway.planner_mock import MockPlanner
 from fak.kernel import Kernel
 from fak.policy import Policy
@@ -122,3 +130,29 @@ def test_approve_route_needs_a_key_and_admits_once(app_factory: Callable[..., An
             assert revoked.status_code == 200 and revoked.json()["trust_epoch"] == 1
 
     asyncio.run(main())
+
+
+def test_fak_witness_cli_against_a_live_gateway(
+    app_factory: Callable[..., Any], serve_app: Callable[[Any], str]
+) -> None:
+    from click.testing import CliRunner
+
+    from fak.cli.main import cli
+
+    kernel = _kernel()
+    base = serve_app(app_factory(MockPlanner(), kernel, witness_key="wk-2"))
+    call = ToolCall("send_money", {"recipient": ATTACKER, "amount": 3})
+    hold = kernel.decide(call).meta["witness_id"]
+    runner = CliRunner()
+    env = {"FAK_WITNESS_KEY": "wk-2"}
+    listed = runner.invoke(cli, ["witness", "--url", base, "list"], env=env)
+    assert listed.exit_code == 0 and hold in listed.output and "pending" in listed.output
+    wrong = runner.invoke(cli, ["witness", "--url", base, "approve", hold], env={})
+    assert wrong.exit_code == 1 and "witness_auth_failed" in wrong.output
+    ok = runner.invoke(cli, ["witness", "--url", base, "approve", hold], env=env)
+    assert ok.exit_code == 0 and f"approved {hold}" in ok.output
+    assert kernel.decide(call).kind is VerdictKind.ALLOW
+    gone = runner.invoke(cli, ["witness", "--url", "http://127.0.0.1:9", "list"], env=env)
+    assert gone.exit_code == 2 and "cannot reach" in gone.output
+    revoked = runner.invoke(cli, ["witness", "--url", base, "revoke", hold], env=env)
+    assert revoked.exit_code == 0 and "trust_epoch=1" in revoked.output
