@@ -202,3 +202,12 @@ def test_email_round_trips_through_display_forms(name: str, host: str) -> None:
             Kernel(policy).decide(ToolCall("send_email", {"to": form}, context=ctx)).kind
             is VerdictKind.ALLOW
         )
+
+
+def test_witness_list_holds_every_call_of_an_allowed_tool_only() -> None:
+    policy = _load({"allow": ["refund"], "witness": ["refund", "wipe_disk"]})
+    kernel = Kernel(policy)
+    assert kernel.decide(ToolCall("refund", {"amount": 1})).kind is VerdictKind.REQUIRE_WITNESS
+    # a witness entry never admits a tool the floor refuses
+    assert kernel.decide(ToolCall("wipe_disk", {})).kind is VerdictKind.DENY
+    assert json.loads(policy.dump())["witness"] == ["refund", "wipe_disk"]

@@ -340,6 +340,8 @@ class Manifest(_Strict):
     trusted_sources: tuple[TrustedSource, ...] = ()
     pinned: tuple[str, ...] = ()
     """Values the operator vouches for as if the user had typed them (an own IBAN, a domain)."""
+    witness: tuple[str, ...] = ()
+    """Tools every call of which waits for a witness (money-moving, irreversible), if allowed."""
     after_untrusted: dict[str, Literal["deny", "witness"]] = {}
     """Tools refused (or held for a witness) once any untrusted tool result is in the run."""
     root: str | None = None
@@ -424,6 +426,8 @@ class Manifest(_Strict):
             out["pinned"] = list(self.pinned)
         if self.after_untrusted:
             out["after_untrusted"] = dict(self.after_untrusted)
+        if self.witness:
+            out["witness"] = list(self.witness)
         return out
 
 

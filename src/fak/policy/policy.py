@@ -48,7 +48,7 @@ def default_manifest() -> Manifest:
 
 def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
     """The sink rung of this manifest, or None when it names no sinks."""
-    if not manifest.sinks and not manifest.after_untrusted:
+    if not manifest.sinks and not manifest.after_untrusted and not manifest.witness:
         return None
     sinks: dict[str, list[CompiledSink]] = {}
     for rule in manifest.sinks:
@@ -65,6 +65,7 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
             {match_key(tool): mode for tool, mode in manifest.after_untrusted.items()}
         ),
         pinned=tuple(manifest.pinned),
+        always_witness=frozenset(match_key(tool) for tool in manifest.witness),
         trusted_tools=whole,
         trusted_fields=MappingProxyType(fields),
     )

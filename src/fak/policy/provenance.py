@@ -350,11 +350,13 @@ _ACCEPTS: Final = {
 @dataclass(slots=True)
 class ProvenanceRung:
     """Rank 110, after the monitor: judges only calls the floor would admit, and only tools
-    with sink rules or an ``after_untrusted`` entry (every other call defers at once)."""
+    with sink rules, an ``after_untrusted`` entry or a ``witness`` entry (every other call
+    defers at once)."""
 
     sinks: Mapping[str, tuple[CompiledSink, ...]]
     after_untrusted: Mapping[str, str]
     pinned: tuple[str, ...] = ()
+    always_witness: frozenset[str] = frozenset()
     trusted_tools: frozenset[str] = frozenset()
     trusted_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     name: str = _BY
@@ -366,7 +368,7 @@ class ProvenanceRung:
 
     def guards(self, tool: str) -> bool:
         key = match_key(tool)
-        return key in self.sinks or key in self.after_untrusted
+        return key in self.sinks or key in self.after_untrusted or key in self.always_witness
 
     def index(self, context: Context | None) -> ProvenanceIndex:
         if context is None:
@@ -393,6 +395,8 @@ class ProvenanceRung:
         key = match_key(call.tool)
         sinks = self.sinks.get(key, ())
         mode = self.after_untrusted.get(key)
+        if key in self.always_witness:
+            return Verdict.require_witness(f"witness {call.tool}: every call is held", _BY)
         if (not sinks and mode is None) or args is None:
             return Verdict.defer(_BY)
         index = self.index(call.context)
