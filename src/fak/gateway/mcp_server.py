@@ -39,6 +39,7 @@ __all__ = [
     "McpHttpEndpoint",
     "build_mcp_server",
     "mcp_asgi_app",
+    "serve_server_stdio",
     "serve_stdio",
 ]
 
@@ -129,6 +130,15 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
     every request read before EOF is still answered (up to ``drain_timeout_s``), then we exit.
     """
     server = build_mcp_server(kernel)
+    await serve_server_stdio(
+        server, server.create_initialization_options(), drain_timeout_s=drain_timeout_s
+    )
+
+
+async def serve_server_stdio(
+    server: Server[Any], init_options: Any, *, drain_timeout_s: float = 30.0
+) -> None:
+    """Serve ``server`` over stdin/stdout; requests read before EOF are answered (drained)."""
     async with stdio_server() as (read_stream, write_stream):
         pending: set[Any] = set()
         answered = anyio.Event()
@@ -161,7 +171,7 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
             tg.start_soon(pump_in)
             tg.start_soon(pump_out)
             async with server_out:
-                await server.run(server_in, server_out, server.create_initialization_options())
+                await server.run(server_in, server_out, init_options)
 
 
 class McpHttpEndpoint:
