@@ -77,6 +77,7 @@ class McpProxy:
         self._upstream: Any = None  # the client's ServerSession, once it has spoken
         self._resources: dict[str, str] = {}  # uri -> server
         self._journal_threaded = kernel.journal is not None
+        self._started = False
         self.server = self._build_server(name)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -97,10 +98,15 @@ class McpProxy:
         )
 
     async def _all_ready(self) -> None:
+        """Wait (once, bounded) for every downstream's first connection, so the first menu is
+        whole; a server that never comes up is simply absent from it."""
+        if self._started:
+            return
         with anyio.move_on_after(_READY_WAIT_S):
             for downstream in self.downstreams.values():
-                while not downstream.connected and downstream.connects == 0:
+                while downstream.connects == 0:
                     await anyio.sleep(0.01)
+        self._started = True
 
     # -- downstream hooks -----------------------------------------------------------------------
     async def _tools_changed(self, downstream: Downstream) -> None:
@@ -272,6 +278,9 @@ class McpProxy:
         args = dict(arguments or {})
         call = ToolCall(name, args, trace_id=trace_id)
         entry = self.catalog.get(name)
+        if entry is None and not self._started:  # called before the first tools/list
+            await self._all_ready()
+            entry = self.catalog.get(name)
         server = entry.server if entry is not None else ""
         if entry is None or entry.state is not ToolState.LISTED:
             if entry is None:
