@@ -180,7 +180,7 @@ def register(group: click.Group) -> None:
             err=True,
         )
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(serve_proxy_stdio, kernel, config)
+            anyio.run(serve_proxy_stdio, kernel, config, backend_options=_loop_options())
 
 
 def _kernel(policy_path: str | None) -> Kernel:
@@ -202,3 +202,8 @@ def _kernel(policy_path: str | None) -> Kernel:
         return build_kernel(settings, policy)
     except (OSError, JournalCorruptError) as exc:
         _fail(open_error_line(str(settings.audit_journal), exc), 1)
+
+
+def _loop_options() -> dict[str, Any]:
+    """uvloop when installed (the gateway extra brings it): fewer microseconds per hop."""
+    return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}

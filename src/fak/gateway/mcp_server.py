@@ -136,10 +136,19 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
 
 
 async def serve_server_stdio(
-    server: Server[Any], init_options: Any, *, drain_timeout_s: float = 30.0
+    server: Server[Any],
+    init_options: Any,
+    *,
+    drain_timeout_s: float = 30.0,
+    streams: tuple[Any, Any] | None = None,
 ) -> None:
-    """Serve ``server`` over stdin/stdout; requests read before EOF are answered (drained)."""
-    async with stdio_server() as (read_stream, write_stream):
+    """Serve ``server`` over stdin/stdout; requests read before EOF are answered (drained).
+
+    ``streams``: explicit ``(stdin, stdout)`` async text streams for the SDK's stdio transport
+    (``fak.gateway.mcp.pipes.loop_pipes``); None uses the SDK's own.
+    """
+    stdin, stdout = streams if streams is not None else (None, None)
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         pending: set[Any] = set()
         answered = anyio.Event()
         to_server, server_in = anyio.create_memory_object_stream[Any](0)

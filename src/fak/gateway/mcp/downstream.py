@@ -225,8 +225,15 @@ class Downstream:
     async def call_tool(
         self, name: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
     ) -> types.CallToolResult:
+        """tools/call as a plain typed request: the SDK's output-schema validation is skipped
+        (the proxy lists no output schemas upstream, and the result passes fak's wall)."""
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=arguments)
+        )
         return await self._guard(  # type: ignore[no-any-return]
-            lambda c: c.session.call_tool(name, arguments, progress_callback=progress)
+            lambda c: c.session.send_request(
+                request, types.CallToolResult, progress_callback=progress
+            )
         )
 
     async def list_resources(self) -> types.ListResourcesResult:

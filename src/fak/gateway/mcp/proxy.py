@@ -454,8 +454,9 @@ class McpProxy:
 
 async def serve_proxy_stdio(kernel: Kernel, config: ProxyConfig) -> None:
     """Run the proxy on this process's stdin/stdout until the client hangs up."""
+    from fak.gateway.mcp.pipes import loop_pipes
     from fak.gateway.mcp_server import serve_server_stdio
 
     proxy = McpProxy(kernel, config)
-    async with proxy.running():
-        await serve_server_stdio(proxy.server, proxy.initialization_options())
+    async with loop_pipes() as streams, proxy.running():
+        await serve_server_stdio(proxy.server, proxy.initialization_options(), streams=streams)
