@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
@@ -25,6 +26,10 @@ from mcp.types import CallToolResult
 from fak.journal import read_rows, verify
 
 pytestmark = [pytest.mark.gateway, pytest.mark.timeout(180)]
+
+# anyio imports its subprocess module lazily; pytest rewrites anyio's modules (it is a pytest
+# plugin) and CPython 3.11.7 can fail that rewrite deep inside an event loop: import it now
+anyio.open_process  # noqa: B018
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -202,8 +202,10 @@ class McpHttpEndpoint:
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
         body_cap: int = 4 * 1024 * 1024,
+        server: Server[Any] | None = None,
     ) -> None:
-        self.server = build_mcp_server(kernel)
+        # ``server``: serve another SDK server on this endpoint (the MCP proxy's), same guards
+        self.server = server if server is not None else build_mcp_server(kernel)
         self.body_cap = body_cap
         hosts = _LOOPBACK_HOSTS if allowed_hosts is None else tuple(allowed_hosts)
         origins = _LOOPBACK_ORIGINS if allowed_origins is None else tuple(allowed_origins)

@@ -11,6 +11,7 @@ arguments or results.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -84,7 +85,7 @@ class Downstream:
     def connected(self) -> bool:
         return self._client is not None
 
-    def _client_for(self) -> Client:
+    def _client_for(self, http: Any) -> Client:
         spec = self.spec
         server: Any
         if spec.command is not None:
@@ -92,7 +93,10 @@ class Downstream:
                 command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=spec.cwd
             )
         else:
-            server = self._http_transport()
+            from mcp.client.streamable_http import streamable_http_client
+
+            assert spec.url is not None
+            server = streamable_http_client(spec.url, http_client=http)
         return Client(
             server,
             mode="legacy",  # list_changed, progress and logging arrive as notifications
@@ -105,13 +109,13 @@ class Downstream:
             client_info=types.Implementation(name="fak-mcp-proxy", version="1"),
         )
 
-    def _http_transport(self) -> Any:
+    def _http_client(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The HTTP client (with the configured headers) for a url server; closed on exit."""
+        if self.spec.url is None:
+            return contextlib.nullcontext()
         import httpx2
-        from mcp.client.streamable_http import streamable_http_client
 
-        assert self.spec.url is not None
-        http = httpx2.AsyncClient(headers=dict(self.spec.headers), timeout=30.0)
-        return streamable_http_client(self.spec.url, http_client=http)
+        return httpx2.AsyncClient(headers=dict(self.spec.headers), timeout=30.0)
 
     # -- callbacks from the SDK ---------------------------------------------------------------
     async def _on_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
@@ -136,7 +140,11 @@ class Downstream:
         attempt = 0
         while True:
             try:
-                async with self._client_for() as client, anyio.create_task_group() as tg:
+                async with (
+                    self._http_client() as http,
+                    self._client_for(http) as client,
+                    anyio.create_task_group() as tg,
+                ):
                     self.tools = await self._fetch_tools(client)
                     self._client = client
                     self.connects += 1
