@@ -129,10 +129,16 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
     A client may write its last requests and close stdin at once (a pipe does exactly that):
     every request read before EOF is still answered (up to ``drain_timeout_s``), then we exit.
     """
+    from fak.gateway.mcp.pipes import loop_pipes
+
     server = build_mcp_server(kernel)
-    await serve_server_stdio(
-        server, server.create_initialization_options(), drain_timeout_s=drain_timeout_s
-    )
+    async with loop_pipes() as streams:
+        await serve_server_stdio(
+            server,
+            server.create_initialization_options(),
+            drain_timeout_s=drain_timeout_s,
+            streams=streams,
+        )
 
 
 async def serve_server_stdio(

@@ -111,7 +111,7 @@ class McpProxy:
     # -- downstream hooks -----------------------------------------------------------------------
     async def _tools_changed(self, downstream: Downstream) -> None:
         changed = self.catalog.update(downstream.name, downstream.tools)
-        if changed and self._upstream is not None:
+        if changed and self._started and self._upstream is not None:  # not the first menu
             with contextlib.suppress(Exception):  # the client may have gone; nothing to tell
                 await self._upstream.send_tool_list_changed()
 
