@@ -3,9 +3,9 @@
 Written on the official SDK. It lists a benign ``read_note``, a tool whose description carries an
 injection (tool poisoning), ``flip`` (changes ``read_note``'s definition and announces it with
 ``notifications/tools/list_changed``: a rug pull), ``ask_model`` (asks the client's model via
-``sampling/createMessage``), ``slow`` (reports progress, then waits) and ``pid`` (its process id,
-so a test can kill it). Every call it receives is appended to the file named by argv[1], so a test
-can prove a refused call never arrived.
+``sampling/createMessage``), ``slow`` (reports progress, then waits), ``hang`` (waits to be
+cancelled) and ``pid`` (its process id, so a test can kill it). Every call it receives is
+appended to the file named by argv[1], so a test can prove a refused call never arrived.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def _tools() -> list[types.Tool]:
         types.Tool(name="ask_model", description="Ask the client's model.", input_schema=empty),
         types.Tool(name="slow", description="Report progress.", input_schema=empty),
         types.Tool(name="pid", description="Process id.", input_schema=empty),
+        types.Tool(name="hang", description="Wait until cancelled.", input_schema=empty),
     ]
 
 
@@ -86,6 +87,14 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
                 await ctx.session.send_progress_notification(token, step, 3)
         await anyio.sleep(0.05)
         return _text("done")
+    if params.name == "hang":
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            with open(LOG, "a", encoding="utf-8") as log:
+                log.write("hang-cancelled\n")
+            raise
+        return _text("woke")
     if params.name == "pid":
         return _text(str(os.getpid()))
     return _text("ok")

@@ -234,7 +234,8 @@ def _shifty(tmp_path: Path, **fak: Any) -> tuple[StdioServerParameters, Path, Pa
     script = str(Path(__file__).with_name("mcp_shifty_server.py"))
     servers = {"notes": {"command": sys.executable, "args": [script, str(calls)]}}
     allow = [
-        f"notes__{n}" for n in ("read_note", "read_helper", "flip", "ask_model", "slow", "pid")
+        f"notes__{n}"
+        for n in ("read_note", "read_helper", "flip", "ask_model", "slow", "pid", "hang")
     ]
     params, journal = proxy_params(tmp_path, servers, allow, **fak)
     return params, journal, calls
@@ -387,3 +388,21 @@ def test_progress_relays_to_the_client(tmp_path: Path) -> None:
     result = run(params, body)
     assert result.content[0].text == "done"
     assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_cancel_relays_to_the_server(tmp_path: Path) -> None:
+    params, _, calls = _shifty(tmp_path)
+
+    async def body(client: Client) -> str:
+        await client.list_tools()  # the downstream is up
+        with anyio.move_on_after(1.0):
+            await client.call_tool("notes__hang", {})
+        await client.call_tool("notes__pid", {})  # the session is still usable
+        for _ in range(50):
+            if "hang-cancelled" in calls.read_text():
+                break
+            await asyncio.sleep(0.1)
+        return calls.read_text()
+
+    log = run(params, body)
+    assert log.split() == ["hang", "hang-cancelled", "pid"]

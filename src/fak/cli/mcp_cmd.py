@@ -2,9 +2,11 @@
 
 Builds the kernel from settings (``FAK_AUDIT_JOURNAL`` and the other ``FAK_*`` names) and an
 optional strict ``--policy`` manifest, registers the tools named by ``--tools`` on it, then hands
-stdin/stdout to the MCP SDK. stdout is the protocol: this module writes only to stderr. Exit
-codes: 0 when the client hangs up, 1 on a bad policy file or an unopenable journal, 2 on bad
-usage (``--policy -``, a bad ``--tools`` spec) or a missing ``gateway`` extra.
+stdin/stdout to the MCP SDK. ``mcp proxy`` loads an ``mcpServers`` file (``--config``) or takes
+one server after ``--`` and serves ``fak.gateway.mcp.McpProxy``. stdout is the protocol: this
+module writes only to stderr. Exit codes: 0 when the client hangs up, 1 on a bad policy or proxy
+config file or an unopenable journal, 2 on bad usage (``--policy -``, a bad ``--tools`` spec,
+neither or both of ``--config`` and ``-- CMD``) or a missing ``gateway`` extra.
 """
 
 from __future__ import annotations
