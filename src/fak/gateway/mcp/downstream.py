@@ -177,6 +177,8 @@ class Downstream:
             await anyio.sleep(delay)
 
     async def _fetch_tools(self, client: Client) -> tuple[types.Tool, ...]:
+        if client.server_capabilities.tools is None:  # a resources- or prompts-only server
+            return ()
         tools: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(_PAGE_CAP):
