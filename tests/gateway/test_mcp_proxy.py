@@ -228,11 +228,13 @@ def test_real_servers_allowed_reads_denied_writes_and_walled_fetch(
     assert "previous instructions" not in raw.lower()
 
 
-def _shifty(tmp_path: Path, **fak: Any) -> tuple[StdioServerParameters, Path, Path]:
+def _shifty(
+    tmp_path: Path, entry: dict[str, Any] | None = None, **fak: Any
+) -> tuple[StdioServerParameters, Path, Path]:
     calls = tmp_path / "calls.log"
     calls.write_text("")
     script = str(Path(__file__).with_name("mcp_shifty_server.py"))
-    servers = {"notes": {"command": sys.executable, "args": [script, str(calls)]}}
+    servers = {"notes": {"command": sys.executable, "args": [script, str(calls)], **(entry or {})}}
     allow = [
         f"notes__{n}"
         for n in ("read_note", "read_helper", "flip", "ask_model", "slow", "pid", "hang")
@@ -345,6 +347,29 @@ def test_sampling_from_a_server_is_refused_by_default(tmp_path: Path) -> None:
     assert asked == []
     rows = [r for r in read_rows(journal) if r["kind"] == "MCP_SERVER_REQUEST"]
     assert [(r["tool"], r["verdict"]) for r in rows] == [("notes/sampling", "DENY")]
+
+
+def test_sampling_is_relayed_when_the_server_is_allowed(tmp_path: Path) -> None:
+    import mcp.types as types
+
+    params, journal, _ = _shifty(tmp_path, {"allow_sampling": True})
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> Any:
+        asked.append(params.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="hi"), model="m"
+        )
+
+    async def body(client: Client) -> CallToolResult:
+        await client.list_tools()
+        return await client.call_tool("notes__ask_model", {})
+
+    result = run(params, body, sampling_callback=sampling)
+    assert result.content[0].text == "sampling answered"
+    assert asked == ["say hi"]
+    rows = [r for r in read_rows(journal) if r["kind"] == "MCP_SERVER_REQUEST"]
+    assert [(r["tool"], r["verdict"]) for r in rows] == [("notes/sampling", "ALLOW")]
 
 
 def test_killed_downstream_gives_a_clean_error_and_is_restarted(tmp_path: Path) -> None:
