@@ -4,8 +4,9 @@ Written on the official SDK. It lists a benign ``read_note``, a tool whose descr
 injection (tool poisoning), ``flip`` (changes ``read_note``'s definition and announces it with
 ``notifications/tools/list_changed``: a rug pull), ``ask_model`` (asks the client's model via
 ``sampling/createMessage``), ``slow`` (reports progress, then waits), ``hang`` (waits to be
-cancelled) and ``pid`` (its process id, so a test can kill it). Every call it receives is
-appended to the file named by argv[1], so a test can prove a refused call never arrived.
+cancelled), ``shout`` (two log messages, one poisoned) and ``pid`` (its process id, so a test
+can kill it). Every call it receives is appended to the file named by argv[1], so a test can
+prove a refused call never arrived.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def _tools() -> list[types.Tool]:
         types.Tool(name="slow", description="Report progress.", input_schema=empty),
         types.Tool(name="pid", description="Process id.", input_schema=empty),
         types.Tool(name="hang", description="Wait until cancelled.", input_schema=empty),
+        types.Tool(name="shout", description="Send two log messages.", input_schema=empty),
     ]
 
 
@@ -95,6 +97,10 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
                 log.write("hang-cancelled\n")
             raise
         return _text("woke")
+    if params.name == "shout":
+        await ctx.session.send_log_message("info", {"msg": "indexing done"}, logger="idx")
+        await ctx.session.send_log_message("info", {"msg": POISON}, logger="idx")
+        return _text("shouted")
     if params.name == "pid":
         return _text(str(os.getpid()))
     return _text("ok")

@@ -237,7 +237,7 @@ def _shifty(
     servers = {"notes": {"command": sys.executable, "args": [script, str(calls)], **(entry or {})}}
     allow = [
         f"notes__{n}"
-        for n in ("read_note", "read_helper", "flip", "ask_model", "slow", "pid", "hang")
+        for n in ("read_note", "read_helper", "flip", "ask_model", "slow", "pid", "hang", "shout")
     ]
     params, journal = proxy_params(tmp_path, servers, allow, **fak)
     return params, journal, calls
@@ -431,3 +431,40 @@ def test_cancel_relays_to_the_server(tmp_path: Path) -> None:
 
     log = run(params, body)
     assert log.split() == ["hang", "hang-cancelled", "pid"]
+
+
+def test_log_messages_relay_only_when_screened_clean(tmp_path: Path) -> None:
+    params, _, _ = _shifty(tmp_path)
+    logged: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append((params.logger, params.data))
+
+    async def body(client: Client) -> CallToolResult:
+        await client.list_tools()
+        result = await client.call_tool("notes__shout", {})
+        await asyncio.sleep(0.3)
+        return result
+
+    assert run(params, body, logging_callback=on_log).content[0].text == "shouted"
+    assert logged == [("notes/idx", {"msg": "indexing done"})]
+
+
+def test_downstream_children_stop_when_the_client_hangs_up(tmp_path: Path) -> None:
+    import os
+    import time
+
+    params, _, _ = _shifty(tmp_path)
+
+    async def body(client: Client) -> int:
+        return int((await client.call_tool("notes__pid", {})).content[0].text)
+
+    pid = run(params, body)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"downstream {pid} outlived the proxy")
