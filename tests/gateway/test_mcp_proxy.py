@@ -468,3 +468,18 @@ def test_downstream_children_stop_when_the_client_hangs_up(tmp_path: Path) -> No
             return
         time.sleep(0.1)
     raise AssertionError(f"downstream {pid} outlived the proxy")
+
+
+def test_rewritten_arguments_are_what_the_server_receives(tmp_path: Path) -> None:
+    params, journal, _ = _shifty(tmp_path)
+    floor = json.loads((tmp_path / "floor.json").read_text())
+    floor["redact_fields"] = ["name"]
+    (tmp_path / "floor.json").write_text(json.dumps(floor))
+
+    async def body(client: Client) -> CallToolResult:
+        return await client.call_tool("notes__read_note", {"name": "hunter2"})
+
+    result = run(params, body)
+    assert result.content[0].text == "note [REDACTED]: buy milk"
+    decide = [r for r in read_rows(journal) if r["kind"] == "DECIDE"]
+    assert [(r["tool"], r["verdict"]) for r in decide] == [("notes__read_note", "TRANSFORM")]
