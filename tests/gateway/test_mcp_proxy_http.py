@@ -99,7 +99,7 @@ def test_fak_serve_mcp_route_serves_the_proxy_behind_the_same_key(
             return {"tools": tools, "ok": ok, "denied": denied}
 
     out = asyncio.run(main())
-    assert out["tools"] == ["time__get_current_time"]
+    assert out["tools"] == ["fak_page_in", "time__get_current_time"]
     assert json.loads(out["ok"].content[0].text)["timezone"] == "UTC"
     assert out["denied"].is_error is False
     assert envelope(out["denied"])["data"]["reason"] == "DEFAULT_DENY"
@@ -144,6 +144,6 @@ def test_streamable_http_downstream(tmp_path: Path) -> None:
     finally:
         node.terminate()
         node.wait(timeout=10)
-    assert out["tools"] == ["ev__echo", "ev__get-sum"]
+    assert out["tools"] == ["ev__echo", "ev__get-sum", "fak_page_in"]
     assert "over http" in out["echo"].content[0].text
     assert envelope(out["denied"])["reply_type"] == "D"

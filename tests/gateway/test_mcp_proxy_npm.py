@@ -76,7 +76,7 @@ def test_filesystem_reads_work_and_denied_writes_leave_the_directory_unchanged(
         return out
 
     out = run(params, body)
-    assert out["tools"] == sorted(allow)  # write_file is not on the menu
+    assert out["tools"] == sorted([*allow, "fak_page_in"])  # write_file is not on the menu
     assert out["read"].is_error is False
     assert "ship on friday" in out["read"].content[0].text
     for key in ("write", "edit"):
@@ -126,7 +126,7 @@ def test_everything_progress_resources_prompts_image_and_refused_sampling(tmp_pa
         return out
 
     out = run(params, body)
-    assert out["tools"] == sorted(allow)
+    assert out["tools"] == sorted([*allow, "fak_page_in"])
     assert "hello" in out["echo"].content[0].text
     assert any(block.type == "image" for block in out["image"].content)
     assert out["long"].is_error is False

@@ -41,6 +41,8 @@ __all__ = [
     "mcp_asgi_app",
     "serve_server_stdio",
     "serve_stdio",
+    "tool_definitions",
+    "tool_result",
 ]
 
 _log = logging.getLogger(__name__)
@@ -63,7 +65,8 @@ def _fak_version() -> str:
         return "0"
 
 
-def _tool_definitions() -> list[types.Tool]:
+def tool_definitions() -> list[types.Tool]:
+    """fak's own MCP tools as the SDK lists them."""
     return [
         types.Tool(
             name=spec.name,
@@ -81,7 +84,8 @@ def _tool_definitions() -> list[types.Tool]:
     ]
 
 
-def _result(answer: ToolAnswer) -> types.CallToolResult:
+def tool_result(answer: ToolAnswer) -> types.CallToolResult:
+    """A tool answer as the SDK's result: the envelope as text and structured content."""
     wire = answer.wire()
     text = orjson.dumps(wire).decode("utf-8")
     return types.CallToolResult(
@@ -94,7 +98,7 @@ def _result(answer: ToolAnswer) -> types.CallToolResult:
 def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
     """An MCP server whose four tools are answered by ``kernel`` (one decision path)."""
     tools = McpTools(kernel)
-    definitions = _tool_definitions()
+    definitions = tool_definitions()
     known = frozenset(spec.name for spec in TOOL_SPECS)
 
     async def list_tools(
@@ -111,7 +115,7 @@ def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
             answer = await anyio.to_thread.run_sync(tools.call, params.name, arguments)
         else:
             answer = tools.call(params.name, arguments)
-        return _result(answer)
+        return tool_result(answer)
 
     return Server(
         name,

@@ -31,6 +31,8 @@ from fak.abi.replies import Reply, ReplyBuilder, envelope, new_trace_id, reply_f
 from fak.gateway.mcp.catalog import Catalog, ToolState
 from fak.gateway.mcp.config import ProxyConfig
 from fak.gateway.mcp.downstream import Downstream, DownstreamHooks, DownstreamUnavailable
+from fak.gateway.mcp_server import serve_server_stdio, tool_definitions, tool_result
+from fak.gateway.mcp_tools import McpTools
 from fak.kernel import Kernel
 from fak.kernel.outcome import held_as_deny
 from fak.policy import args_digest
@@ -43,6 +45,8 @@ PROXY_NAME: Final = "fak-mcp-proxy"
 _BY: Final = "mcp-proxy"
 _TOOL_FAILED: Final = "MCP-EXEC-E-001"
 _READY_WAIT_S: Final = 15.0
+PAGE_IN: Final = "fak_page_in"
+"""The one tool the proxy adds: bytes behind a paged-out pointer (re-screened first)."""
 _INSTRUCTIONS: Final = (
     "Tools here are served through fak, an agent kernel. A refused call answers with a reply "
     "envelope whose reply_type is D (denied) or I (invalid): read its reason and adapt, do not "
@@ -78,6 +82,8 @@ class McpProxy:
         self._resources: dict[str, str] = {}  # uri -> server
         self._journal_threaded = kernel.journal is not None
         self._started = False
+        self._tools = McpTools(kernel)
+        self._page_in_tool = next(t for t in tool_definitions() if t.name == PAGE_IN)
         self.server = self._build_server(name)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -273,6 +279,11 @@ class McpProxy:
         self, name: str, arguments: Mapping[str, Any] | None, progress_token: Any = None
     ) -> types.CallToolResult:
         """One tools/call through the kernel; never raises for a refusal or a dead server."""
+        if name == PAGE_IN:  # fak's own page-in, never a downstream tool
+            answer = await anyio.to_thread.run_sync(
+                self._tools.call, PAGE_IN, dict(arguments or {})
+            )
+            return tool_result(answer)
         start = time.perf_counter()
         trace_id = new_trace_id()
         args = dict(arguments or {})
@@ -358,7 +369,7 @@ class McpProxy:
         ) -> types.ListToolsResult:
             proxy._upstream = ctx.session
             await proxy._all_ready()
-            return types.ListToolsResult(tools=proxy.catalog.visible())
+            return types.ListToolsResult(tools=[*proxy.catalog.visible(), proxy._page_in_tool])
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             proxy._upstream = ctx.session
@@ -455,7 +466,6 @@ class McpProxy:
 async def serve_proxy_stdio(kernel: Kernel, config: ProxyConfig) -> None:
     """Run the proxy on this process's stdin/stdout until the client hangs up."""
     from fak.gateway.mcp.pipes import loop_pipes
-    from fak.gateway.mcp_server import serve_server_stdio
 
     proxy = McpProxy(kernel, config)
     async with loop_pipes() as streams, proxy.running():
