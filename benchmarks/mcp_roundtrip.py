@@ -12,10 +12,11 @@ The proxy section (issue 12) measures what `fak mcp proxy` adds in front of a re
 the official client calls ``get_current_time`` on ``mcp-server-time`` directly and through the
 proxy (policy allows it; the result passes the screen), alternating call by call in one run,
 ``--proxy-calls`` samples per arm; the added latency is the difference of the p50s.
+``--proxy-journal`` adds a third arm with the decision journal on (fsync'd rows per call).
 Prints tables, writes benchmarks/results/mcp_roundtrip.json. Not a test.
 
     .venv/bin/python benchmarks/mcp_roundtrip.py [--rounds 30] [--batch 20] [--spawns 3]
-                                                 [--proxy-calls 400]
+                                                 [--proxy-calls 400] [--proxy-journal]
 """
 
 from __future__ import annotations
@@ -111,25 +112,34 @@ async def _run(rounds: int, batch: int, spawns: int, url: str) -> dict[str, Any]
     return {"samples_us": samples, "spawn_to_first_answer_s": spawn}
 
 
-async def _proxy_run(calls: int, floor: Path) -> dict[str, list[float]]:
-    direct = StdioServerParameters(command=TIME_SERVER)
-    proxied = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "fak.cli.main", "mcp", "proxy", "--name", "time", "--policy", str(floor),
-              "--", TIME_SERVER],
-        cwd=str(ROOT),
-        env=ENV,
-    )  # fmt: skip
-    samples: dict[str, list[float]] = {"server-direct": [], "server-via-proxy": []}
-    async with (
-        Client(direct, mode="legacy", cache=None) as plain,
-        Client(proxied, mode="legacy", cache=None) as fak,
-    ):
-        arms = {
-            "server-direct": lambda: plain.call_tool("get_current_time", TIME_ARGS),
-            "server-via-proxy": lambda: fak.call_tool("time__get_current_time", TIME_ARGS),
-        }
-        for name, fn in arms.items():  # warm up, and check both answer the same shape
+async def _proxy_run(calls: int, floor: Path, journal: Path | None) -> dict[str, list[float]]:
+    def proxied(env: dict[str, str]) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "fak.cli.main", "mcp", "proxy", "--name", "time", "--policy", str(floor),
+                  "--", TIME_SERVER],
+            cwd=str(ROOT),
+            env=env,
+        )  # fmt: skip
+
+    servers = {
+        "server-direct": (StdioServerParameters(command=TIME_SERVER), "get_current_time"),
+        "server-via-proxy": (proxied(ENV), "time__get_current_time"),
+    }
+    if journal is not None:
+        env = {**ENV, "FAK_AUDIT_JOURNAL": str(journal)}
+        servers["via-proxy+journal"] = (proxied(env), "time__get_current_time")
+    samples: dict[str, list[float]] = {name: [] for name in servers}
+    async with AsyncExitStack() as stack:
+        arms: dict[str, Callable[[], Awaitable[Any]]] = {}
+        for name, (params, tool) in servers.items():
+            client = await stack.enter_async_context(Client(params, mode="legacy", cache=None))
+
+            def call(client: Client = client, tool: str = tool) -> Awaitable[Any]:
+                return client.call_tool(tool, TIME_ARGS)
+
+            arms[name] = call
+        for name, fn in arms.items():  # warm up, and check every arm answers the same shape
             result = await fn()
             if result.is_error or json.loads(result.content[0].text)["timezone"] != "UTC":
                 raise SystemExit(f"{name}: unexpected answer {result}")
@@ -141,7 +151,7 @@ async def _proxy_run(calls: int, floor: Path) -> dict[str, list[float]]:
     return samples
 
 
-def _proxy_section(calls: int) -> dict[str, Any]:
+def _proxy_section(calls: int, with_journal: bool) -> dict[str, Any]:
     import tempfile
 
     if not Path(TIME_SERVER).exists():
@@ -150,7 +160,8 @@ def _proxy_section(calls: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         floor = Path(tmp) / "floor.json"
         floor.write_text(json.dumps({"allow": ["time__get_current_time"]}))
-        samples = asyncio.run(_proxy_run(calls, floor))
+        journal = Path(tmp) / "journal.jsonl" if with_journal else None
+        samples = asyncio.run(_proxy_run(calls, floor, journal))
     direct = statistics.median(samples["server-direct"])
     proxied = statistics.median(samples["server-via-proxy"])
     print(f"\n{'proxy arm':<18} {'p50 us':>10} {'p90 us':>10} {'p99 us':>10}  ({calls} calls each)")
@@ -172,6 +183,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--spawns", type=int, default=3)
     ap.add_argument("--proxy-calls", type=int, default=400, help="0 skips the proxy section")
+    ap.add_argument(
+        "--proxy-journal", action="store_true", help="add a proxy arm with FAK_AUDIT_JOURNAL on"
+    )
     opts = ap.parse_args()
     with LoopbackServer(mcp_asgi_app(Kernel(Policy.load(SUPPORT)))) as url:
         raw = asyncio.run(_run(opts.rounds, opts.batch, opts.spawns, url))
@@ -184,7 +198,7 @@ def main() -> None:
         print(f"{name:<12} {p50:>10.1f} {p99:>10.1f} {p50 / base:>9.1f}")
     spawn = statistics.median(raw["spawn_to_first_answer_s"])
     print(f"spawn `fak mcp` to first answer: {spawn * 1000:.0f} ms (median of {opts.spawns})")
-    proxy = _proxy_section(opts.proxy_calls) if opts.proxy_calls > 0 else {}
+    proxy = _proxy_section(opts.proxy_calls, opts.proxy_journal) if opts.proxy_calls > 0 else {}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "benchmark": "mcp_roundtrip",
