@@ -72,6 +72,12 @@ def test_claude_code_block_loads_as_is() -> None:
         ({"mcpServers": {"a": {}}}, "MCPX-CONF-SERVER", "exactly one of command"),
         ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, "MCPX-CONF-SERVER", "exactly"),
         ({"mcpServers": {"a b": {"command": "x"}}}, "MCPX-CONF-NAME", "server names"),
+        ({"mcpServers": {"a__b": {"command": "x"}}}, "MCPX-CONF-NAME", "separator '__'"),
+        (
+            {"mcpServers": {"a.b": {"command": "x"}}, "fak": {"separator": "."}},
+            "MCPX-CONF-NAME",
+            "separator '.'",
+        ),
         ({"mcpServers": {"a": {"command": "${NOPE}"}}}, "MCPX-CONF-ENV", "${NOPE} is not set"),
         ({"mcpServers": {"a": {"url": "ftp://h"}}}, "MCPX-CONF-URL", "http:// or https://"),
         ({"mcpServers": {"a": {"url": "http://h", "type": "sse"}}}, "MCPX-CONF-TYPE", "SSE"),

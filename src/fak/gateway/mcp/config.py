@@ -252,12 +252,20 @@ def load_proxy_config(text: str | bytes, environ: Mapping[str, str] | None = Non
     if not isinstance(servers_raw, dict) or not servers_raw:
         raise _fail("MCPX-CONF-SERVER", "mcpServers must name at least one server")
     env = environ or {}
+    options = _fak_section(doc.get("fak", {}))
+    separator = options.get("separator", DEFAULT_SEPARATOR)
+    for name in servers_raw:
+        if separator in name:  # else "a__b" + "c" and "a" + "b__c" would expose the same name
+            raise _fail(
+                "MCPX-CONF-NAME",
+                f"mcpServers.{name}: a server name may not contain the separator {separator!r}",
+            )
     servers = tuple(
         spec for name, raw in servers_raw.items() if (spec := _server(name, raw, env)) is not None
     )
     if not servers:
         raise _fail("MCPX-CONF-SERVER", "every server in mcpServers is disabled")
-    return ProxyConfig(servers, **_fak_section(doc.get("fak", {})))
+    return ProxyConfig(servers, **options)
 
 
 def load_proxy_config_file(
@@ -272,6 +280,7 @@ def load_proxy_config_file(
 
 def single_server_config(name: str, command: str, args: tuple[str, ...]) -> ProxyConfig:
     """The ``fak mcp proxy -- CMD ARGS`` shortcut: one stdio server named ``name``."""
-    if not _NAME.match(name):
-        raise _fail("MCPX-CONF-NAME", f"--name {name!r}: 1-64 letters, digits, '_' or '-'")
+    if not _NAME.match(name) or DEFAULT_SEPARATOR in name:
+        msg = f"--name {name!r}: 1-64 letters, digits, '_' or '-', without {DEFAULT_SEPARATOR!r}"
+        raise _fail("MCPX-CONF-NAME", msg)
     return ProxyConfig((ServerSpec(name, command=command, args=args),))
