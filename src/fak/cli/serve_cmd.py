@@ -203,6 +203,13 @@ def register(group: click.Group) -> None:
         default="stdout",
         show_default=True,
     )
+    @click.option(
+        "--mcp-proxy",
+        "mcp_proxy_config",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="An mcpServers file: /mcp serves `fak mcp proxy` in front of those servers.",
+    )
     def serve(
         addr: str,
         base_url: str | None,
@@ -219,6 +226,7 @@ def register(group: click.Group) -> None:
         stdio: bool,
         examples: bool,
         access_log: str,
+        mcp_proxy_config: str | None,
     ) -> None:
         """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
         if stdio:
@@ -285,6 +293,15 @@ def register(group: click.Group) -> None:
                 "it. Add --require-key-env."
             )
         sink = {"stdout": sys.stdout, "stderr": sys.stderr}.get(access_log)
+        mcp_proxy = None
+        if mcp_proxy_config is not None:
+            from fak.gateway.mcp import McpProxy, ProxyConfigError, load_proxy_config_file
+
+            try:
+                mcp_proxy = McpProxy(kernel, load_proxy_config_file(mcp_proxy_config, environ))
+            except ProxyConfigError as exc:
+                click.secho(f"error: --mcp-proxy {mcp_proxy_config}: {exc}", fg="red", err=True)
+                sys.exit(1)
         options = GatewayOptions(
             read_timeout_s=settings.http_read_timeout_s,
             write_timeout_s=settings.http_write_timeout_s,
@@ -305,6 +322,7 @@ def register(group: click.Group) -> None:
             # it (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
             allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
             cors_origins=settings.cors_origins,
+            mcp_proxy=mcp_proxy,
         )
         app = build_app(kernel, planner, options)
         shown = f"[{host}]" if ":" in host else host

@@ -141,15 +141,25 @@ def build_app(
     if o.mcp and isinstance(kernel, Kernel):
         from fak.gateway.mcp_server import McpHttpEndpoint
 
+        proxy = o.mcp_proxy
         mcp_endpoint = McpHttpEndpoint(
-            kernel, allowed_hosts=_sdk_host_patterns(o.allowed_hosts), body_cap=o.body_cap
+            kernel,
+            allowed_hosts=_sdk_host_patterns(o.allowed_hosts),
+            body_cap=o.body_cap,
+            server=proxy.server if proxy is not None else None,
         )
+        if proxy is not None:
+            from fak.gateway.mcp.metrics import ProxyCollector
+
+            metrics.registry.register(ProxyCollector(proxy))
         routes.append(Route("/mcp", endpoint=mcp_endpoint))  # it answers 405 to all but POST
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             if mcp_endpoint is not None:
+                if o.mcp_proxy is not None:  # its downstream servers live as long as the app
+                    await stack.enter_async_context(o.mcp_proxy.running())
                 await stack.enter_async_context(mcp_endpoint.lifespan())
             try:
                 yield

@@ -39,7 +39,10 @@ __all__ = [
     "McpHttpEndpoint",
     "build_mcp_server",
     "mcp_asgi_app",
+    "serve_server_stdio",
     "serve_stdio",
+    "tool_definitions",
+    "tool_result",
 ]
 
 _log = logging.getLogger(__name__)
@@ -62,7 +65,8 @@ def _fak_version() -> str:
         return "0"
 
 
-def _tool_definitions() -> list[types.Tool]:
+def tool_definitions() -> list[types.Tool]:
+    """fak's own MCP tools as the SDK lists them."""
     return [
         types.Tool(
             name=spec.name,
@@ -80,7 +84,8 @@ def _tool_definitions() -> list[types.Tool]:
     ]
 
 
-def _result(answer: ToolAnswer) -> types.CallToolResult:
+def tool_result(answer: ToolAnswer) -> types.CallToolResult:
+    """A tool answer as the SDK's result: the envelope as text and structured content."""
     wire = answer.wire()
     text = orjson.dumps(wire).decode("utf-8")
     return types.CallToolResult(
@@ -93,7 +98,7 @@ def _result(answer: ToolAnswer) -> types.CallToolResult:
 def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
     """An MCP server whose four tools are answered by ``kernel`` (one decision path)."""
     tools = McpTools(kernel)
-    definitions = _tool_definitions()
+    definitions = tool_definitions()
     known = frozenset(spec.name for spec in TOOL_SPECS)
 
     async def list_tools(
@@ -110,7 +115,7 @@ def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
             answer = await anyio.to_thread.run_sync(tools.call, params.name, arguments)
         else:
             answer = tools.call(params.name, arguments)
-        return _result(answer)
+        return tool_result(answer)
 
     return Server(
         name,
@@ -128,8 +133,32 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
     A client may write its last requests and close stdin at once (a pipe does exactly that):
     every request read before EOF is still answered (up to ``drain_timeout_s``), then we exit.
     """
+    from fak.gateway.mcp.pipes import loop_pipes
+
     server = build_mcp_server(kernel)
-    async with stdio_server() as (read_stream, write_stream):
+    async with loop_pipes() as streams:
+        await serve_server_stdio(
+            server,
+            server.create_initialization_options(),
+            drain_timeout_s=drain_timeout_s,
+            streams=streams,
+        )
+
+
+async def serve_server_stdio(
+    server: Server[Any],
+    init_options: Any,
+    *,
+    drain_timeout_s: float = 30.0,
+    streams: tuple[Any, Any] | None = None,
+) -> None:
+    """Serve ``server`` over stdin/stdout; requests read before EOF are answered (drained).
+
+    ``streams``: explicit ``(stdin, stdout)`` async text streams for the SDK's stdio transport
+    (``fak.gateway.mcp.pipes.loop_pipes``); None uses the SDK's own.
+    """
+    stdin, stdout = streams if streams is not None else (None, None)
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         pending: set[Any] = set()
         answered = anyio.Event()
         to_server, server_in = anyio.create_memory_object_stream[Any](0)
@@ -161,7 +190,7 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
             tg.start_soon(pump_in)
             tg.start_soon(pump_out)
             async with server_out:
-                await server.run(server_in, server_out, server.create_initialization_options())
+                await server.run(server_in, server_out, init_options)
 
 
 class McpHttpEndpoint:
@@ -183,8 +212,10 @@ class McpHttpEndpoint:
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] | None = None,
         body_cap: int = 4 * 1024 * 1024,
+        server: Server[Any] | None = None,
     ) -> None:
-        self.server = build_mcp_server(kernel)
+        # ``server``: serve another SDK server on this endpoint (the MCP proxy's), same guards
+        self.server = server if server is not None else build_mcp_server(kernel)
         self.body_cap = body_cap
         hosts = _LOOPBACK_HOSTS if allowed_hosts is None else tuple(allowed_hosts)
         origins = _LOOPBACK_ORIGINS if allowed_origins is None else tuple(allowed_origins)
