@@ -497,3 +497,29 @@ def test_rewritten_arguments_are_what_the_server_receives(tmp_path: Path) -> Non
     assert result.content[0].text == "note [REDACTED]: buy milk"
     decide = [r for r in read_rows(journal) if r["kind"] == "DECIDE"]
     assert [(r["tool"], r["verdict"]) for r in decide] == [("notes__read_note", "TRANSFORM")]
+
+
+def test_a_stdio_session_keeps_provenance_for_sink_rules(tmp_path: Path) -> None:
+    params, _journal, calls = _shifty(tmp_path)
+    floor = json.loads((tmp_path / "floor.json").read_text())
+    floor["sinks"] = [
+        {"tool": "notes__read_note", "arg": "name", "kind": "text", "unknown": "allow"}
+    ]
+    floor["after_untrusted"] = {"notes__pid": "deny"}
+    (tmp_path / "floor.json").write_text(json.dumps(floor))
+
+    async def body(client: Client) -> list[CallToolResult]:
+        return [
+            await client.call_tool("notes__read_note", {"name": "alpha"}),  # from nowhere: allow
+            await client.call_tool("notes__read_note", {"name": "milk"}),  # from the result
+            await client.call_tool("notes__pid", {}),  # an untrusted result is in the session
+        ]
+
+    first, second, third = run(params, body)
+    assert first.content[0].text == "note alpha: buy milk"
+    for refused in (second, third):
+        assert refused.is_error is False
+        answer = envelope(refused)
+        assert answer["reply_type"] == "D", answer
+        assert "TRUST_VIOLATION" in json.dumps(answer)
+    assert calls.read_text().split() == ["read_note"]  # the refused calls never reached it

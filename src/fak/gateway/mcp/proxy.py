@@ -7,7 +7,11 @@ forwarded under the downstream name with the (possibly rewritten) arguments, and
 resource block of the result passes the kernel's result admission (a quarantined block becomes
 the stub, a large one pages out). A refusal is a result with ``isError: false`` carrying the
 reply envelope. ``resources/read`` and ``prompts/get`` pass the same wall; sampling and
-elicitation from a server are refused unless its config entry allows them. No JSON-RPC here.
+elicitation from a server are refused unless its config entry allows them. A proxy that serves
+one client session (stdio) keeps that session's provenance ``Context``: every admitted result is
+appended, so sink rules and ``after_untrusted`` judge later calls against what the model was
+handed (an MCP client sends no user text: only the manifest's ``pinned`` values count as the
+user's). The stateless HTTP proxy keeps none. No JSON-RPC here.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
-from fak.abi import Reason, ToolCall, ToolResult, Verdict, VerdictKind
+from fak.abi import Context, Reason, ToolCall, ToolResult, Verdict, VerdictKind
 from fak.abi.replies import Reply, ReplyBuilder, envelope, new_trace_id, reply_for_verdict
 from fak.gateway.mcp.catalog import Catalog, ToolState
 from fak.gateway.mcp.config import ProxyConfig
@@ -65,9 +69,17 @@ def _progress_token(meta: Any) -> Any:
 class McpProxy:
     """The MCP proxy: one upstream server, N supervised downstream sessions, one kernel."""
 
-    def __init__(self, kernel: Kernel, config: ProxyConfig, *, name: str = PROXY_NAME) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        config: ProxyConfig,
+        *,
+        name: str = PROXY_NAME,
+        session_context: bool = False,
+    ) -> None:
         self.kernel = kernel
         self.config = config
+        self.context: Context | None = Context() if session_context else None
         self.catalog = Catalog(
             kernel,
             separator=config.separator,
@@ -233,7 +245,10 @@ class McpProxy:
             ToolResult(tool, text.encode("utf-8"), trace_id=trace_id)
         )
         clean = admission.verdict.kind == VerdictKind.ALLOW
-        return admission.payload.decode("utf-8", "replace"), clean
+        shown = admission.payload.decode("utf-8", "replace")
+        if self.context is not None:
+            self.context.result(tool, trace_id, shown)
+        return shown, clean
 
     def _wall_block(self, tool: str, block: Any, trace_id: str) -> tuple[Any, bool]:
         match block:
@@ -287,7 +302,7 @@ class McpProxy:
         start = time.perf_counter()
         trace_id = new_trace_id()
         args = dict(arguments or {})
-        call = ToolCall(name, args, trace_id=trace_id)
+        call = ToolCall(name, args, trace_id=trace_id, context=self.context)
         entry = self.catalog.get(name)
         if entry is None and not self._started:  # called before the first tools/list
             await self._all_ready()
@@ -467,6 +482,6 @@ async def serve_proxy_stdio(kernel: Kernel, config: ProxyConfig) -> None:
     """Run the proxy on this process's stdin/stdout until the client hangs up."""
     from fak.gateway.mcp.pipes import loop_pipes
 
-    proxy = McpProxy(kernel, config)
+    proxy = McpProxy(kernel, config, session_context=True)
     async with loop_pipes() as streams, proxy.running():
         await serve_server_stdio(proxy.server, proxy.initialization_options(), streams=streams)
