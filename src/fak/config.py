@@ -65,6 +65,7 @@ class Settings:
     max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in one request or turn
     allowed_hosts: tuple[str, ...] = ()  # FAK_ALLOWED_HOSTS: extra Host names (comma list)
     cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins allowed cross-site (comma)
+    cert_key: str | None = None  # FAK_CERT_KEY: ed25519 key file of deletion certificates
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -87,6 +88,7 @@ class Settings:
             max_tool_calls=_int(environ, "FAK_MAX_TOOL_CALLS", 1024, minimum=1),
             allowed_hosts=_list(environ, "FAK_ALLOWED_HOSTS"),
             cors_origins=_list(environ, "FAK_CORS_ORIGINS"),
+            cert_key=environ.get("FAK_CERT_KEY", "").strip() or None,
         )
 
     @classmethod
@@ -100,6 +102,15 @@ class Settings:
         if self.blob_dir:
             return self.blob_dir
         return os.path.join(user_cache_dir(environ), "fak", "cas")
+
+    def cert_key_path(self, environ: Mapping[str, str]) -> str:
+        """The deletion-certificate signing key: ``FAK_CERT_KEY``, else
+        ``$XDG_CONFIG_HOME/fak/deletioncert-ed25519.pem`` (``~/.config`` by default)."""
+        if self.cert_key:
+            return self.cert_key
+        home = environ.get("HOME") or os.path.expanduser("~")
+        config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        return os.path.join(config, "fak", "deletioncert-ed25519.pem")
 
     @property
     def held_bytes_bound(self) -> int:

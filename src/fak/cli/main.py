@@ -21,6 +21,7 @@ _VERB_MODULES = (
     "fak.cli.serve_cmd",  # serve
     "fak.cli.mcp_cmd",  # mcp
     "fak.cli.recall_cmds",  # recall (demo, inspect, tombstone)
+    "fak.cli.cert_cmds",  # cert (verify, demo)
 )
 
 
