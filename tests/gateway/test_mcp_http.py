@@ -68,7 +68,14 @@ def test_official_client_over_loopback_http(mode: str) -> None:
         assert out["version"] in {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
     else:  # server/discover, no handshake
         assert out["version"] == "2026-07-28"
-    assert out["tools"] == ["fak_adjudicate", "fak_admit", "fak_page_in", "fak_syscall"]
+    assert out["tools"] == [
+        "fak_adjudicate",
+        "fak_admit",
+        "fak_changes",
+        "fak_context_change",
+        "fak_page_in",
+        "fak_syscall",
+    ]
     assert (out["allow"].is_error, envelope(out["allow"])["code"]) == (False, "EN-GATE-S-001")
     deny = envelope(out["deny"])
     assert out["deny"].is_error is False

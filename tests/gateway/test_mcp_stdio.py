@@ -93,7 +93,14 @@ def test_tools_allow_deny_malformed_over_stdio_handshake(tmp_path: Path) -> None
     assert out["info"].name == "fak-gateway"
     assert out["version"] in {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
     tools = out["tools"]
-    assert sorted(tools) == ["fak_adjudicate", "fak_admit", "fak_page_in", "fak_syscall"]
+    assert sorted(tools) == [
+        "fak_adjudicate",
+        "fak_admit",
+        "fak_changes",
+        "fak_context_change",
+        "fak_page_in",
+        "fak_syscall",
+    ]
     assert tools["fak_adjudicate"].input_schema["required"] == ["tool"]
     assert tools["fak_admit"].input_schema["required"] == ["tool", "result"]
     assert tools["fak_page_in"].input_schema["required"] == ["id"]

@@ -197,6 +197,12 @@ def register(group: click.Group) -> None:
         default="stdout",
         show_default=True,
     )
+    @click.option(
+        "--recall-dir",
+        default=None,
+        type=click.Path(file_okay=False),
+        help="Persist each session (x-fak-session header, else trace id) as a recall image here.",
+    )
     def serve(
         addr: str,
         base_url: str | None,
@@ -212,6 +218,7 @@ def register(group: click.Group) -> None:
         stdio: bool,
         examples: bool,
         access_log: str,
+        recall_dir: str | None,
     ) -> None:
         """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
         if stdio:
@@ -294,6 +301,7 @@ def register(group: click.Group) -> None:
             # it (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
             allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
             cors_origins=settings.cors_origins,
+            recall_dir=recall_dir,
         )
         app = build_app(kernel, planner, options)
         shown = f"[{host}]" if ":" in host else host

@@ -29,6 +29,7 @@ from fak.abi.replies import (
     reply_for_verdict,
 )
 from fak.kernel import Admission, Kernel, PageInRefused, outcome_reply
+from fak.recall import CoherencePlane, RecallError
 
 __all__ = ["TOOL_SPECS", "TRACE_ID_MAX", "McpTools", "ToolAnswer", "ToolSpec"]
 
@@ -122,6 +123,35 @@ TOOL_SPECS: Final = (
         _schema({"id": {"type": "string", "minLength": 1, "description": "ref or id."}}, ("id",)),
         True,
     ),
+    ToolSpec(
+        "fak_context_change",
+        "Tombstone a recalled page",
+        "Suppress one page of a recorded session from every future page-in, recall and ranking "
+        "(negative-only: the bytes and the page row stay as evidence). Idempotent: `applied` is "
+        "false when the page was already tombstoned. Needs a gateway started with --recall-dir.",
+        _schema(
+            {
+                "session_id": {"type": "string", "minLength": 1, "maxLength": 256},
+                "action": {"type": "string", "enum": ["tombstone_page", "tombstone", ""]},
+                "step": {"type": "integer", "minimum": 0},
+                "digest": {"type": "string", "description": "Refuse unless the page has it."},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 256},
+                "requested_by": {"type": "string", "maxLength": 256},
+                "witness": {"type": "string", "maxLength": 256},
+            },
+            ("session_id", "step", "reason"),
+        ),
+        False,
+    ),
+    ToolSpec(
+        "fak_changes",
+        "Read the change feed",
+        "Events since a cursor: world-version bumps, witness revocations, tombstones, policy "
+        "reloads and trace resets. Poll again with the returned cursor; `truncated` means "
+        "events were dropped and cached answers should be revalidated.",
+        _schema({"since": {"type": "integer", "minimum": 0}}, ()),
+        True,
+    ),
 )
 
 _FIELDS: Final = {s.name: frozenset(s.input_schema["properties"]) for s in TOOL_SPECS}
@@ -211,14 +241,23 @@ def _admission_reply(admission: Admission, tool: str) -> Reply:
 class McpTools:
     """Answers fak's MCP tools from one kernel. Thread-safe as far as the kernel is."""
 
-    def __init__(self, kernel: Kernel, *, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        plane: CoherencePlane | None = None,
+    ) -> None:
         self._kernel = kernel
         self._clock = clock
+        self._plane = plane if plane is not None else CoherencePlane(kernel)
         self._bodies: Mapping[str, Callable[[Mapping[str, Any], str], Reply]] = {
             "fak_adjudicate": self._adjudicate,
             "fak_syscall": self._syscall,
             "fak_admit": self._admit,
             "fak_page_in": self._page_in,
+            "fak_context_change": self._context_change,
+            "fak_changes": self._changes,
         }
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolAnswer:
@@ -263,6 +302,7 @@ class McpTools:
         tool = _string(arguments, "tool", required=True)
         call = ToolCall(tool, _call_arguments(arguments), trace_id=trace_id)
         outcome = self._kernel.syscall(call)
+        self._plane.observe_syscall(tool, outcome.served_by)
         if not outcome.served_by:  # refused before dispatch: the verdict is the answer
             return _verdict_reply(outcome.verdict, tool)
         return outcome_reply(outcome, tool)
@@ -276,6 +316,27 @@ class McpTools:
         payload = value.encode("utf-8") if isinstance(value, str) else orjson.dumps(value)
         admission = self._kernel.admit_result(ToolResult(tool, payload, trace_id=trace_id))
         return _admission_reply(admission, tool)
+
+    def _context_change(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        from fak.gateway.routes_recall import change_request
+
+        body = {k: v for k, v in arguments.items() if k != "trace_id"}
+        try:
+            out = change_request(self._plane, body)
+        except LookupError as exc:
+            problem = "this server records no sessions: start it with --recall-dir DIR"
+            raise _BadInput(_REQUEST_MALFORMED, "session_id", problem) from exc
+        except RecallError as err:
+            raise _BadInput(_REQUEST_MALFORMED, "step", str(err)) from err
+        return ReplyBuilder().success(out, code=_SYSTEM_OK)
+
+    def _changes(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        since = arguments.get("since", 0)
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise _BadInput(_REQUEST_MALFORMED, "since", "since must be a non-negative integer")
+        page = self._plane.feed.since(since)
+        out = {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
+        return ReplyBuilder().success(out, code=_SYSTEM_OK)
 
     def _page_in(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
         ident = _string(arguments, "id", required=True)

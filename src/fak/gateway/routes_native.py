@@ -125,6 +125,8 @@ def native_routes(state: GatewayState) -> list[Route]:
             outcome = kernel.syscall(call)
         except (TypeError, ValueError) as exc:
             raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
+        if state.plane is not None:
+            state.plane.observe_syscall(tool, getattr(outcome, "served_by", ""))
         verdict = WireVerdict.of(outcome.verdict)
         admission = getattr(outcome, "admission", None)
         if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
@@ -164,7 +166,7 @@ def native_routes(state: GatewayState) -> list[Route]:
             tool,
             payload,
             call_id if isinstance(call_id, str) else "",
-            RequestContext(trace_id, ctx.principal),
+            RequestContext(trace_id, ctx.principal, ctx.session),
         )
         out: dict[str, Any] = {
             "verdict": wv.to_json(),
@@ -193,6 +195,8 @@ def native_routes(state: GatewayState) -> list[Route]:
                 404, "policy_reload_unavailable", "the kernel cannot replace its policy"
             )
         replace_policy(policy)
+        if state.plane is not None:
+            state.plane.policy_reloaded(o.policy_source)
         return json_response(
             {"reloaded": True, "source": o.policy_source, "summary": dict(summary)}
         )

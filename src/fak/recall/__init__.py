@@ -7,6 +7,7 @@ blob verified, and pages results back in only through the gate order (``resolve`
 """
 
 from fak.recall.errors import RecallError, RecallErrorCode
+from fak.recall.feed import ChangeFeed, ChangeKind, FeedPage
 from fak.recall.image import (
     VERSION,
     ContextChange,
@@ -18,14 +19,20 @@ from fak.recall.image import (
     sealed_descriptor,
     tombstone_id,
 )
+from fak.recall.plane import CoherencePlane, VdsoMiss, miss_reason
 from fak.recall.session import Resolution, ResolveStatus, Session, rescreen
+from fak.recall.sessions import SessionDirectory, session_dir_name
 from fak.recall.store import MANIFEST_NAME, DirectoryImage, ImageStore, MemoryImage
 
 __all__ = [
     "MANIFEST_NAME",
     "VERSION",
+    "ChangeFeed",
+    "ChangeKind",
+    "CoherencePlane",
     "ContextChange",
     "DirectoryImage",
+    "FeedPage",
     "ImageStore",
     "Manifest",
     "MemoryImage",
@@ -35,10 +42,14 @@ __all__ = [
     "Resolution",
     "ResolveStatus",
     "Session",
+    "SessionDirectory",
+    "VdsoMiss",
     "benign_descriptor",
     "decode_manifest",
     "encode_manifest",
+    "miss_reason",
     "rescreen",
     "sealed_descriptor",
+    "session_dir_name",
     "tombstone_id",
 ]
