@@ -20,6 +20,7 @@ from typing import Any
 import click
 import orjson
 
+import fak
 from fak.abi import ToolResult
 from fak.certs import (
     CertError,
@@ -110,6 +111,7 @@ def evict_and_certify(
         evicted_count=removed,
         max_abs_delta=delta,
         run_id=f"{engine.name}:{run}",
+        code_commit=f"fak {fak.__version__}",
     )
     cert = mint(evidence, anchor, load_or_create_key(key_path), journal_head=journal.head.hash)
     recomputed = len(parts["later"])
