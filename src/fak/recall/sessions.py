@@ -66,27 +66,26 @@ class SessionDirectory:
 
     def _session(self, session_id: str, *, create: bool) -> Session:
         name = session_dir_name(session_id)
-        with self._lock:
+        with self._lock:  # one Session object per image, or two writers would race
             found = self._open.get(name)
             if found is not None:
                 self._open.move_to_end(name)
                 return found
-        image = DirectoryImage(self._root / name)
-        kwargs = {"admitters": self._chain(), "journal": self._journal}
-        if (self._root / name / MANIFEST_NAME).is_file():
-            session = Session.load(image, **kwargs)
-        elif create:
-            session = Session.create(image, session_id[:256] or name, **kwargs)
-        else:
-            msg = f"no recorded session {session_id[:80]!r}"
-            raise RecallError(RecallErrorCode.IMAGE_MISSING, msg)
-        with self._lock:
+            image = DirectoryImage(self._root / name)
+            kwargs = {"admitters": self._chain(), "journal": self._journal}
+            if (self._root / name / MANIFEST_NAME).is_file():
+                session = Session.load(image, **kwargs)
+            elif create:
+                session = Session.create(image, session_id[:256] or name, **kwargs)
+            else:
+                msg = f"no recorded session {session_id[:80]!r}"
+                raise RecallError(RecallErrorCode.IMAGE_MISSING, msg)
             self._open[name] = session
             self._seen[name] = {(p.role, p.digest) for p in session.pages}
             while len(self._open) > _OPEN_MAX:
                 old, _ = self._open.popitem(last=False)
                 self._seen.pop(old, None)
-        return session
+            return session
 
     def session(self, session_id: str) -> Session:
         """An existing session (``RecallError`` IMAGE_MISSING if none was recorded)."""
