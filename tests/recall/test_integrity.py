@@ -68,6 +68,15 @@ def test_any_flipped_byte_anywhere_in_the_image_is_refused(
             Session.load(DirectoryImage(copy))
 
 
+def test_a_new_image_is_private_to_its_owner(pristine: Path) -> None:
+    import stat
+
+    assert stat.S_IMODE(pristine.stat().st_mode) == 0o700
+    assert stat.S_IMODE((pristine / "cas").stat().st_mode) == 0o700
+    for path in _files(pristine):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
 def test_the_pristine_image_loads(pristine: Path) -> None:
     session = Session.load(DirectoryImage(pristine))
     assert len(session.pages) == 3 and len(session.context_changes) == 1

@@ -6,7 +6,8 @@ temp-file + fsync + rename. The manifest is the commit point, replaced the same 
 directory fsync'd), so a crash or SIGKILL at any moment leaves the previous image (or, for a
 first persist, none) and never a half one. Loading hashes every blob file in 1 MiB chunks and
 refuses the whole image on any mismatch, missing blob or foreign file. ``MemoryImage`` is the
-same seam in a dict, for tests and embedding.
+same seam in a dict, for tests and embedding. The image holds sealed bytes (a leaked key
+stays a leaked key on disk), so a new image directory is 0700 and every file 0600.
 """
 
 from __future__ import annotations
@@ -129,7 +130,9 @@ class DirectoryImage:
                     self.blobs_deduplicated += 1
                     return False
                 created = not final.parent.is_dir()
-                final.parent.mkdir(parents=True, exist_ok=True)
+                self._root.mkdir(parents=True, exist_ok=True, mode=0o700)
+                final.parent.parent.mkdir(exist_ok=True, mode=0o700)
+                final.parent.mkdir(exist_ok=True, mode=0o700)
                 if created:
                     _fsync_dir(final.parent.parent)
                     _fsync_dir(self._root)
@@ -155,7 +158,7 @@ class DirectoryImage:
 
     def commit_manifest(self, data: bytes) -> None:
         try:
-            self._root.mkdir(parents=True, exist_ok=True)
+            self._root.mkdir(parents=True, exist_ok=True, mode=0o700)
             _write_atomic(self._root / MANIFEST_NAME, data)
         except OSError as exc:
             msg = f"cannot write {self._root / MANIFEST_NAME}: {exc.strerror or type(exc).__name__}"
