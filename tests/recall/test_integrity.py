@@ -181,3 +181,40 @@ def test_sigkill_during_persist_leaves_a_loadable_image(tmp_path: Path) -> None:
     leftovers = [p for p in _files(root) if p.name.startswith(".tmp-")]
     assert len(seen_sizes) >= 2, "the kills never landed between two persists"
     assert all(p.stat().st_size >= 0 for p in leftovers)  # torn temp files are ignored by load
+
+
+_MANIFEST_LOOP = """
+import sys
+from fak.recall import DirectoryImage, Session
+s = Session.load(DirectoryImage(sys.argv[1]))
+for i in range(20000):  # a large page table (pages share a few blobs): a slow manifest write
+    s.record("search_flights", b"fare row %d" % (i % 50))
+print("ready", flush=True)
+while True:
+    s.persist()
+"""
+
+
+def test_sigkill_while_the_manifest_is_being_replaced_keeps_the_old_one(tmp_path: Path) -> None:
+    root = tmp_path / "image"
+    session = Session.create(DirectoryImage(root), "big")
+    session.record("get_user_details", b'{"refund_fee": "25 EUR"}')
+    session.persist()
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MANIFEST_LOOP, str(root)], stdout=subprocess.PIPE, env=env
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 60
+        while not any(name.startswith(".tmp-") for name in os.listdir(root)):
+            assert time.monotonic() < deadline, "never saw the manifest being replaced"
+        proc.send_signal(signal.SIGKILL)  # the new manifest is half written right now
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    loaded = Session.load(DirectoryImage(root))
+    assert len(loaded.pages) in (1, 20001)  # the old image, or (rarely) the whole new one
+    assert loaded.resolve(0).ok
