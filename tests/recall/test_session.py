@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -234,3 +235,23 @@ def test_memory_and_directory_images_hold_the_same_manifest(
         session.persist()
     assert mem.read_manifest() == disk.read_manifest()
     assert disk.blobs_written == 4
+
+
+def test_the_promotion_gate_warns_by_default_and_enforces_when_asked(
+    airline: SimpleNamespace,
+) -> None:
+    warn = Session.create(MemoryImage(), "s")
+    airline.record(warn)
+    assert len(warn.pages) == 4 and warn.promotion_refusals == 1  # search_flights: "session"
+    image = MemoryImage()
+    strict = Session.create(image, "s", promotion="enforce")
+    airline.record(strict)
+    assert [(p.role, p.quarantined) for p in strict.pages] == [
+        ("get_user_details", False),  # durable
+        ("read_refund_policy", True),  # sealed pages are always kept
+        ("read_file", True),
+    ]
+    assert strict.promotion_refusals == 1
+    assert hashlib.sha256(airline.FLIGHTS).hexdigest() not in image.blobs  # never written
+    with pytest.raises(ValueError):
+        Session.create(MemoryImage(), "s", promotion="maybe")

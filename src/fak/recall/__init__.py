@@ -20,7 +20,7 @@ from fak.recall.image import (
     tombstone_id,
 )
 from fak.recall.plane import CoherencePlane, VdsoMiss, miss_reason
-from fak.recall.session import Resolution, ResolveStatus, Session, rescreen
+from fak.recall.session import Promotion, Resolution, ResolveStatus, Session, rescreen
 from fak.recall.sessions import SessionDirectory, session_dir_name
 from fak.recall.store import MANIFEST_NAME, DirectoryImage, ImageStore, MemoryImage
 
@@ -37,6 +37,7 @@ __all__ = [
     "Manifest",
     "MemoryImage",
     "Page",
+    "Promotion",
     "RecallError",
     "RecallErrorCode",
     "Resolution",

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from fak.abi import JournalSink, Reason, Verdict, VerdictKind, fold_rank
 from fak.recall.errors import RecallError, RecallErrorCode
@@ -39,13 +40,17 @@ from fak.recall.image import (
 from fak.recall.store import ImageStore
 from fak.screen import ResultAdmitter, default_admitters
 
-__all__ = ["Resolution", "ResolveStatus", "Session", "rescreen"]
+__all__ = ["Promotion", "Resolution", "ResolveStatus", "Session", "rescreen"]
 
 _log = logging.getLogger(__name__)
 _PASS = frozenset({VerdictKind.ALLOW, VerdictKind.DEFER, VerdictKind.TRANSFORM})
 _DENY_RANK = fold_rank(VerdictKind.DENY)
 _TOKEN = re.compile(r"[a-z0-9]+")
 _ACTIONS = frozenset({"tombstone_page", "tombstone", ""})
+
+Promotion = Literal["warn", "enforce"]
+"""The promotion gate: ``warn`` keeps every page (counting would-refuse), ``enforce`` keeps only
+results classed durable (and every sealed one)."""
 
 
 class ResolveStatus(enum.StrEnum):
@@ -118,7 +123,12 @@ class Session:
         admitters: Sequence[ResultAdmitter] | None = None,
         journal: JournalSink | None = None,
         clock: Callable[[], float] = time.time,
+        promotion: Promotion = "warn",
     ) -> None:
+        if promotion not in ("warn", "enforce"):
+            raise ValueError(f"promotion must be 'warn' or 'enforce', not {promotion!r}")
+        self._promotion = promotion
+        self.promotion_refusals = 0  # benign non-durable results refused (enforce) or counted
         self._image = image
         self._admitters = default_admitters() if admitters is None else tuple(admitters)
         self._journal = journal
@@ -206,12 +216,15 @@ class Session:
         witness: str = "",
         valid_to: int | None = None,
         utility: float = 0.0,
-    ) -> Page:
+    ) -> Page | None:
         """Screen ``payload`` and append it as the next page (sealed if any gate holds it).
 
         ``verdict`` is a decision already made (e.g. the kernel's admission); the page is sealed
         if it or the chain holds the bytes. The bytes go to the image's CAS now (durable for a
-        directory image); the page table changes on disk only at ``persist``.
+        directory image); the page table changes on disk only at ``persist``. The promotion
+        gate: a benign result not classed ``durable`` is counted in ``promotion_refusals`` and,
+        under ``promotion="enforce"``, not recorded at all (None). Sealed results always are:
+        the seal is what must outlive the process.
         """
         if not isinstance(role, str) or not 1 <= len(role) <= 256:
             raise RecallError(RecallErrorCode.BAD_REQUEST, "a page needs a role of 1-256 chars")
@@ -220,6 +233,11 @@ class Session:
         held = rescreen(self._admitters, data)
         if verdict is not None and verdict.rank > held.rank:
             held = verdict
+        if held.kind in _PASS and durability != "durable":
+            with self._lock:
+                self.promotion_refusals += 1
+            if self._promotion == "enforce":
+                return None
         self._image.put_blob(digest, data)
         with self._lock:
             sealed = held.kind not in _PASS
