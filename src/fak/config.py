@@ -67,6 +67,7 @@ class Settings:
     cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins allowed cross-site (comma)
     witness_ttl_s: float = 900.0  # FAK_WITNESS_TTL_S: how long a held call can be approved
     witness_key: str | None = None  # FAK_WITNESS_KEY: approves held calls over MCP (fak_witness)
+    cert_key: str | None = None  # FAK_CERT_KEY: ed25519 key file of deletion certificates
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -91,6 +92,7 @@ class Settings:
             cors_origins=_list(environ, "FAK_CORS_ORIGINS"),
             witness_ttl_s=_float(environ, "FAK_WITNESS_TTL_S", 900.0) or 900.0,
             witness_key=environ.get("FAK_WITNESS_KEY") or None,
+            cert_key=environ.get("FAK_CERT_KEY", "").strip() or None,
         )
 
     @classmethod
@@ -104,6 +106,15 @@ class Settings:
         if self.blob_dir:
             return self.blob_dir
         return os.path.join(user_cache_dir(environ), "fak", "cas")
+
+    def cert_key_path(self, environ: Mapping[str, str]) -> str:
+        """The deletion-certificate signing key: ``FAK_CERT_KEY``, else
+        ``$XDG_CONFIG_HOME/fak/deletioncert-ed25519.pem`` (``~/.config`` by default)."""
+        if self.cert_key:
+            return self.cert_key
+        home = environ.get("HOME") or os.path.expanduser("~")
+        config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        return os.path.join(config, "fak", "deletioncert-ed25519.pem")
 
     @property
     def held_bytes_bound(self) -> int:

@@ -71,6 +71,8 @@ def test_official_client_over_loopback_http(mode: str) -> None:
     assert out["tools"] == [
         "fak_adjudicate",
         "fak_admit",
+        "fak_changes",
+        "fak_context_change",
         "fak_page_in",
         "fak_revoke",
         "fak_syscall",

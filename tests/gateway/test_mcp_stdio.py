@@ -96,6 +96,8 @@ def test_tools_allow_deny_malformed_over_stdio_handshake(tmp_path: Path) -> None
     assert sorted(tools) == [
         "fak_adjudicate",
         "fak_admit",
+        "fak_changes",
+        "fak_context_change",
         "fak_page_in",
         "fak_revoke",
         "fak_syscall",

@@ -21,6 +21,8 @@ _VERB_MODULES = (
     "fak.cli.serve_cmd",  # serve
     "fak.cli.mcp_cmd",  # mcp
     "fak.cli.witness_cmd",  # witness list|approve|revoke
+    "fak.cli.recall_cmds",  # recall (demo, inspect, tombstone)
+    "fak.cli.cert_cmds",  # cert (verify, demo)
 )
 
 

@@ -210,6 +210,12 @@ def register(group: click.Group) -> None:
         type=click.Path(dir_okay=False),
         help="An mcpServers file: /mcp serves `fak mcp proxy` in front of those servers.",
     )
+    @click.option(
+        "--recall-dir",
+        default=None,
+        type=click.Path(file_okay=False),
+        help="Persist each session (x-fak-session header, else trace id) as a recall image here.",
+    )
     def serve(
         addr: str,
         base_url: str | None,
@@ -227,6 +233,7 @@ def register(group: click.Group) -> None:
         examples: bool,
         access_log: str,
         mcp_proxy_config: str | None,
+        recall_dir: str | None,
     ) -> None:
         """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
         if stdio:
@@ -323,6 +330,7 @@ def register(group: click.Group) -> None:
             allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
             cors_origins=settings.cors_origins,
             mcp_proxy=mcp_proxy,
+            recall_dir=recall_dir,
         )
         app = build_app(kernel, planner, options)
         shown = f"[{host}]" if ":" in host else host

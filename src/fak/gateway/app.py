@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -29,10 +30,12 @@ from fak.gateway.metrics import Metrics
 from fak.gateway.origin import Cors, HostCheck
 from fak.gateway.routes_native import native_routes
 from fak.gateway.routes_ops import ops_routes
+from fak.gateway.routes_recall import recall_routes
 from fak.gateway.routes_turns import turn_routes
 from fak.gateway.state import GatewayOptions, GatewayState
 from fak.gateway.turns import TurnRunner
 from fak.kernel import Kernel
+from fak.recall import CoherencePlane, SessionDirectory
 
 __all__ = ["build_app"]
 
@@ -106,6 +109,12 @@ def _sdk_host_patterns(hosts: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return tuple(p for n in names for p in (n, f"{n}:*"))
 
 
+def _live_chain(ledger: Any) -> Callable[[], Any] | None:
+    if ledger is None or not hasattr(ledger, "admitters"):
+        return None
+    return lambda: ledger.admitters
+
+
 def build_app(
     kernel: KernelPort, planner: Planner, options: GatewayOptions | None = None
 ) -> Starlette:
@@ -117,6 +126,14 @@ def build_app(
         return float(rate) if isinstance(rate, int | float) else None
 
     stats = getattr(planner, "stats", None)  # structural: the engine's planner has one
+    sessions = None
+    if o.recall_dir:
+        sessions = SessionDirectory(
+            o.recall_dir,
+            admitters=_live_chain(ledger),  # re-screens use the kernel's current chain
+            journal=getattr(kernel, "journal", None),
+        )
+    plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock)
     metrics = Metrics(
         counters=lambda: kernel.counters,
         pollution_rate=pollution_rate,
@@ -124,19 +141,23 @@ def build_app(
         model=planner.model,
         planner_stats=stats if callable(stats) else None,
         clock=o.clock,
+        vdso=plane.vdso_counts,
     )
     log = AccessLog(o.access_log, clock=o.clock)
     boundary = Boundary(kernel, metrics, log)
+    if sessions is not None:
+        boundary.recorder = plane.record
     runner = TurnRunner(boundary, planner, metrics, clock=o.clock, max_tool_calls=o.max_tool_calls)
     if o.ids:
         runner.ids = o.ids
-    state = GatewayState(kernel, runner, boundary, metrics, log, o)
+    state = GatewayState(kernel, runner, boundary, metrics, log, o, plane)
 
     if isinstance(planner, object) and hasattr(planner, "_on_error"):
         planner._on_error = metrics.upstream_error
 
     turn_routes_list = turn_routes(state)
     routes: list[Route] = [*turn_routes_list, *native_routes(state), *ops_routes(state)]
+    routes += recall_routes(state)
     mcp_endpoint = None
     if o.mcp and isinstance(kernel, Kernel):
         from fak.gateway.mcp_server import McpHttpEndpoint
@@ -147,6 +168,7 @@ def build_app(
             allowed_hosts=_sdk_host_patterns(o.allowed_hosts),
             body_cap=o.body_cap,
             server=proxy.server if proxy is not None else None,
+            plane=plane,
         )
         if proxy is not None:
             from fak.gateway.mcp.metrics import ProxyCollector

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -81,6 +81,7 @@ class KernelPort(Protocol):
 class RequestContext:
     trace_id: str
     principal: str = ""
+    session: str = ""  # the x-fak-session header: the recall session (else the trace id)
 
 
 def _is_object(arguments: str) -> bool:
@@ -98,6 +99,8 @@ class Boundary:
         self._kernel = kernel
         self._metrics = metrics
         self._log = log
+        # (session id, tool, original bytes, verdict): records each admitted result (recall)
+        self.recorder: Callable[[str, str, bytes, Verdict | None], None] | None = None
 
     def batch(self) -> contextlib.AbstractContextManager[Any]:
         """One journal group commit for the decisions made inside (see ``Kernel.batch``)."""
@@ -135,6 +138,8 @@ class Boundary:
             wv = WireVerdict.of(adm.verdict)
             out = payload if wv.kind == VerdictKind.ALLOW else adm.payload
             qid = adm.quarantine_id
+            if self.recorder is not None:
+                self.recorder(ctx.session or ctx.trace_id, tool, payload, adm.verdict)
         except Exception as exc:  # fail closed: an unadmittable result is held out
             _log.warning("result admission failed (%s); holding the result out", type(exc).__name__)
             wv, out, qid = WireVerdict.admit_error(), ADMIT_ERROR_STUB.encode(), ""

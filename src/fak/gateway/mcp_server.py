@@ -1,4 +1,4 @@
-"""fak as an MCP server (tier T3): four tools over one Kernel, on stdio or Streamable HTTP.
+"""fak as an MCP server (tier T3): its tools over one Kernel, on stdio or Streamable HTTP.
 
 ``build_mcp_server(kernel)`` returns the official SDK's low-level ``Server`` exposing
 ``fak_adjudicate`` (verdict only), ``fak_syscall`` (decide, run a tool registered on the kernel,
@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from fak.gateway.mcp_tools import TOOL_SPECS, McpTools, ToolAnswer
 from fak.kernel import Kernel
+from fak.recall import CoherencePlane
 from fak.wire.strictjson import DuplicateKey, InvalidJson, loads_strict
 
 __all__ = [
@@ -55,7 +56,7 @@ _INSTRUCTIONS: Final = (
 )
 _LOOPBACK_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 _LOOPBACK_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
-_THREADED: Final = frozenset({"fak_syscall", "fak_admit", "fak_page_in"})
+_THREADED: Final = frozenset({"fak_syscall", "fak_admit", "fak_page_in", "fak_context_change"})
 
 
 def _fak_version() -> str:
@@ -95,9 +96,12 @@ def tool_result(answer: ToolAnswer) -> types.CallToolResult:
     )
 
 
-def build_mcp_server(kernel: Kernel, *, name: str = SERVER_NAME) -> Server[Any]:
-    """An MCP server whose four tools are answered by ``kernel`` (one decision path)."""
-    tools = McpTools(kernel)
+def build_mcp_server(
+    kernel: Kernel, *, name: str = SERVER_NAME, plane: CoherencePlane | None = None
+) -> Server[Any]:
+    """An MCP server whose tools are answered by ``kernel`` (one decision path); ``plane`` is
+    the gateway's coherence plane (change feed, recall sessions), else a private one."""
+    tools = McpTools(kernel, plane=plane)
     definitions = tool_definitions()
     known = frozenset(spec.name for spec in TOOL_SPECS)
 
@@ -213,9 +217,10 @@ class McpHttpEndpoint:
         allowed_origins: Sequence[str] | None = None,
         body_cap: int = 4 * 1024 * 1024,
         server: Server[Any] | None = None,
+        plane: CoherencePlane | None = None,
     ) -> None:
         # ``server``: serve another SDK server on this endpoint (the MCP proxy's), same guards
-        self.server = server if server is not None else build_mcp_server(kernel)
+        self.server = server if server is not None else build_mcp_server(kernel, plane=plane)
         self.body_cap = body_cap
         hosts = _LOOPBACK_HOSTS if allowed_hosts is None else tuple(allowed_hosts)
         origins = _LOOPBACK_ORIGINS if allowed_origins is None else tuple(allowed_origins)

@@ -31,6 +31,7 @@ from fak.abi.replies import (
 )
 from fak.config import Settings
 from fak.kernel import Admission, Kernel, PageInRefused, WitnessError, outcome_reply
+from fak.recall import CoherencePlane, RecallError
 
 __all__ = ["TOOL_SPECS", "TRACE_ID_MAX", "McpTools", "ToolAnswer", "ToolSpec"]
 
@@ -125,6 +126,35 @@ TOOL_SPECS: Final = (
         True,
     ),
     ToolSpec(
+        "fak_context_change",
+        "Tombstone a recalled page",
+        "Suppress one page of a recorded session from every future page-in, recall and ranking "
+        "(negative-only: the bytes and the page row stay as evidence). Idempotent: `applied` is "
+        "false when the page was already tombstoned. Needs a gateway started with --recall-dir.",
+        _schema(
+            {
+                "session_id": {"type": "string", "minLength": 1, "maxLength": 256},
+                "action": {"type": "string", "enum": ["tombstone_page", "tombstone", ""]},
+                "step": {"type": "integer", "minimum": 0},
+                "digest": {"type": "string", "description": "Refuse unless the page has it."},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 256},
+                "requested_by": {"type": "string", "maxLength": 256},
+                "witness": {"type": "string", "maxLength": 256},
+            },
+            ("session_id", "step", "reason"),
+        ),
+        False,
+    ),
+    ToolSpec(
+        "fak_changes",
+        "Read the change feed",
+        "Events since a cursor: world-version bumps, witness revocations, tombstones, policy "
+        "reloads and trace resets. Poll again with the returned cursor; `truncated` means "
+        "events were dropped and cached answers should be revalidated.",
+        _schema({"since": {"type": "integer", "minimum": 0}}, ()),
+        True,
+    ),
+    ToolSpec(
         "fak_witness",
         "Approve a held call",
         "Operator only: approve a call the kernel held for a witness (REQUIRE_WITNESS) by its "
@@ -143,7 +173,8 @@ TOOL_SPECS: Final = (
         "fak_revoke",
         "Revoke a witness",
         "Retire a witness id: cached answers admitted under it are evicted, clearances it gave "
-        "are taken back, calls presenting it are refused, and the trust epoch moves on.",
+        "(and recall pages cleared under it) are taken back, calls presenting it are refused, "
+        "and the trust epoch moves on.",
         _schema(
             {"witness": {"type": "string", "minLength": 1, "description": "The witness id."}},
             ("witness",),
@@ -245,10 +276,12 @@ class McpTools:
         *,
         clock: Callable[[], float] = time.perf_counter,
         witness_key: str | None = None,
+        plane: CoherencePlane | None = None,
     ) -> None:
         self._kernel = kernel
         self._clock = clock
         self._witness_key = witness_key if witness_key else Settings.current().witness_key
+        self._plane = plane if plane is not None else CoherencePlane(kernel)
         self._bodies: Mapping[str, Callable[[Mapping[str, Any], str], Reply]] = {
             "fak_adjudicate": self._adjudicate,
             "fak_syscall": self._syscall,
@@ -256,6 +289,8 @@ class McpTools:
             "fak_page_in": self._page_in,
             "fak_witness": self._witness,
             "fak_revoke": self._revoke,
+            "fak_context_change": self._context_change,
+            "fak_changes": self._changes,
         }
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolAnswer:
@@ -300,6 +335,7 @@ class McpTools:
         tool = _string(arguments, "tool", required=True)
         call = ToolCall(tool, _call_arguments(arguments), trace_id=trace_id)
         outcome = self._kernel.syscall(call)
+        self._plane.observe_syscall(tool, outcome.served_by)
         if not outcome.served_by:  # refused before dispatch: the verdict is the answer
             return _verdict_reply(outcome.verdict, tool)
         return outcome_reply(outcome, tool)
@@ -333,7 +369,29 @@ class McpTools:
             report = self._kernel.revoke_witness(ident)
         except WitnessError as exc:
             return ReplyBuilder().denied(_HELD, {"witness": ident, "reason": exc.code})
+        report["sealed_pages"] = self._plane.revoked(ident, report["evicted"])
         return ReplyBuilder().success(report, code=_SYSTEM_OK)
+
+    def _context_change(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        from fak.gateway.routes_recall import change_request
+
+        body = {k: v for k, v in arguments.items() if k != "trace_id"}
+        try:
+            out = change_request(self._plane, body)
+        except LookupError as exc:
+            problem = "this server records no sessions: start it with --recall-dir DIR"
+            raise _BadInput(_REQUEST_MALFORMED, "session_id", problem) from exc
+        except RecallError as err:
+            raise _BadInput(_REQUEST_MALFORMED, "step", str(err)) from err
+        return ReplyBuilder().success(out, code=_SYSTEM_OK)
+
+    def _changes(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        since = arguments.get("since", 0)
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise _BadInput(_REQUEST_MALFORMED, "since", "since must be a non-negative integer")
+        page = self._plane.feed.since(since)
+        out = {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
+        return ReplyBuilder().success(out, code=_SYSTEM_OK)
 
     def _page_in(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
         ident = _string(arguments, "id", required=True)

@@ -102,6 +102,30 @@ class _KernelCollector:
             )
 
 
+VdsoCounts = Callable[[], tuple[int, Mapping[str, int]]]
+"""(lookups, misses by reason): the coherence plane's vDSO attribution, read at scrape time."""
+
+
+class _VdsoCollector:
+    def __init__(self, counts: VdsoCounts) -> None:
+        self._counts = counts
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        lookups, misses = self._counts()
+        yield CounterMetricFamily(
+            "fak_vdso_lookups", "syscalls that consulted the vDSO fast path", value=lookups
+        )
+        family = CounterMetricFamily(
+            "fak_vdso_misses", "syscalls the vDSO did not serve, by reason", labels=["reason"]
+        )
+        for reason, value in sorted(misses.items()):
+            family.add_metric([reason], value)
+        yield family
+
+
 class _PlannerCollector:
     def __init__(self, stats: PlannerStats) -> None:
         self._stats = stats
@@ -133,6 +157,7 @@ class Metrics:
         model: str = "",
         planner_stats: PlannerStats | None = None,
         clock: Callable[[], float] = time.time,
+        vdso: VdsoCounts | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
@@ -140,6 +165,8 @@ class Metrics:
         self._planner_stats = planner_stats
         self._planner, self._model, self._clock = planner, model, clock
         self.started = clock()
+        if vdso is not None:
+            reg.register(_VdsoCollector(vdso))
         Gauge("fak_gateway_up", "1 while the gateway serves", registry=reg).set(1)
         Gauge(
             "fak_gateway_build_info",

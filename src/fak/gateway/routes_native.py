@@ -143,6 +143,8 @@ def native_routes(state: GatewayState) -> list[Route]:
             report = k.revoke_witness(witness)
         except LookupError as exc:
             raise witness_error(exc) from exc
+        if state.plane is not None:  # recall pages cleared under it are sealed; feed published
+            report["sealed_pages"] = state.plane.revoked(witness, report["evicted"])
         return json_response(report)
 
     async def body_of(request: Request) -> Mapping[str, Any]:
@@ -169,6 +171,9 @@ def native_routes(state: GatewayState) -> list[Route]:
         tool, args = _tool(body), _arguments(body)
         trace_id = _trace(request, body)
         meta = {"read_only": "true"} if body.get("read_only") is True else {}
+        witness = body.get("witness")
+        if isinstance(witness, str) and witness:
+            meta["witness"] = witness[:128]  # the call is made under this witness id
         call = ToolCall(
             tool=tool,
             args=args,
@@ -181,6 +186,12 @@ def native_routes(state: GatewayState) -> list[Route]:
             outcome = kernel.syscall(call)
         except (TypeError, ValueError) as exc:
             raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
+        if state.plane is not None:
+            book = getattr(kernel, "witnesses", None)
+            revoked = (
+                bool(meta.get("witness")) and book is not None and book.is_revoked(meta["witness"])
+            )
+            state.plane.observe_syscall(tool, getattr(outcome, "served_by", ""), revoked=revoked)
         verdict = WireVerdict.of(outcome.verdict)
         admission = getattr(outcome, "admission", None)
         if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
@@ -220,7 +231,7 @@ def native_routes(state: GatewayState) -> list[Route]:
             tool,
             payload,
             call_id if isinstance(call_id, str) else "",
-            RequestContext(trace_id, ctx.principal),
+            RequestContext(trace_id, ctx.principal, ctx.session),
         )
         out: dict[str, Any] = {
             "verdict": wv.to_json(),
@@ -249,6 +260,8 @@ def native_routes(state: GatewayState) -> list[Route]:
                 404, "policy_reload_unavailable", "the kernel cannot replace its policy"
             )
         replace_policy(policy)
+        if state.plane is not None:
+            state.plane.policy_reloaded(o.policy_source)
         return json_response(
             {"reloaded": True, "source": o.policy_source, "summary": dict(summary)}
         )

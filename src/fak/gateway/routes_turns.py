@@ -48,6 +48,7 @@ def context(request: Request) -> RequestContext:
     return RequestContext(
         trace_id=request.scope.get("fak.trace_id", ""),
         principal=request.headers.get("x-fak-principal", ""),
+        session=request.headers.get("x-fak-session", "")[:256],
     )
 
 

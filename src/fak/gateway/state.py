@@ -46,6 +46,7 @@ class GatewayOptions:
     allowed_hosts: tuple[str, ...] | None = None
     cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins whose preflights are answered
     clock: Callable[[], float] = field(default=time.time)
+    recall_dir: str | None = None  # --recall-dir: persist each session as a recall core image
 
 
 @dataclass(slots=True)
@@ -56,3 +57,4 @@ class GatewayState:
     metrics: Metrics
     log: AccessLog
     options: GatewayOptions
+    plane: Any = None  # fak.recall.CoherencePlane: change feed, recorder, vDSO attribution

@@ -94,6 +94,7 @@ class TurnRunner:
         heavy = len(tools) > _OFFLOAD_RESULTS or (
             sum(len(m.content) for m in tools) > _OFFLOAD_RESULT_BYTES
         )
+        heavy = heavy or self._boundary.recorder is not None  # recall fsyncs: off the loop
         if heavy:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._pool, self._admit_now, parsed, ctx)

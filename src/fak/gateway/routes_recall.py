@@ -1,0 +1,126 @@
+"""The coherence routes under /v1/fak/ (tier T3): context changes, the change feed, trace reset.
+
+``POST /v1/fak/context/change`` tombstones a page of a recorded session (``--recall-dir``; 404
+``recall_not_configured`` without one): negative-only, idempotent (``applied`` false the second
+time), persisted and journaled. Bad input is a 400/404 with the recall error code (``step`` that
+does not exist, a digest guard that does not match, a missing reason) and changes nothing.
+``GET /v1/fak/changes?since=N`` (or POST ``{since}``) answers ``{events, cursor, truncated}``;
+``POST /v1/fak/trace/reset`` forgets a trace's open recording and publishes the reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fak.gateway.errors import GatewayError
+from fak.gateway.http import json_response, read_json
+from fak.gateway.state import GatewayState
+from fak.recall import CoherencePlane, RecallError, RecallErrorCode
+
+__all__ = ["change_request", "recall_routes"]
+
+_NOT_FOUND = frozenset({RecallErrorCode.IMAGE_MISSING, RecallErrorCode.STEP_UNKNOWN})
+_CHANGE_KEYS = frozenset(
+    {"session_id", "trace_id", "action", "step", "digest", "reason", "requested_by", "witness"}
+)
+
+
+def _text(body: Mapping[str, Any], key: str, default: str = "") -> str:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise RecallError(RecallErrorCode.BAD_REQUEST, f"{key} must be a string")
+    return value
+
+
+def change_request(plane: CoherencePlane, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply one context change (shared by the route and the MCP tool); ``RecallError`` on bad
+    input, ``LookupError`` when no recall directory is configured."""
+    unknown = sorted(set(body) - _CHANGE_KEYS)
+    if unknown:
+        msg = f"unknown field {unknown[0][:40]!r}; allowed: {', '.join(sorted(_CHANGE_KEYS))}"
+        raise RecallError(RecallErrorCode.BAD_REQUEST, msg)
+    session = _text(body, "session_id") or _text(body, "trace_id")
+    if not session:
+        raise RecallError(RecallErrorCode.BAD_REQUEST, "session_id is required")
+    step = body.get("step")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise RecallError(RecallErrorCode.BAD_REQUEST, "step is required: an integer page step")
+    change, applied = plane.tombstone(
+        session,
+        step,
+        _text(body, "reason"),
+        digest=_text(body, "digest"),
+        requested_by=_text(body, "requested_by", "agent") or "agent",
+        witness=_text(body, "witness"),
+        action=_text(body, "action", "tombstone_page"),
+    )
+    return {"applied": applied, "session_id": session, "change": change.model_dump(mode="json")}
+
+
+def _since(value: object) -> tuple[int, int]:
+    try:
+        return int(str(value)), 256
+    except ValueError as exc:
+        raise GatewayError(400, "invalid_request", "since must be an integer cursor") from exc
+
+
+def recall_routes(state: GatewayState) -> list[Route]:
+    o = state.options
+    plane: CoherencePlane = state.plane
+
+    async def body_of(request: Request) -> Mapping[str, Any]:
+        body, _ = await read_json(request, o.body_cap, o.read_timeout_s)
+        if not isinstance(body, Mapping):
+            raise GatewayError(400, "invalid_request", "request body must be a JSON object")
+        return body
+
+    async def context_change(request: Request) -> Response:
+        body = await body_of(request)
+        try:
+            # fsyncs the image and the journal: off the event loop
+            out = await asyncio.to_thread(change_request, plane, body)
+        except LookupError as exc:
+            raise GatewayError(
+                404,
+                "recall_not_configured",
+                "this gateway records no sessions: start it with --recall-dir DIR",
+            ) from exc
+        except RecallError as err:
+            status = 404 if err.code in _NOT_FOUND else 400
+            raise GatewayError(status, str(err.code), err.message) from err
+        return json_response(out)
+
+    async def changes(request: Request) -> Response:
+        if request.method == "POST":
+            body = await body_of(request)
+            since, limit = _since(body.get("since", 0))
+        else:
+            since, limit = _since(request.query_params.get("since", "0"))
+            if "limit" in request.query_params:
+                limit = _since(request.query_params["limit"])[0]
+        page = plane.feed.since(since, min(max(limit, 1), 1024))
+        return json_response(
+            {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
+        )
+
+    async def trace_reset(request: Request) -> Response:
+        body = await body_of(request)
+        trace_id = body.get("trace_id")
+        if not isinstance(trace_id, str) or not trace_id:
+            raise GatewayError(400, "missing_trace_id", "trace_id is required", param="trace_id")
+        plane.trace_reset(trace_id[:256])
+        return json_response({"reset": True, "trace_id": trace_id[:256]})
+
+    return [
+        Route("/v1/fak/context/change", context_change, methods=["POST"]),
+        Route("/v1/fak/changes", changes, methods=["GET", "POST"]),
+        Route("/v1/fak/trace/reset", trace_reset, methods=["POST"]),
+    ]
