@@ -246,3 +246,27 @@ def postgres_dsn(postgres_server: PostgresServer) -> str:
         postgres_server.start()
     postgres_server.create_db()
     return postgres_server.dsn
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    """A Redis of this test's own, which it may kill and restart."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL of this test's own (database ``fak``), which it may kill and restart."""
+    server = PostgresServer()
+    server.init()
+    server.start()
+    server.create_db()
+    try:
+        yield server
+    finally:
+        server.close()
