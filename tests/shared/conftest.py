@@ -11,13 +11,16 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 redis = pytest.importorskip(
@@ -270,3 +273,54 @@ def private_postgres() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.close()
+
+
+class Gateway:
+    """A ``fak serve`` process (maybe N workers) on a free loopback port."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        command = [sys.executable, "-m", "fak.cli.main", "serve", "--mock", "--access-log", "off"]
+        command += ["--addr", f"127.0.0.1:{self.port}", *args]
+        with log.open("wb") as sink:
+            self.proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+        self._wait_up()
+
+    def _wait_up(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                msg = f"fak serve exited {self.proc.returncode}: {self.log.read_text()[-2000:]}"
+                raise RuntimeError(msg)
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("fak serve did not answer /healthz within 60 s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture
+def fak_serve(tmp_path: Path) -> Iterator[Callable[..., Gateway]]:
+    started: list[Gateway] = []
+
+    def start(*args: str) -> Gateway:
+        gateway = Gateway(list(args), tmp_path / f"serve-{len(started)}.log")
+        started.append(gateway)
+        return gateway
+
+    yield start
+    for gateway in started:
+        gateway.stop()

@@ -7,6 +7,7 @@ so what one worker holds, clears or bumps is what the other sees on its next cal
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,9 +23,21 @@ BIG = " ".join(f"row {i}: value {i * 7919 % 104729}" for i in range(400)).encode
 POLICY = Policy.loads('{"allow": ["read_notes", "write_notes"]}')
 
 
+_OPEN: list[Kernel] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().ledger.client.close()  # type: ignore[attr-defined]
+
+
 def _worker(url: str, **overrides: Any) -> Kernel:
     settings = Settings(cas_url=url).with_overrides(**overrides)
-    return build_kernel(settings, POLICY)
+    kernel = build_kernel(settings, POLICY)
+    _OPEN.append(kernel)
+    return kernel
 
 
 def _hold(kernel: Kernel, tag: int = 0) -> str:
@@ -163,7 +176,9 @@ def test_the_changes_feed_lists_every_bump(redis_url: str) -> None:
     one = _tools(_worker(redis_url), notes)
     one.syscall(ToolCall("write_notes", {"text": "v2"}))
     one.replace_policy(POLICY)
-    feed = RedisEpochs(connect(redis_url)).changes()
+    client = connect(redis_url)
+    feed = RedisEpochs(client).changes()
+    client.close()
     assert [(kind, value) for _, kind, value in feed] == [("world", 1), ("trust", 1)]
 
 

@@ -150,6 +150,10 @@ class RedisLedger(QuarantineLedger):
     def is_cleared(self, qid: str) -> bool:
         return bool(self._record(qid)[2] == b"1")
 
+    @property
+    def client(self) -> redis.Redis:
+        return self._client
+
     def ping(self) -> bool:
         try:
             return bool(self._client.ping())
