@@ -475,7 +475,7 @@ def shared_cell(args: argparse.Namespace) -> None:
     stops: list[list[str]] = []
     arms: dict[str, str] = {}
     body = json.dumps({**payloads()["20kb"], "stream": False}).encode()
-    conc = 16
+    conc = args.concurrency = 16
     try:
         redis_url, dsn, stops = _stores(tmp)
         up_port = free_port()

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+import redis
 from click.testing import CliRunner
 from mcp import Client
 
@@ -242,3 +243,33 @@ def test_killing_redis_mid_load_holds_results_out_and_service_resumes(
     assert during and not any(a.get("quarantine_id") for *_, a in during)  # held, no id
     assert httpx.get(fleet.url + "/healthz", timeout=30).status_code == 200
     assert verify_dsn(postgres_dsn).ok
+
+
+def test_a_policy_reload_on_one_worker_reaches_the_others(
+    redis_url: str, fak_serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "fleet-policy.json"
+    path.write_text(json.dumps({"allow": ["get_weather"]}))
+    one = fak_serve("--cas-url", redis_url, "--policy", str(path))
+    two = fak_serve("--cas-url", redis_url, "--policy", str(path))
+    call = {"tool": "get_weather", "arguments": {"city": "Oslo"}}
+
+    def verdict(gateway: Any) -> str:
+        kind: str = httpx.post(gateway.url + "/v1/fak/adjudicate", json=call).json()["verdict"][
+            "kind"
+        ]
+        return kind
+
+    assert verdict(two) == "ALLOW"
+    path.write_text(json.dumps({"allow": []}))  # revoke get_weather
+    assert httpx.post(one.url + "/v1/fak/policy/reload").status_code == 200
+    assert verdict(one) == "DENY"
+    deadline = time.monotonic() + 5
+    while verdict(two) != "DENY":
+        assert time.monotonic() < deadline, "worker two never took the revocation"
+        time.sleep(0.02)
+    time.sleep(0.5)  # the reloads settle: one bump each, no echo
+    client = redis.Redis.from_url(redis_url)
+    feed = client.xrange("fak:epoch:feed")
+    client.close()
+    assert [f[b"kind"] for _, f in feed] == [b"trust", b"trust"]

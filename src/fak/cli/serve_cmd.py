@@ -156,6 +156,36 @@ def _workers_refusal(settings: Settings, workers: int) -> str | None:
     )
 
 
+def _follow_policy(kernel: Any, reloader: Callable[[], tuple[Any, Any]]) -> None:
+    """With shared epochs: when another worker bumps the trust epoch (a policy reload), load
+    the policy file here too. A worker already on that policy does nothing, so the reloads
+    settle instead of echoing. Runs in a daemon thread of this worker."""
+    import threading
+
+    from fak.kernel.shared import RedisEpochs
+
+    client = getattr(getattr(kernel, "ledger", None), "client", None)  # the shared ledger's
+    if client is None:
+        return
+
+    def on_change(kind: str, value: int) -> None:
+        if kind != "trust":
+            return
+        try:
+            fresh, _ = reloader()
+        except Exception as exc:  # a broken file: keep the policy in force, say so
+            _warn(f"policy reload after a fleet trust bump failed: {exc}")
+            return
+        if fresh.version != kernel.policy_version:
+            kernel.replace_policy(fresh)
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=RedisEpochs(client).follow, args=(on_change, stop), name="fak-policy", daemon=True
+    )
+    thread.start()
+
+
 def _run_workers(count: int, sock: socket.socket, start: Callable[[int], None]) -> None:
     """Fork ``count`` workers serving ``sock``; restart one that dies; stop all on a signal.
 
@@ -419,6 +449,8 @@ def register(group: click.Group) -> None:
                     err=True,
                 )
                 sys.exit(1)
+            if reloader is not None and settings.cas_url:
+                _follow_policy(kernel, reloader)
             planner = build_planner(
                 base_url=base_url,
                 provider=provider,

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -350,3 +351,29 @@ class RedisEpochs:
             (ident.decode(), fields[b"kind"].decode(), int(fields[b"value"]))
             for ident, fields in got
         ]
+
+    def follow(
+        self, on_change: Callable[[str, int], None], stop: threading.Event, *, block_ms: int = 1000
+    ) -> None:
+        """Call ``on_change(kind, value)`` for every bump appended to the feed from now on,
+        until ``stop`` is set (run it in a thread). Outages are waited out, never raised."""
+        last = "0-0"  # an empty feed: everything that arrives is new
+        try:
+            newest: Any = self._client.xrevrange(self._keys.feed, count=1)
+            if newest:
+                last = newest[0][0].decode()
+        except RedisError:
+            pass
+        while not stop.is_set():
+            try:
+                got: Any = self._client.xread({self._keys.feed: last}, block=block_ms, count=100)
+            except RedisError:
+                stop.wait(0.5)
+                continue
+            for _, entries in got or ():
+                for ident, fields in entries:
+                    last = ident.decode()
+                    try:
+                        on_change(fields[b"kind"].decode(), int(fields[b"value"]))
+                    except Exception as exc:  # a follower's fault must not stop the feed
+                        _log.warning("epoch feed follower failed (%s)", type(exc).__name__)
