@@ -84,6 +84,14 @@ redis.call('HSET', key, 'cleared', '1')
 return 1
 """
 
+# ARGV: prefix, qid -> 1 when a clearance was taken back
+_RESEAL: Final = """
+local key = ARGV[1] .. 'h:' .. ARGV[2]
+if redis.call('HGET', key, 'cleared') ~= '1' then return 0 end
+redis.call('HSET', key, 'cleared', '0')
+return 1
+"""
+
 # ARGV: prefix, digest, bound
 _PAGED: Final = """
 local pfx = ARGV[1]
@@ -119,6 +127,7 @@ class RedisLedger(QuarantineLedger):
         self._hold_script = client.register_script(_HOLD)
         self._clear_script = client.register_script(_CLEAR)
         self._paged_script = client.register_script(_PAGED)
+        self._reseal_script = client.register_script(_RESEAL)
         self._counts["ledger_faults"] = 0
 
     def _fault(self, what: str, exc: BaseException) -> None:
@@ -235,6 +244,15 @@ class RedisLedger(QuarantineLedger):
         if done:
             with self._lock:
                 self._counts["cleared"] += 1
+
+    def reseal(self, qid: str) -> bool:
+        """Take a clearance back for every worker (its witness was revoked); True if the id
+        was cleared. An unreachable ledger raises ``ConnectionError``."""
+        try:
+            return bool(self._reseal_script(args=[self._prefix, qid]))
+        except RedisError as exc:
+            self._fault("reseal", exc)
+            raise ConnectionError(LEDGER_DOWN) from exc
 
     def page_in(self, qid_or_ref: str) -> bytes:
         """As ``QuarantineLedger.page_in``, with the held table read from Redis."""
