@@ -278,14 +278,16 @@ def private_postgres() -> Iterator[PostgresServer]:
 class Gateway:
     """A ``fak serve`` process (maybe N workers) on a free loopback port."""
 
-    def __init__(self, args: list[str], log: Path) -> None:
+    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         command = [sys.executable, "-m", "fak.cli.main", "serve", "--mock", "--access-log", "off"]
         command += ["--addr", f"127.0.0.1:{self.port}", *args]
         with log.open("wb") as sink:
-            self.proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
         self._wait_up()
 
     def _wait_up(self) -> None:
@@ -316,8 +318,8 @@ class Gateway:
 def fak_serve(tmp_path: Path) -> Iterator[Callable[..., Gateway]]:
     started: list[Gateway] = []
 
-    def start(*args: str) -> Gateway:
-        gateway = Gateway(list(args), tmp_path / f"serve-{len(started)}.log")
+    def start(*args: str, env: dict[str, str] | None = None) -> Gateway:
+        gateway = Gateway(list(args), tmp_path / f"serve-{len(started)}.log", env)
         started.append(gateway)
         return gateway
 

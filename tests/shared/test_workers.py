@@ -273,3 +273,33 @@ def test_a_policy_reload_on_one_worker_reaches_the_others(
     feed = client.xrange("fak:epoch:feed")
     client.close()
     assert [f[b"kind"] for _, f in feed] == [b"trust", b"trust"]
+
+
+def test_a_call_held_via_one_worker_is_approved_via_another_and_admitted_once(
+    redis_url: str, postgres_dsn: str, fak_serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "witness-policy.json"
+    path.write_text(json.dumps({"allow": ["send_money"], "witness": ["send_money"]}))
+    stores = ["--cas-url", redis_url, "--journal-url", postgres_dsn, "--policy", str(path)]
+    stores += ["--witness-key-env", "FAK_TEST_WITNESS_KEY"]
+    env = {"FAK_TEST_WITNESS_KEY": "wk-fleet"}
+    one, two = fak_serve(*stores, env=env), fak_serve(*stores, env=env)
+    call = {"tool": "send_money", "arguments": {"recipient": "DE89370400440532013000"}}
+    held = httpx.post(one.url + "/v1/fak/adjudicate", json=call).json()["verdict"]
+    assert held["kind"] == "REQUIRE_WITNESS"
+    hold = held["detail"]["witness_id"]
+    key = {"x-fak-witness-key": "wk-fleet"}
+    ok = httpx.post(f"{two.url}/v1/fak/witness/{hold}", headers=key)
+    assert ok.status_code == 200 and ok.json()["witness"]["state"] == "approved"
+    kinds = [
+        httpx.post(gw.url + "/v1/fak/adjudicate", json=call).json()["verdict"]["kind"]
+        for gw in (one, two, one)
+    ]
+    assert kinds == ["ALLOW", "REQUIRE_WITNESS", "REQUIRE_WITNESS"]
+    revoked = httpx.post(two.url + "/v1/fak/revoke", headers=key, json={"witness": hold})
+    assert revoked.status_code == 200
+    listed = httpx.get(one.url + "/v1/fak/witness", headers=key).json()["witnesses"]
+    assert {w["id"]: w["state"] for w in listed}[hold] == "revoked"
+    kinds = [row["kind"] for row in _journal_rows(postgres_dsn)]
+    assert kinds.count("WITNESS_APPROVE") == 1 and kinds.count("WITNESS_REVOKE") == 1
+    assert verify_dsn(postgres_dsn).ok

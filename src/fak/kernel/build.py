@@ -61,7 +61,7 @@ def build_kernel(
     store: BlobStore
     if cas_url:
         from fak.cas.redis import CasUnavailable, RedisStore, connect, redact_url
-        from fak.kernel.shared import RedisEpochs, RedisLedger
+        from fak.kernel.shared import RedisEpochs, RedisLedger, RedisWitnessBook
 
         client = connect(cas_url)
         store = RedisStore(client, max_bytes=settings.blob_max_bytes)
@@ -76,6 +76,9 @@ def build_kernel(
             pageout_bytes=settings.pageout_bytes,
         )
         shared["epochs"] = RedisEpochs(client)
+        shared["witness_book"] = RedisWitnessBook(
+            client, ttl_s=getattr(settings, "witness_ttl_s", 900.0)
+        )
     elif settings.blob_dir:
         store = DirectoryStore(settings.blob_dir)
     else:

@@ -145,6 +145,7 @@ class Kernel:
         witness_ttl_s: float | None = None,
         ledger: QuarantineLedger | None = None,
         epochs: SharedEpochs | None = None,
+        witness_book: WitnessBook | None = None,
     ) -> None:
         injected = chain if isinstance(chain, Chain) else Chain(chain or ())
         self._injected: Chain | None = injected if len(injected) else None
@@ -170,7 +171,8 @@ class Kernel:
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._world = 0
         self._trust_epoch = 0
-        self._witness = WitnessBook(
+        # a shared book (fak.kernel.shared.RedisWitnessBook) comes with its own clock and ttl
+        self._witness = witness_book or WitnessBook(
             self._clock.now,
             ttl_s=settings.witness_ttl_s if witness_ttl_s is None else witness_ttl_s,
         )
@@ -513,8 +515,10 @@ class Kernel:
         are taken back, calls presenting it are refused, and the trust epoch moves on."""
         hold = self._witness.revoke(hold_id)
         evicted = self._vdso.evict_witness(hold_id) if self._vdso is not None else 0
+        take = getattr(self._witness, "take_cleared", None)  # shared: given on any worker
+        shared: set[str] = take(hold_id) if callable(take) else set()
         with self._lock:
-            cleared = self._cleared_under.pop(hold_id, set())
+            cleared = self._cleared_under.pop(hold_id, set()) | shared
             self._trust_epoch += 1
             self._counts["witness_revokes"] += 1
             epoch = self._trust_epoch
@@ -678,6 +682,9 @@ class Kernel:
         if witness:
             with self._lock:
                 self._cleared_under.setdefault(witness, set()).add(qid)
+            note = getattr(self._witness, "note_cleared", None)
+            if callable(note):
+                note(witness, qid)
         self._count("cleared")
 
     def page_in(self, qid_or_ref: str) -> bytes:

@@ -9,6 +9,11 @@ ledger's own. When Redis cannot be reached the ledger fails closed: a result tha
 held is still replaced by its stub (with no id: it can never be paged in), a ``clear`` raises,
 and a page-in is refused.
 
+``RedisWitnessBook`` is the ``WitnessBook`` on Redis: a call held via one worker is approved via
+another and admitted once via any (the approval is spent by one script, so two workers racing on
+it admit exactly one call); expiry is judged by Redis's clock, the same for every worker; a
+revoked id is revoked everywhere, and the clearances given under it are recorded there too.
+
 ``RedisEpochs`` holds the world version and the trust epoch every worker stamps its vDSO keys
 with, read before each cached answer; a bump anywhere makes every worker's older answers
 unreachable before its next response. A random nonce, set once, names the Redis data set: if
@@ -40,9 +45,10 @@ from fak.kernel.quarantine import (
     _stub,
 )
 from fak.kernel.vdso import EpochStamp
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessBook, WitnessError
 from fak.screen import ResultAdmitter
 
-__all__ = ["LEDGER_DOWN", "EpochsUnavailable", "RedisEpochs", "RedisLedger"]
+__all__ = ["LEDGER_DOWN", "EpochsUnavailable", "RedisEpochs", "RedisLedger", "RedisWitnessBook"]
 
 _log = logging.getLogger(__name__)
 
@@ -395,3 +401,283 @@ class RedisEpochs:
                         on_change(fields[b"kind"].decode(), int(fields[b"value"]))
                     except Exception as exc:  # a follower's fault must not stop the feed
                         _log.warning("epoch feed follower failed (%s)", type(exc).__name__)
+
+
+# -- witness approvals ---------------------------------------------------------------------------
+_W_NOW: Final = """
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+-- a pending/approved hold past its expiry is expired (and no longer open)
+local function settle(pfx, id, t)
+  local key = pfx .. 'h:' .. id
+  local h = redis.call('HMGET', key, 'state', 'expires', 'tool', 'digest')
+  if not h[1] then return nil end
+  if (h[1] == 'pending' or h[1] == 'approved') and tonumber(h[2]) <= t then
+    redis.call('HSET', key, 'state', 'expired')
+    local okey = pfx .. 'open:' .. h[4] .. ':' .. h[3]
+    if redis.call('GET', okey) == id then redis.call('DEL', okey) end
+    redis.call('ZREM', pfx .. 'live', id)
+    return 'expired'
+  end
+  return h[1]
+end
+"""
+
+# ARGV: prefix, tool, digest, claim, ttl, capacity, new id, retention -> {id} | {} (book full)
+_W_HOLD: Final = (
+    _W_NOW
+    + """
+local pfx, tool, digest, claim = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ttl, capacity, id, keep = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+local t = now()
+local okey = pfx .. 'open:' .. digest .. ':' .. tool
+local open = redis.call('GET', okey)
+if open then
+  local state = settle(pfx, open, t)
+  if state == 'pending' or state == 'approved' then return {open} end
+end
+redis.call('ZREMRANGEBYSCORE', pfx .. 'live', '-inf', t)
+if redis.call('ZCARD', pfx .. 'live') >= capacity then return {} end
+local key = pfx .. 'h:' .. id
+redis.call('HSET', key, 'tool', tool, 'digest', digest, 'claim', claim, 'created', tostring(t),
+  'expires', tostring(t + ttl), 'state', 'pending', 'approver', '')
+redis.call('EXPIRE', key, math.ceil(ttl + keep))
+redis.call('SET', okey, id, 'EX', math.ceil(ttl) + 1)
+redis.call('ZADD', pfx .. 'live', t + ttl, id)
+redis.call('ZADD', pfx .. 'all', t, id)
+return {id}
+"""
+)
+
+# ARGV: prefix, tool, digest -> the spent id, or false
+_W_CONSUME: Final = (
+    _W_NOW
+    + """
+local pfx = ARGV[1]
+local okey = pfx .. 'open:' .. ARGV[3] .. ':' .. ARGV[2]
+local id = redis.call('GET', okey)
+if not id then return false end
+if settle(pfx, id, now()) ~= 'approved' then return false end
+redis.call('HSET', pfx .. 'h:' .. id, 'state', 'used')
+redis.call('DEL', okey)
+redis.call('ZREM', pfx .. 'live', id)
+return id
+"""
+)
+
+# ARGV: prefix, id, approver -> 'ok' or the state that forbids it ('unknown' if none)
+_W_APPROVE: Final = (
+    _W_NOW
+    + """
+local pfx, id = ARGV[1], ARGV[2]
+local state = settle(pfx, id, now())
+if not state then return 'unknown' end
+if state == 'pending' then
+  redis.call('HSET', pfx .. 'h:' .. id, 'state', 'approved', 'approver', ARGV[3])
+  return 'ok'
+end
+if state == 'approved' then return 'ok' end
+return state
+"""
+)
+
+# ARGV: prefix, id -> 'ok' or 'unknown'
+_W_REVOKE: Final = (
+    _W_NOW
+    + """
+local pfx, id = ARGV[1], ARGV[2]
+local state = settle(pfx, id, now())
+if not state then return 'unknown' end
+local key = pfx .. 'h:' .. id
+if state ~= 'revoked' then
+  redis.call('HSET', key, 'state', 'revoked')
+  local h = redis.call('HMGET', key, 'tool', 'digest')
+  local okey = pfx .. 'open:' .. h[2] .. ':' .. h[1]
+  if redis.call('GET', okey) == id then redis.call('DEL', okey) end
+  redis.call('ZREM', pfx .. 'live', id)
+end
+return 'ok'
+"""
+)
+
+# ARGV: prefix, id -> the hold's fields (state settled), or false
+_W_GET: Final = (
+    _W_NOW
+    + """
+local pfx, id = ARGV[1], ARGV[2]
+if not settle(pfx, id, now()) then return false end
+return redis.call('HMGET', pfx .. 'h:' .. id, 'tool', 'digest', 'claim', 'created', 'expires',
+  'state', 'approver')
+"""
+)
+
+_RETENTION_S: Final = 86400.0
+"""How long a settled hold stays readable after its expiry (revoked ids stay refused by the
+trust-epoch bump that revoked them; the record is for listing and audit)."""
+
+
+class RedisWitnessBook(WitnessBook):
+    """The kernel's witness holds on Redis, shared by every worker (a ``WitnessBook``).
+
+    Fails closed when Redis cannot be reached: no hold is opened (the call stays refused), no
+    approval is spent, a presented witness counts as revoked, and approving or revoking raises
+    ``WitnessError`` with code ``witness_store_unavailable``.
+    """
+
+    __slots__ = ("_client", "_prefix", "_scripts")
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        capacity: int = 4096,
+        prefix: str = "fak:witness:",
+    ) -> None:
+        super().__init__(lambda: 0.0, ttl_s=ttl_s, capacity=capacity)
+        self._client = client
+        self._prefix = prefix
+        self._scripts = {
+            name: client.register_script(body)
+            for name, body in (
+                ("hold", _W_HOLD),
+                ("consume", _W_CONSUME),
+                ("approve", _W_APPROVE),
+                ("revoke", _W_REVOKE),
+                ("get", _W_GET),
+            )
+        }
+
+    def _run(self, name: str, *args: Any) -> Any:
+        return self._scripts[name](args=[self._prefix, *args])
+
+    @staticmethod
+    def _down(exc: BaseException) -> WitnessError:
+        _log.warning("shared witness book unavailable (%s)", type(exc).__name__)
+        return WitnessError("witness_store_unavailable", "the shared witness store is unavailable")
+
+    def _hold_of(self, hold_id: str, fields: Any) -> Hold | None:
+        if not fields:
+            return None
+        tool, digest, claim, created, expires, state, approver = (
+            (f or b"").decode() for f in fields
+        )
+        return Hold(
+            hold_id,
+            tool,
+            digest,
+            claim,
+            float(created or 0),
+            float(expires or 0),
+            HoldState(state),
+            approver,
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+    def get(self, hold_id: str) -> Hold | None:
+        try:
+            return self._hold_of(hold_id, self._run("get", hold_id))
+        except RedisError as exc:
+            raise self._down(exc) from exc
+
+    def holds(self) -> list[Hold]:
+        try:
+            listed: Any = self._client.zrange(self._prefix + "all", 0, -1)
+            out: list[Hold] = []
+            gone: list[str] = []
+            for hold_id in (i.decode() for i in listed):
+                hold = self.get(hold_id)
+                if hold is None:
+                    gone.append(hold_id)
+                else:
+                    out.append(hold)
+            if gone:
+                self._client.zrem(self._prefix + "all", *gone)
+        except RedisError as exc:
+            raise self._down(exc) from exc
+        return out
+
+    def is_revoked(self, hold_id: str) -> bool:
+        try:
+            hold = self.get(hold_id)
+        except WitnessError:
+            return True  # cannot tell: a presented witness is not trusted
+        return hold is not None and hold.state is HoldState.REVOKED
+
+    # -- the kernel's side ------------------------------------------------------------------
+    def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
+        try:
+            got = self._run(
+                "hold",
+                tool,
+                digest,
+                claim[:512],
+                self.ttl_s,
+                self._capacity,
+                self._ids(),
+                max(self.ttl_s, _RETENTION_S),
+            )
+            return self.get(got[0].decode()) if got else None
+        except (RedisError, WitnessError) as exc:
+            _log.warning("shared witness book: no hold opened (%s)", type(exc).__name__)
+            return None  # the kernel refuses the call
+
+    def consume(self, tool: str, digest: str) -> Hold | None:
+        try:
+            spent = self._run("consume", tool, digest)
+            return None if not spent else self.get(spent.decode())
+        except (RedisError, WitnessError) as exc:
+            _log.warning("shared witness book: no approval spent (%s)", type(exc).__name__)
+            return None
+
+    # -- the operator's side ----------------------------------------------------------------
+    def _settle(self, name: str, hold_id: str, *args: object) -> Hold:
+        try:
+            answer = self._run(name, hold_id, *args).decode()
+        except RedisError as exc:
+            raise self._down(exc) from exc
+        messages = {
+            "unknown": ("witness_unknown", f"no witness hold with id {hold_id!r}"),
+            "used": ("witness_used", f"witness {hold_id} was already spent on its call"),
+            "revoked": ("witness_revoked", f"witness {hold_id} was revoked"),
+            "expired": (
+                "witness_expired",
+                f"witness {hold_id} expired; propose the call again for a new id",
+            ),
+        }
+        if answer != "ok":
+            raise WitnessError(*messages[answer])
+        hold = self.get(hold_id)
+        if hold is None:  # expired out of Redis between the two calls
+            raise WitnessError(*messages["unknown"])
+        return hold
+
+    def approve(self, hold_id: str, approver: str = "") -> Hold:
+        return self._settle("approve", hold_id, approver[:64])
+
+    def revoke(self, hold_id: str) -> Hold:
+        return self._settle("revoke", hold_id)
+
+    # -- clearances given under a witness (so a revocation anywhere takes them back) --------
+    def note_cleared(self, witness: str, qid: str) -> None:
+        key = self._prefix + "cleared:" + witness
+        try:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.sadd(key, qid)
+                pipe.expire(key, int(self.ttl_s + _RETENTION_S))
+                pipe.execute()
+        except RedisError as exc:
+            raise self._down(exc) from exc
+
+    def take_cleared(self, witness: str) -> set[str]:
+        key = self._prefix + "cleared:" + witness
+        try:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.smembers(key)
+                pipe.delete(key)
+                members, _ = pipe.execute()
+        except RedisError as exc:
+            raise self._down(exc) from exc
+        return {m.decode() for m in members}
