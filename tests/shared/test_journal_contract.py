@@ -204,3 +204,19 @@ def test_an_unreachable_database_is_refused_with_unavailable(postgres_dsn: str) 
     runner = CliRunner()
     out = runner.invoke(cli, ["journal", "verify", dead])
     assert out.exit_code == 2 and "cannot read" in out.output
+
+
+def test_a_restarted_database_is_used_again_on_the_first_append(private_postgres: Any) -> None:
+    """No waiting out the pool's reconnect back-off: the first append after the database is
+    back succeeds, and the chain continues from the head it left."""
+    with PostgresJournal(private_postgres.dsn) as j:
+        j.append(_record(1))
+        private_postgres.kill()
+        for i in range(3):  # the back-off would now be several seconds long
+            with pytest.raises(JournalUnavailable):
+                j.append(_record(2 + i))
+        private_postgres.start()
+        j.append(_record(9))
+        assert j.ping()
+        assert [r["seq"] for r in j.tail()] == [1, 2]
+    assert verify_dsn(private_postgres.dsn).ok

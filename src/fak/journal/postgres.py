@@ -16,6 +16,7 @@ A database that cannot be reached raises ``JournalUnavailable`` (a ``ConnectionE
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -84,18 +85,10 @@ class PostgresJournal:
         self._dsn = dsn
         self._clock = clock
         self._timeout = timeout_s
-        self._pool = ConnectionPool(
-            dsn,
-            min_size=1,
-            max_size=max(1, max_connections),
-            timeout=timeout_s,
-            open=False,
-            name="fak-journal",
-            kwargs={
-                "connect_timeout": max(1, int(timeout_s)),
-                "options": f"-c statement_timeout={int(timeout_s * 1000) + 3000}",
-            },
-        )
+        self._max_connections = max(1, max_connections)
+        self._swap_lock = threading.Lock()
+        self._healed_at = 0.0
+        self._pool = self._new_pool()
         try:
             self._pool.open(wait=True, timeout=max(timeout_s, 5.0))
             self._create_schema()
@@ -103,6 +96,47 @@ class PostgresJournal:
             self._pool.close()
             msg = f"cannot open the journal at {_redact(dsn)}: {type(exc).__name__}: {exc}"
             raise JournalUnavailable(msg) from exc
+
+    def _new_pool(self) -> ConnectionPool:
+        return ConnectionPool(
+            self._dsn,
+            min_size=1,
+            max_size=self._max_connections,
+            timeout=self._timeout,
+            open=False,
+            name="fak-journal",
+            kwargs={
+                "connect_timeout": max(1, int(self._timeout)),
+                "options": f"-c statement_timeout={int(self._timeout * 1000) + 3000}",
+            },
+        )
+
+    def _heal(self, failed: ConnectionPool) -> bool:
+        """After a failure on ``failed``: True when a fresh pool is ready to retry on.
+
+        The pool retries a lost database with a growing back-off (1 s, 2 s, 4 s, …), so after a
+        long outage it would come back slowly; instead, once the database accepts a direct
+        connection again, the pool is replaced and every later append uses the fresh one. A
+        direct attempt is made at most twice a second per journal.
+        """
+        with self._swap_lock:
+            if self._pool is not failed:
+                return True  # another thread already replaced it
+            now = time.monotonic()
+            if now - self._healed_at < 0.5:
+                return False
+            self._healed_at = now
+            try:
+                with psycopg.connect(self._dsn, connect_timeout=max(1, int(self._timeout))):
+                    pass
+            except psycopg.Error:
+                return False  # still down: fail closed
+            fresh = self._new_pool()
+            fresh.open(wait=False)
+            self._pool = fresh
+        failed.close(timeout=0)
+        _log.warning("journal database reachable again: connection pool replaced")
+        return True
 
     @property
     def url(self) -> str:
@@ -131,8 +165,9 @@ class PostgresJournal:
         build_row(record, seq=1, ts_unix_nano=0, prev="")  # refuse a bad record before any I/O
         for attempt in (1, 2):
             written = False
+            pool = self._pool
             try:
-                with self._pool.connection() as conn, conn.transaction():
+                with pool.connection() as conn, conn.transaction():
                     head = conn.execute(_HEAD_FOR_UPDATE).fetchone()
                     if head is None:
                         raise JournalUnavailable("the journal head row is missing")
@@ -144,9 +179,10 @@ class PostgresJournal:
                     conn.execute(_APPEND, {"seq": row["seq"], "line": line, "hash": row["hash"]})
                 return
             except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
-                # a connection that died while idle in the pool fails before anything is
-                # written: one fresh attempt is safe; after a write began, report it
-                if attempt == 1 and not written and not isinstance(exc, PoolTimeout):
+                # a connection lost while idle (a restarted database) fails before anything is
+                # written: once the database answers again, one attempt on a fresh pool is
+                # safe; after a write began, or while it is down, report it
+                if attempt == 1 and not written and self._heal(pool):
                     continue
                 msg = f"the journal database is unavailable ({type(exc).__name__})"
                 raise JournalUnavailable(msg) from exc
@@ -207,12 +243,16 @@ class PostgresJournal:
 
     def ping(self) -> bool:
         """True when the database answers (for ``/healthz``)."""
-        try:
-            with self._pool.connection(timeout=self._timeout) as conn:
-                conn.execute("SELECT 1")
-            return True
-        except Exception:
-            return False
+        for attempt in (1, 2):
+            pool = self._pool
+            try:
+                with pool.connection(timeout=self._timeout) as conn:
+                    conn.execute("SELECT 1")
+                return True
+            except Exception:
+                if attempt == 2 or not self._heal(pool):
+                    return False
+        return False
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:
