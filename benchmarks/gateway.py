@@ -22,20 +22,31 @@ them; the LiteLLM venv gets them too), recorded as ``server_stack`` in the JSON.
 and writes benchmarks/results/gateway.json. Not a test.
 
     .venv/bin/python benchmarks/gateway.py [--requests 300] [--seconds 4] [--no-litellm]
+
+``--shared`` runs one cell instead (docs/deploy.md): ``fak serve`` on the embedded stores (one
+worker, memory CAS, file journal) vs on shared ones it starts itself (a throwaway redis-server
+and PostgreSQL on loopback) with one and with two workers; the ``20kb`` payload (one screened
+result, one adjudicated call, two journal rows per request), p50 at c=1 and requests/s at c=16,
+side by side in one run. Writes benchmarks/results/gateway_shared.json.
+
+    .venv/bin/python benchmarks/gateway.py --shared [--requests 300] [--seconds 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import importlib.util
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -279,7 +290,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--no-litellm", action="store_true")
     ap.add_argument("--only", default="", help="comma list of arms to run")
+    ap.add_argument("--shared", action="store_true", help="the shared-stores cell only")
     args = ap.parse_args()
+    if args.shared:
+        shared_cell(args)
+        return
 
     procs: list[subprocess.Popen[bytes]] = []
     arms: dict[str, str] = {}
@@ -425,6 +440,119 @@ def report(rows: list[dict[str, Any]], skipped: dict[str, str], args: argparse.N
         )
     )
     print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+# -- the shared-stores cell (--shared) ---------------------------------------------------------
+def _stores(tmp: Path) -> tuple[str, str, list[list[str]]]:
+    """Start redis-server and a PostgreSQL cluster in ``tmp``; (redis url, dsn, stop commands)."""
+    rport, pport = free_port(), free_port()
+    redis_cmd = [shutil.which("redis-server") or "redis-server", "--port", str(rport)]
+    redis_cmd += ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)]
+    redis = spawn(redis_cmd)
+    pg_bin = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))[-1]).parent
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_pg:
+        shutil.chown(tmp, "postgres")
+    data = tmp / "pg"
+    run = {"check": True, "capture_output": True, "timeout": 120}
+    subprocess.run(
+        [*as_pg, str(pg_bin / "initdb"), "-D", str(data), "-U", "fak", "-A", "trust"], **run
+    )
+    opts = f"-p {pport} -c listen_addresses=127.0.0.1 -k {tmp} -c max_connections=100"
+    pg_ctl = [*as_pg, str(pg_bin / "pg_ctl"), "-D", str(data)]
+    subprocess.run([*pg_ctl, "-o", opts, "-l", str(tmp / "pg.log"), "-w", "start"], **run)
+    import psycopg
+
+    with psycopg.connect(f"postgresql://fak@127.0.0.1:{pport}/postgres", autocommit=True) as c:
+        c.execute("CREATE DATABASE fak")
+    stops = [[*pg_ctl, "-m", "fast", "-w", "stop"], ["kill", str(redis.pid)]]
+    return f"redis://127.0.0.1:{rport}/0", f"postgresql://fak@127.0.0.1:{pport}/fak", stops
+
+
+def shared_cell(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="fak-bench-shared-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    stops: list[list[str]] = []
+    arms: dict[str, str] = {}
+    body = json.dumps({**payloads()["20kb"], "stream": False}).encode()
+    conc = args.concurrency = 16
+    try:
+        redis_url, dsn, stops = _stores(tmp)
+        up_port = free_port()
+        procs.append(
+            spawn(
+                [PY, "-m", "fak.gateway.mock_upstream", "--port", str(up_port), "--fixed-tool-call"]
+            )
+        )
+        upstream = f"http://127.0.0.1:{up_port}/v1"
+        arms["direct"] = upstream
+        shared = ["--cas-url", redis_url, "--journal-url", dsn]
+        for name, extra, env in (
+            ("embedded-1w", [], {"FAK_AUDIT_JOURNAL": str(tmp / "audit.jsonl")}),
+            ("shared-1w", shared, {}),
+            ("shared-2w", [*shared, "--workers", "2"], {}),
+        ):
+            p = free_port()
+            cmd = [PY, "-m", "fak.cli.main", "serve", "--addr", f"127.0.0.1:{p}"]
+            cmd += ["--base-url", upstream, "--access-log", "off", *extra]
+            procs.append(spawn(cmd, env))
+            arms[name] = f"http://127.0.0.1:{p}/v1"
+            wait_ready(arms[name], procs[-1])
+        lat: dict[str, list[float]] = {a: [] for a in arms}
+        for _ in range(3):  # interleaved rounds, so drift hits every arm alike
+            for arm, url in arms.items():
+                lat[arm] += asyncio.run(
+                    latency(url + "/chat/completions", body, args.requests // 3)
+                )
+        cell: dict[str, dict[str, float]] = {}
+        for arm, url in arms.items():
+            rps = asyncio.run(throughput(url + "/chat/completions", body, conc, args.seconds))
+            cell[arm] = {"p50_ms": pct(lat[arm], 0.5) * 1000, "p99_ms": pct(lat[arm], 0.99) * 1000}
+            cell[arm]["rps_c16"] = rps
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for stop in stops:
+            subprocess.run(stop, capture_output=True, check=False, timeout=60)
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = cell["direct"]["p50_ms"]
+    print(f"{'arm':12} {'p50 ms':>8} {'p99 ms':>8} {'added':>7} {'rps c16':>8}")
+    for arm, m in cell.items():
+        m["added_p50_ms"] = m["p50_ms"] - base
+        print(
+            f"{arm:12} {m['p50_ms']:8.2f} {m['p99_ms']:8.2f} {m['added_p50_ms']:7.2f} "
+            f"{m['rps_c16']:8.0f}"
+        )
+    emb, one, two = cell["embedded-1w"], cell["shared-1w"], cell["shared-2w"]
+    ratios = {
+        "shared_store_cost_p50_ms": one["p50_ms"] - emb["p50_ms"],
+        "rps_shared_2w_over_embedded_1w": two["rps_c16"] / emb["rps_c16"],
+        "rps_shared_1w_over_embedded_1w": one["rps_c16"] / emb["rps_c16"],
+    }
+    print("  ".join(f"{k}={v:.2f}" for k, v in ratios.items()))
+    out = OUT.with_name("gateway_shared.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count()}
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "gateway --shared",
+                "machine": machine,
+                "args": vars(args),
+                "payload": "20kb",
+                "arms": cell,
+                "ratios": ratios,
+                "server_stack": _server_stack(),
+            },
+            indent=2,
+        )
+    )
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 def _server_stack() -> dict[str, bool]:

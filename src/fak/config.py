@@ -68,6 +68,9 @@ class Settings:
     witness_ttl_s: float = 900.0  # FAK_WITNESS_TTL_S: how long a held call can be approved
     witness_key: str | None = None  # FAK_WITNESS_KEY: approves held calls over MCP (fak_witness)
     cert_key: str | None = None  # FAK_CERT_KEY: ed25519 key file of deletion certificates
+    # N workers (docs/deploy.md): redis://… holds the CAS, quarantine ledger and vDSO epochs
+    cas_url: str | None = None  # FAK_CAS_URL (unset: memory / FAK_BLOB_DIR, this process only)
+    journal_url: str | None = None  # FAK_JOURNAL_URL: postgresql://… one chain for the fleet
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -93,6 +96,8 @@ class Settings:
             witness_ttl_s=_float(environ, "FAK_WITNESS_TTL_S", 900.0) or 900.0,
             witness_key=environ.get("FAK_WITNESS_KEY") or None,
             cert_key=environ.get("FAK_CERT_KEY", "").strip() or None,
+            cas_url=environ.get("FAK_CAS_URL", "").strip() or None,
+            journal_url=environ.get("FAK_JOURNAL_URL", "").strip() or None,
         )
 
     @classmethod
@@ -123,6 +128,11 @@ class Settings:
         if self.blob_max_bytes > 0:
             bounds.append(self.blob_max_bytes)
         return min(bounds)
+
+    def process_local_stores(self) -> list[str]:
+        """What keeps decision state in this process (so N workers would each have their own):
+        empty when the shared stores are configured."""
+        return [] if self.cas_url else ["FAK_CAS_URL (CAS, quarantine ledger, vDSO epochs)"]
 
     def with_overrides(self, **changes: object) -> Settings:
         """A copy with some fields replaced (flags win over the environment)."""

@@ -23,6 +23,7 @@ _VERB_MODULES = (
     "fak.cli.witness_cmd",  # witness list|approve|revoke
     "fak.cli.recall_cmds",  # recall (demo, inspect, tombstone)
     "fak.cli.cert_cmds",  # cert (verify, demo)
+    "fak.cli.fleet_cmds",  # quarantine (the shared ledger)
 )
 
 

@@ -4,16 +4,26 @@ Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-k
 variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
 ``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
 else the scripted mock with a loud warning (also when the default model cannot be loaded).
-``--threads`` goes to the engine. Exit codes: 1 bad policy file, 2 bad usage (an empty
-``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``).
+``--threads`` goes to the engine. ``--workers N`` forks N worker processes on one listening
+socket (each builds its own kernel after the fork); N > 1 needs the shared stores
+(``FAK_CAS_URL`` / ``--cas-url``, see docs/deploy.md) and is refused on process-local ones.
+Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an empty
+``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``,
+``--workers`` on process-local stores).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import os
+import signal
+import socket
 import sys
-from collections.abc import Mapping
+import time
+import traceback
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -133,6 +143,113 @@ class _LineWriter:
         self._buffer.flush()
 
 
+def _workers_refusal(settings: Settings, workers: int) -> str | None:
+    local = settings.process_local_stores()
+    if workers <= 1 or not local:
+        return None
+    return (
+        f"--workers {workers} needs decision state shared by every worker, but "
+        f"{', '.join(local)} is not set: each worker would hold its own quarantine ledger, "
+        "CAS and vDSO epochs. Set FAK_CAS_URL=redis://HOST:6379/0 (or --cas-url), and "
+        "FAK_JOURNAL_URL=postgresql://USER@HOST/DB (or --journal-url) for one journal chain "
+        "(docs/deploy.md); or run one worker."
+    )
+
+
+def _follow_policy(kernel: Any, reloader: Callable[[], tuple[Any, Any]]) -> None:
+    """With shared epochs: when another worker bumps the trust epoch (a policy reload), load
+    the policy file here too. A worker already on that policy does nothing, so the reloads
+    settle instead of echoing. Runs in a daemon thread of this worker."""
+    import threading
+
+    from fak.kernel.shared import RedisEpochs
+
+    client = getattr(getattr(kernel, "ledger", None), "client", None)  # the shared ledger's
+    if client is None:
+        return
+
+    def on_change(kind: str, value: int) -> None:
+        if kind != "trust":
+            return
+        try:
+            fresh, _ = reloader()
+        except Exception as exc:  # a broken file: keep the policy in force, say so
+            _warn(f"policy reload after a fleet trust bump failed: {exc}")
+            return
+        if fresh.version != kernel.policy_version:
+            kernel.replace_policy(fresh)
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=RedisEpochs(client).follow, args=(on_change, stop), name="fak-policy", daemon=True
+    )
+    thread.start()
+
+
+def _run_workers(count: int, sock: socket.socket, start: Callable[[int], None]) -> None:
+    """Fork ``count`` workers serving ``sock``; restart one that dies; stop all on a signal.
+
+    A worker that fails within its first seconds (a store down at start, a bad model) stops
+    the whole server with its exit code rather than being restarted in a loop.
+    """
+    children: dict[int, tuple[int, float]] = {}
+    stopping = False
+
+    def spawn(index: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker: build everything here, after the fork
+            code = 0
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                start(index)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children[pid] = (index, time.monotonic())
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for index in range(count):
+        spawn(index)
+    failed = 0
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        entry = children.pop(pid, None)
+        if entry is None or stopping:
+            continue
+        index, started = entry
+        code = os.waitstatus_to_exitcode(status)
+        if time.monotonic() - started < 5.0 and code != 0:
+            click.secho(
+                f"error: worker {index + 1} failed at start (exit {code}); stopping", err=True
+            )
+            failed = code if code > 0 else 1
+            stop(signal.SIGTERM, None)
+            continue
+        _warn(f"worker {index + 1} (pid {pid}) exited ({code}); starting it again")
+        spawn(index)
+    sock.close()
+    if failed:
+        sys.exit(failed)
+
+
 def register(group: click.Group) -> None:
     """Attach ``serve`` to the ``fak`` group."""
 
@@ -216,6 +333,26 @@ def register(group: click.Group) -> None:
         type=click.Path(file_okay=False),
         help="Persist each session (x-fak-session header, else trace id) as a recall image here.",
     )
+    @click.option(
+        "--workers",
+        type=click.IntRange(min=1, max=256),
+        default=1,
+        show_default=True,
+        help="Worker processes on one port; more than 1 needs the shared stores.",
+    )
+    @click.option(
+        "--cas-url",
+        default=None,
+        metavar="URL",
+        help="redis://… for the CAS, quarantine ledger and vDSO epochs (FAK_CAS_URL).",
+    )
+    @click.option(
+        "--journal-url",
+        default=None,
+        metavar="URL",
+        help="postgresql://… for the decision journal, one chain for all workers "
+        "(FAK_JOURNAL_URL).",
+    )
     def serve(
         addr: str,
         base_url: str | None,
@@ -234,6 +371,9 @@ def register(group: click.Group) -> None:
         access_log: str,
         mcp_proxy_config: str | None,
         recall_dir: str | None,
+        workers: int,
+        cas_url: str | None,
+        journal_url: str | None,
     ) -> None:
         """Serve the adjudicating gateway (OpenAI, Anthropic and fak-native wires on one port)."""
         if stdio:
@@ -245,6 +385,14 @@ def register(group: click.Group) -> None:
             return
         environ = process_environ()
         settings = Settings.from_environ(environ)
+        if cas_url or journal_url:
+            settings = settings.with_overrides(
+                cas_url=cas_url or settings.cas_url, journal_url=journal_url or settings.journal_url
+            )
+        refusal = _workers_refusal(settings, workers)
+        if refusal is not None:
+            click.secho(f"error: {refusal}", fg="red", err=True)
+            sys.exit(2)
         host, port = _split_addr(addr)
         required = (
             _secret(environ, require_key_env, "--require-key-env") if require_key_env else None
@@ -256,6 +404,7 @@ def register(group: click.Group) -> None:
 
         from fak.gateway.app import build_app
         from fak.gateway.routes_native import file_events
+        from fak.gateway.server import bind
         from fak.gateway.server import serve as run_server
         from fak.gateway.state import GatewayOptions
         from fak.journal import JournalCorruptError, open_error_line
@@ -275,84 +424,117 @@ def register(group: click.Group) -> None:
                 fresh = Policy.load(policy_path)
                 return fresh, fresh.summary()
 
-        try:
-            kernel = build_kernel(settings, policy)
-        except (OSError, JournalCorruptError) as exc:
-            click.secho(
-                f"error: {open_error_line(str(settings.audit_journal), exc)}", fg="red", err=True
+        def start(index: int, sock: socket.socket | None) -> None:
+            """Build this worker's kernel, planner and app (after any fork), then serve."""
+            try:
+                kernel = build_kernel(settings, policy)
+            except ImportError as exc:
+                click.secho(
+                    f"error: the shared stores need the shared extra (pip install 'fak[shared]'): "
+                    f"{exc}",
+                    fg="red",
+                    err=True,
+                )
+                sys.exit(2)
+            except ValueError as exc:
+                click.secho(f"error: {exc}", fg="red", err=True)
+                sys.exit(2)
+            except ConnectionError as exc:
+                click.secho(f"error: [FAK-STORE-DOWN] {exc}", fg="red", err=True)
+                sys.exit(1)
+            except (OSError, JournalCorruptError) as exc:
+                click.secho(
+                    f"error: {open_error_line(str(settings.audit_journal), exc)}",
+                    fg="red",
+                    err=True,
+                )
+                sys.exit(1)
+            if reloader is not None and settings.cas_url:
+                _follow_policy(kernel, reloader)
+            planner = build_planner(
+                base_url=base_url,
+                provider=provider,
+                model=model,
+                api_key=upstream_key,
+                gguf=gguf,
+                mock=mock,
+                upstream_client=upstream_client,
+                timeout_s=settings.http_write_timeout_s,
+                threads=threads,
+                upstream_max_bytes=settings.upstream_max_bytes,
             )
-            sys.exit(1)
-        planner = build_planner(
-            base_url=base_url,
-            provider=provider,
-            model=model,
-            api_key=upstream_key,
-            gguf=gguf,
-            mock=mock,
-            upstream_client=upstream_client,
-            timeout_s=settings.http_write_timeout_s,
-            threads=threads,
-            upstream_max_bytes=settings.upstream_max_bytes,
-        )
-        if not _is_loopback(host) and required is None:
-            _warn(
-                f"binding {host}:{port} with NO client key: anyone who can reach it can use "
-                "it. Add --require-key-env."
+            if not _is_loopback(host) and required is None:
+                _warn(
+                    f"binding {host}:{port} with NO client key: anyone who can reach it can use "
+                    "it. Add --require-key-env."
+                )
+            sink = {"stdout": sys.stdout, "stderr": sys.stderr}.get(access_log)
+            mcp_proxy = None
+            if mcp_proxy_config is not None:
+                from fak.gateway.mcp import McpProxy, ProxyConfigError, load_proxy_config_file
+
+                try:
+                    mcp_proxy = McpProxy(kernel, load_proxy_config_file(mcp_proxy_config, environ))
+                except ProxyConfigError as exc:
+                    click.secho(f"error: --mcp-proxy {mcp_proxy_config}: {exc}", fg="red", err=True)
+                    sys.exit(1)
+            options = GatewayOptions(
+                read_timeout_s=settings.http_read_timeout_s,
+                write_timeout_s=settings.http_write_timeout_s,
+                idle_timeout_s=settings.http_idle_timeout_s,
+                max_messages=settings.max_messages,
+                max_tool_calls=settings.max_tool_calls,
+                require_key=required,
+                witness_key=witness_key,
+                policy_reloader=reloader,
+                policy_source=policy_path or "",
+                events=(
+                    file_events(settings.audit_journal, kernel.journal)
+                    if settings.audit_journal
+                    else getattr(kernel.journal, "rows_after", None)  # the PostgreSQL journal
+                ),
+                access_log=_LineWriter(sink) if sink is not None else None,
+                # loopback names on a loopback bind; a public bind answers to whatever names reach
+                # it (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
+                allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
+                cors_origins=settings.cors_origins,
+                mcp_proxy=mcp_proxy,
+                recall_dir=recall_dir,
             )
-        sink = {"stdout": sys.stdout, "stderr": sys.stderr}.get(access_log)
-        mcp_proxy = None
-        if mcp_proxy_config is not None:
-            from fak.gateway.mcp import McpProxy, ProxyConfigError, load_proxy_config_file
+            app = build_app(kernel, planner, options)
+            shown = f"[{host}]" if ":" in host else host
+
+            def ready(bound: int) -> None:
+                origin = f"http://{shown}:{bound}"
+                who = f"worker {index + 1}/{workers} (pid {os.getpid()}) " if workers > 1 else ""
+                click.echo(
+                    f"fak serve: {who}ready: planner={planner.kind} "
+                    f"model={planner.model or '-'} on {origin} (OpenAI base URL {origin}/v1, "
+                    f"Anthropic base URL {origin})",
+                    err=True,
+                )
+                if examples:
+                    click.echo(_examples(origin, planner.model or "mock"), err=True)
 
             try:
-                mcp_proxy = McpProxy(kernel, load_proxy_config_file(mcp_proxy_config, environ))
-            except ProxyConfigError as exc:
-                click.secho(f"error: --mcp-proxy {mcp_proxy_config}: {exc}", fg="red", err=True)
-                sys.exit(1)
-        options = GatewayOptions(
-            read_timeout_s=settings.http_read_timeout_s,
-            write_timeout_s=settings.http_write_timeout_s,
-            idle_timeout_s=settings.http_idle_timeout_s,
-            max_messages=settings.max_messages,
-            max_tool_calls=settings.max_tool_calls,
-            require_key=required,
-            witness_key=witness_key,
-            policy_reloader=reloader,
-            policy_source=policy_path or "",
-            events=(
-                file_events(settings.audit_journal, kernel.journal)
-                if settings.audit_journal
-                else None
-            ),
-            access_log=_LineWriter(sink) if sink is not None else None,
-            # loopback names on a loopback bind; a public bind answers to whatever names reach
-            # it (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
-            allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
-            cors_origins=settings.cors_origins,
-            mcp_proxy=mcp_proxy,
-            recall_dir=recall_dir,
-        )
-        app = build_app(kernel, planner, options)
-        shown = f"[{host}]" if ":" in host else host
+                run_server(
+                    app,
+                    host=host,
+                    port=port,
+                    idle_timeout_s=settings.http_idle_timeout_s,
+                    on_ready=ready,
+                    sock=sock,
+                )
+            except OSError as exc:
+                click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
+                sys.exit(2)
 
-        def ready(bound: int) -> None:
-            origin = f"http://{shown}:{bound}"
-            click.echo(
-                f"fak serve: ready: planner={planner.kind} model={planner.model or '-'} on "
-                f"{origin} (OpenAI base URL {origin}/v1, Anthropic base URL {origin})",
-                err=True,
-            )
-            if examples:
-                click.echo(_examples(origin, planner.model or "mock"), err=True)
-
-        try:
-            run_server(
-                app,
-                host=host,
-                port=port,
-                idle_timeout_s=settings.http_idle_timeout_s,
-                on_ready=ready,
-            )
-        except OSError as exc:
-            click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
-            sys.exit(2)
+        if workers > 1:
+            try:
+                shared_sock = bind(host, port)
+            except OSError as exc:
+                click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
+                sys.exit(2)
+            _run_workers(workers, shared_sock, lambda index: start(index, shared_sock))
+            return
+        start(0, None)

@@ -8,6 +8,7 @@ print a line (or JSON) and exit with the documented code. ``answer-shape``: 0 in
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -17,7 +18,7 @@ import orjson
 
 from fak.abi import ToolResult, VerdictKind
 from fak.cas import MemoryStore
-from fak.journal import verify
+from fak.journal import VerifyReport, verify
 from fak.kernel.quarantine import QuarantineLedger
 from fak.screen.shape import ShapeReport, answer_shape
 
@@ -176,16 +177,32 @@ def journal_group() -> None:
     """Inspect the decision journal (FAK_AUDIT_JOURNAL)."""
 
 
+def _verify_target(path: str) -> VerifyReport:
+    if path.startswith(("postgresql://", "postgres://")):  # the shared journal (FAK_JOURNAL_URL)
+        try:
+            from fak.journal.postgres import verify_dsn
+        except ImportError as exc:
+            raise click.UsageError("a PostgreSQL journal needs the shared extra") from exc
+        try:
+            return verify_dsn(path)
+        except ConnectionError as exc:
+            raise click.UsageError(str(exc)) from exc
+    if not os.path.isfile(path):
+        raise click.UsageError(f"no journal file {path} (a file, or a postgresql:// URL)")
+    try:
+        return verify(path)
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 @journal_group.command("verify")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.argument("path", metavar="PATH_OR_URL")
 @click.option("--head", "expect_head", default="", help="Fail unless the last row has this hash.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def journal_verify_cmd(path: str, expect_head: str, as_json: bool) -> None:
-    """Check every row's chain link and hash. Exit 0 intact, 1 tampered or torn, 2 usage."""
-    try:
-        report = verify(path)
-    except OSError as exc:
-        raise click.UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    """Check every row's chain link and hash, in a journal file or a PostgreSQL journal
+    (postgresql://…). Exit 0 intact, 1 tampered or torn, 2 usage."""
+    report = _verify_target(path)
     ok = report.ok
     error = report.error
     bad_row = report.bad_row

@@ -2,7 +2,9 @@
 embeddings, moderations.
 
 ``/healthz`` is the one route auth never gates (it adds ``exact`` when the planner's stats
-report it). ``/metrics`` is Prometheus text; ``/debug/vars`` the same view as one JSON object.
+report it). With shared stores (a kernel whose CAS, ledger or journal can ``ping``) it reports
+each store and answers 503 ``degraded`` while one is down; ``/metrics`` has ``fak_store_up``.
+``/metrics`` is Prometheus text; ``/debug/vars`` the same view as one JSON object.
 ``/v1/models`` answers from the upstream in proxy mode and lists the planner's model otherwise.
 ``/v1/embeddings`` and ``/v1/moderations`` forward the client's bytes to an OpenAI-compatible
 upstream; without one they answer 404 ``no_upstream``.
@@ -10,8 +12,12 @@ upstream; without one they answer 404 ``no_upstream``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import anyio.to_thread
+from prometheus_client import Gauge
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -21,21 +27,59 @@ from fak.gateway.http import json_response, read_json
 from fak.gateway.metrics import CONTENT_TYPE
 from fak.gateway.state import GatewayState
 
-__all__ = ["ops_routes"]
+__all__ = ["ops_routes", "store_probes"]
+
+
+def store_probes(kernel: Any) -> dict[str, Callable[[], bool]]:
+    """The kernel's stores that can say whether they are reachable (the shared ones)."""
+    probes: dict[str, Callable[[], bool]] = {}
+    for name, attr in (("cas", "store"), ("ledger", "ledger"), ("journal", "journal")):
+        ping = getattr(getattr(kernel, attr, None), "ping", None)
+        if callable(ping):
+            probes[name] = ping
+    return probes
 
 
 def ops_routes(state: GatewayState) -> list[Route]:
     runner, metrics, o = state.runner, state.metrics, state.options
     planner = runner.planner
+    probes = store_probes(state.kernel)
+    store_up = (
+        Gauge(
+            "fak_store_up", "1 when the shared store answers", ["store"], registry=metrics.registry
+        )
+        if probes
+        else None
+    )
+
+    async def stores() -> dict[str, bool]:
+        def probe() -> dict[str, bool]:
+            up = {name: bool(ping()) for name, ping in probes.items()}
+            if store_up is not None:
+                for name, ok in up.items():
+                    store_up.labels(name).set(1 if ok else 0)
+            return up
+
+        return await anyio.to_thread.run_sync(probe)
 
     async def healthz(request: Request) -> Response:
         body: dict[str, object] = {"ok": True, "planner": planner.kind, "model": planner.model}
         stats = metrics.planner_stats()
         if stats is not None and "exact" in stats:
             body["exact"] = bool(stats["exact"])  # the engine's batch-invariant mode held
+        if probes:
+            up = await stores()
+            body["stores"] = up
+            body["worker"] = os.getpid()
+            down = sorted(name for name, ok in up.items() if not ok)
+            if down:  # decisions that need these stores are being refused (fail closed)
+                body.update(ok=False, degraded=down)
+                return json_response(body, status=503)
         return json_response(body)
 
     async def prometheus(request: Request) -> Response:
+        if probes:
+            await stores()
         return Response(metrics.exposition(), media_type=CONTENT_TYPE)
 
     async def debug_vars(request: Request) -> Response:

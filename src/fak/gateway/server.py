@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["LoopbackServer", "serve", "uvicorn_config"]
+__all__ = ["LoopbackServer", "bind", "serve", "uvicorn_config"]
 
 
 def _fastest(module: str, name: str) -> str:
@@ -56,19 +56,8 @@ class _Server(uvicorn.Server):
             self._on_ready()
 
 
-def serve(
-    app: Any,
-    *,
-    host: str,
-    port: int,
-    idle_timeout_s: float = 120.0,
-    on_ready: Callable[[int], None] | None = None,
-) -> None:
-    """Bind first (a bind failure raises ``OSError`` at once), then serve until interrupted.
-
-    ``on_ready(port)`` runs once the socket is listening and the app's startup has finished:
-    the moment a client can connect, and the only moment to say so.
-    """
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``OSError`` at once if it cannot bind)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
     # listening socket says TCP, and without it Nagle + delayed ACK add ~40 ms per response
@@ -80,6 +69,26 @@ def serve(
     except OSError:
         sock.close()
         raise
+    return sock
+
+
+def serve(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    idle_timeout_s: float = 120.0,
+    on_ready: Callable[[int], None] | None = None,
+    sock: socket.socket | None = None,
+) -> None:
+    """Bind first (a bind failure raises ``OSError`` at once), then serve until interrupted.
+
+    ``on_ready(port)`` runs once the socket is listening and the app's startup has finished:
+    the moment a client can connect, and the only moment to say so. ``sock``: an already
+    listening socket (``bind``), shared by N worker processes.
+    """
+    if sock is None:
+        sock = bind(host, port)
     bound = int(sock.getsockname()[1])
     config = uvicorn_config(app, host=host, port=bound, idle_timeout_s=idle_timeout_s)
     ready = (lambda: on_ready(bound)) if on_ready is not None else None

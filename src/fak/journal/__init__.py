@@ -10,7 +10,7 @@ from fak.journal.filejournal import Journal, JournalCorruptError, JournalHead, o
 from fak.journal.memory import MemoryJournal
 from fak.journal.record import DIGEST_FIELDS, FIELDS, RowError, build_row, check_line, row_hash
 from fak.journal.seek import rows_after
-from fak.journal.verify import VerifyReport, read_rows, verify
+from fak.journal.verify import VerifyReport, read_rows, verify, verify_lines
 
 __all__ = [
     "DIGEST_FIELDS",
@@ -28,4 +28,5 @@ __all__ = [
     "row_hash",
     "rows_after",
     "verify",
+    "verify_lines",
 ]

@@ -9,13 +9,13 @@ whole rows at the end cannot be seen from the file alone; compare ``head_hash`` 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from fak.journal.record import RowError, check_line
 
-__all__ = ["VerifyReport", "read_rows", "verify"]
+__all__ = ["VerifyReport", "read_rows", "verify", "verify_lines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +45,15 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, bool]]:
 
 def verify(path: str | os.PathLike[str]) -> VerifyReport:
     """Check every row of the journal at ``path``; ``OSError`` if it cannot be read."""
+    return verify_lines(_lines(path))
+
+
+def verify_lines(lines: Iterable[tuple[bytes, bool]]) -> VerifyReport:
+    """Check a journal given as its stored lines in order, each ``(bytes, newline-terminated)``:
+    a file's lines, or a database's rows (always terminated). The one chain check for every
+    backend."""
     seq, prev = 0, ""
-    for line, terminated in _lines(path):
+    for line, terminated in lines:
         row_no = seq + 1
         try:
             row = check_line(line, seq=row_no, prev=prev)

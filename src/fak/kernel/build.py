@@ -2,15 +2,18 @@
 
 Opens the decision journal when an audit path is set, a durable directory blob store when a blob
 directory is set (else a memory store bounded by the byte limit), and sizes the quarantine
-ledger. It reads settings by attribute (any object shaped like ``fak.config.Settings``) so the
-kernel does not import the config module, which sits in the same tier.
+ledger. With ``cas_url`` (Redis) the CAS, the quarantine ledger and the vDSO epochs are shared
+by every worker; with ``journal_url`` (PostgreSQL) the journal is one chain for the fleet (both
+need the ``shared`` extra, imported only then). It reads settings by attribute (any object
+shaped like ``fak.config.Settings``) so the kernel does not import the config module, which
+sits in the same tier.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from fak.abi import BlobStore, Clock
+from fak.abi import BlobStore, Clock, JournalSink
 from fak.cas import DirectoryStore, MemoryStore
 from fak.journal import Journal
 from fak.kernel.kernel import Kernel
@@ -44,13 +47,49 @@ class KernelSettings(Protocol):
 def build_kernel(
     settings: KernelSettings, policy: Policy | None = None, *, clock: Clock | None = None
 ) -> Kernel:
-    """A Kernel for ``settings``; ``policy=None`` is the built-in default floor."""
+    """A Kernel for ``settings``; ``policy=None`` is the built-in default floor.
+
+    Raises ``ValueError`` for conflicting or malformed store settings and ``ConnectionError``
+    when a configured shared store cannot be reached at start.
+    """
+    cas_url: str | None = getattr(settings, "cas_url", None)
+    journal_url: str | None = getattr(settings, "journal_url", None)
+    if journal_url and settings.audit_journal:
+        msg = "set FAK_JOURNAL_URL (PostgreSQL) or FAK_AUDIT_JOURNAL (a file), not both"
+        raise ValueError(msg)
+    shared: dict[str, Any] = {}
     store: BlobStore
-    if settings.blob_dir:
+    if cas_url:
+        from fak.cas.redis import CasUnavailable, RedisStore, connect, redact_url
+        from fak.kernel.shared import RedisEpochs, RedisLedger, RedisWitnessBook
+
+        client = connect(cas_url)
+        store = RedisStore(client, max_bytes=settings.blob_max_bytes)
+        if not store.ping():
+            msg = f"cannot reach the shared store FAK_CAS_URL={redact_url(cas_url)}"
+            raise CasUnavailable(msg)
+        shared["ledger"] = RedisLedger(
+            store,
+            client,
+            max_held=settings.ctxmmu_max_held,
+            max_held_bytes=settings.held_bytes_bound,
+            pageout_bytes=settings.pageout_bytes,
+        )
+        shared["epochs"] = RedisEpochs(client)
+        shared["witness_book"] = RedisWitnessBook(
+            client, ttl_s=getattr(settings, "witness_ttl_s", 900.0)
+        )
+    elif settings.blob_dir:
         store = DirectoryStore(settings.blob_dir)
     else:
         store = MemoryStore(settings.blob_max_bytes)
-    journal = Journal(settings.audit_journal, clock=clock) if settings.audit_journal else None
+    journal: JournalSink | None = None
+    if journal_url:
+        from fak.journal.postgres import PostgresJournal
+
+        journal = PostgresJournal(journal_url, clock=clock)
+    elif settings.audit_journal:
+        journal = Journal(settings.audit_journal, clock=clock)
     return Kernel(
         policy,
         store=store,
@@ -59,4 +98,5 @@ def build_kernel(
         max_held=settings.ctxmmu_max_held,
         max_held_bytes=settings.held_bytes_bound,
         pageout_bytes=settings.pageout_bytes,
+        **shared,
     )

@@ -38,7 +38,7 @@ from fak.cas import MemoryStore
 from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import Admission, QuarantineLedger
-from fak.kernel.vdso import DEFAULT_CAPACITY, VdsoCache, VdsoEntry, VdsoKey
+from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
 from fak.kernel.witness import Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
@@ -84,6 +84,7 @@ _COUNTERS: Final = (
     "witness_holds",
     "witness_admits",
     "witness_revokes",
+    "epoch_faults",
 )
 
 
@@ -142,6 +143,9 @@ class Kernel:
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
         witness_ttl_s: float | None = None,
+        ledger: QuarantineLedger | None = None,
+        epochs: SharedEpochs | None = None,
+        witness_book: WitnessBook | None = None,
     ) -> None:
         injected = chain if isinstance(chain, Chain) else Chain(chain or ())
         self._injected: Chain | None = injected if len(injected) else None
@@ -151,7 +155,8 @@ class Kernel:
         self._store: BlobStore = (
             store if store is not None else MemoryStore(settings.blob_max_bytes)
         )
-        self._ledger = QuarantineLedger(
+        # a shared ledger (fak.kernel.shared.RedisLedger) comes built over the shared store
+        self._ledger = ledger or QuarantineLedger(
             self._store,
             max_held=settings.ctxmmu_max_held if max_held is None else max_held,
             admitters=admitters,
@@ -166,12 +171,16 @@ class Kernel:
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._world = 0
         self._trust_epoch = 0
-        self._witness = WitnessBook(
+        # a shared book (fak.kernel.shared.RedisWitnessBook) comes with its own clock and ttl
+        self._witness = witness_book or WitnessBook(
             self._clock.now,
             ttl_s=settings.witness_ttl_s if witness_ttl_s is None else witness_ttl_s,
         )
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
+        self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
+        self._epoch_nonce = ""
+        self._epoch_debt = [0, 0]  # world, trust bumps not yet published (store was down)
 
     # -- policy state -----------------------------------------------------------------------
     def _build_state(
@@ -204,6 +213,7 @@ class Kernel:
             )
         if self._vdso is not None:
             self._vdso.flush()
+        self._publish(trust=1)
 
     @property
     def policy(self) -> Policy:
@@ -298,6 +308,52 @@ class Kernel:
             self._counts["world_bumps"] += 1
         if self._vdso is not None:
             self._vdso.flush()
+        self._publish(world=1)
+
+    def _publish(self, world: int = 0, trust: int = 0) -> bool:
+        """Tell the fleet (shared epochs) about bumps; owed ones are retried first."""
+        epochs = self._epochs
+        if epochs is None:
+            return True
+        with self._lock:
+            self._epoch_debt[0] += world
+            self._epoch_debt[1] += trust
+            owed = tuple(self._epoch_debt)
+        try:
+            for _ in range(min(owed[0], 1)):
+                epochs.bump_world()
+            for _ in range(min(owed[1], 1)):
+                epochs.bump_trust()
+        except Exception as exc:
+            logger.error("shared epochs unavailable (%s): bump owed", type(exc).__name__)
+            self._count("epoch_faults")
+            return False
+        with self._lock:  # one bump covers any number owed
+            self._epoch_debt[0] -= owed[0]
+            self._epoch_debt[1] -= owed[1]
+        return True
+
+    def _vdso_stamp(self, state: _State) -> tuple[int, int] | None:
+        """(world, epoch) for vDSO keys: local, or the fleet's read now; None (no cached
+        answer) when the fleet's cannot be read or a bump of ours is still unpublished."""
+        epochs = self._epochs
+        if epochs is None:
+            return (self._world, state.epoch)
+        if any(self._epoch_debt) and not self._publish():
+            return None
+        try:
+            stamp = epochs.read()
+        except Exception as exc:
+            logger.warning("shared epochs unavailable (%s): no vDSO answer", type(exc).__name__)
+            self._count("epoch_faults")
+            if self._vdso is not None:
+                self._vdso.flush()
+            return None
+        if stamp.nonce != self._epoch_nonce:  # a new data set: its counters restarted
+            if self._vdso is not None:
+                self._vdso.flush()
+            self._epoch_nonce = stamp.nonce
+        return (stamp.world, stamp.trust)
 
     @property
     def ledger(self) -> QuarantineLedger:
@@ -459,11 +515,14 @@ class Kernel:
         are taken back, calls presenting it are refused, and the trust epoch moves on."""
         hold = self._witness.revoke(hold_id)
         evicted = self._vdso.evict_witness(hold_id) if self._vdso is not None else 0
+        take = getattr(self._witness, "take_cleared", None)  # shared: given on any worker
+        shared: set[str] = take(hold_id) if callable(take) else set()
         with self._lock:
-            cleared = self._cleared_under.pop(hold_id, set())
+            cleared = self._cleared_under.pop(hold_id, set()) | shared
             self._trust_epoch += 1
             self._counts["witness_revokes"] += 1
             epoch = self._trust_epoch
+        self._publish(trust=1)  # every worker's cached answers, not only this one's
         resealed = sum(1 for qid in sorted(cleared) if self._ledger.reseal(qid))
         self._journal_event("WITNESS_REVOKE", hold)
         return {
@@ -532,14 +591,17 @@ class Kernel:
         key: VdsoKey | None = None
         presented = call.meta.get("witness", "") if call.meta else ""
         provenance = state.policy.provenance
-        if (
-            entry is not None
+        stamp = (
+            self._vdso_stamp(state)
+            if entry is not None
             and entry.cacheable
             and self._vdso is not None
             and (provenance is None or not provenance.guards(call.tool))  # context-dependent
             and not (presented and self._witness.is_revoked(presented))
-        ):
-            key = (call.tool, args_digest(call.args), self._world, state.epoch)
+            else None
+        )
+        if stamp is not None and self._vdso is not None:
+            key = (call.tool, args_digest(call.args), *stamp)
             hit = self._vdso.get(key)
             if hit is not None:
                 self._count("vdso_hits")
@@ -576,7 +638,7 @@ class Kernel:
             self.bump_world()
         result = ToolResult(call.tool, _to_bytes(raw), call.call_id, call.trace_id)
         admission = self.admit_result(result)
-        fresh = key is not None and key[2] == self._world and key[3] == self._state.epoch
+        fresh = key is not None and key[2:] == self._vdso_stamp(self._state)
         if (
             fresh
             and key is not None
@@ -620,6 +682,9 @@ class Kernel:
         if witness:
             with self._lock:
                 self._cleared_under.setdefault(witness, set()).add(qid)
+            note = getattr(self._witness, "note_cleared", None)
+            if callable(note):
+                note(witness, qid)
         self._count("cleared")
 
     def page_in(self, qid_or_ref: str) -> bytes:

@@ -5,6 +5,10 @@ unchanged are cached. The key is the tool name, the sha256 of the canonical argu
 world version and the policy epoch, so a write-shaped completion (which bumps the world version)
 or a policy change makes every older entry unreachable; both also flush the cache. A hit is
 therefore the value a fresh call would have produced. Bounded LRU; thread-safe.
+
+With N workers the world version and the policy (trust) epoch come from a ``SharedEpochs``
+(``fak.kernel.shared.RedisEpochs``), read before every cached answer, so a bump on any worker
+makes every worker's older entries unreachable before its next response.
 """
 
 from __future__ import annotations
@@ -12,16 +16,38 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from fak.kernel.quarantine import Admission
 
-__all__ = ["DEFAULT_CAPACITY", "VdsoCache", "VdsoEntry", "VdsoKey"]
+__all__ = ["DEFAULT_CAPACITY", "EpochStamp", "SharedEpochs", "VdsoCache", "VdsoEntry", "VdsoKey"]
 
 DEFAULT_CAPACITY: Final = 1024
 
 VdsoKey = tuple[str, str, int, int]
 """(tool, canonical-args sha256, world version, policy epoch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpochStamp:
+    """The fleet's world version and trust epoch, and the nonce naming the store's data set
+    (a new nonce means the counters restarted: every cached entry must go)."""
+
+    world: int
+    trust: int
+    nonce: str
+
+
+class SharedEpochs(Protocol):
+    """Above: the kernel's vDSO. Below: Redis (``fak.kernel.shared.RedisEpochs``).
+
+    Each method raises ``ConnectionError`` when the store cannot be reached."""
+
+    def read(self) -> EpochStamp: ...
+
+    def bump_world(self) -> int: ...
+
+    def bump_trust(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
