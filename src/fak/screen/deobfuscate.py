@@ -48,13 +48,16 @@ MAX_DECODE_DEPTH = 6
 DECODE_BUDGET = 8
 """The decoded views together may total at most this many times the input (plus 4 KiB)."""
 
-_DISTINCTIVE = (
-    b"ignorepreviousinstructions",
-    b"ignoreallprevious",
-    b"disregardtheabove",
-    b"systemoverride",
-    b"revealyoursystemprompt",
+_PHRASES = (
+    b"ignore previous instructions",
+    b"ignore all previous",
+    b"system override",
+    b"reveal your system prompt",
 )
+_DISTINCTIVE = tuple(p.replace(b" ", b"") for p in _PHRASES)
+# A marker written plainly (words apart by whitespace only) is the scorer's to judge, quoted or
+# discussed; the squeezed view catches the letter-spaced / punctuated forms.
+_PLAIN = re2.compile(b"(?i:" + b"|".join(p.replace(b" ", rb"\s+") for p in _PHRASES) + b")")
 # Letter-spaced or punctuated markers, forwards and backwards, over the alnum-only view.
 _SQUEEZED_MARKERS = (*_DISTINCTIVE, *(m[::-1] for m in _DISTINCTIVE), b"etartlifxe")
 _SQUEEZED = re2.compile(b"|".join(_SQUEEZED_MARKERS))
@@ -104,9 +107,15 @@ def _view_finding(view: bytes, label: str, *, screen_raw: bool) -> Finding | Non
         hit = screen_bytes(view)
         if hit is not None:
             return replace(hit, view=label)
-    if _SQUEEZED.search(view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)) is not None:
-        return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
-    return None
+    squeezed = view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)
+    match = _SQUEEZED.search(squeezed)
+    if match is None:
+        return None
+    if match.group(0) in _DISTINCTIVE and squeezed.count(match.group(0)) == len(
+        _PLAIN.findall(view)
+    ):
+        return None  # every occurrence is plainly written: not obfuscated
+    return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
 
 
 def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None, list[bytes]]:

@@ -1,19 +1,23 @@
-"""The first-match result screen: secret shapes, injection markers, byte-repeat pollution (tier T1).
+"""The first-match result screen: credentials, injections, repetition pollution (tier T1).
 
-Pure functions over bytes, linear in the input: the secret shapes are one RE2 alternation (no
-backtracking) behind a literal prefilter, the markers are substring scans of the lower-cased
-bytes, and the repeat check is a bounded walk over aligned 16-byte chunks. No I/O, no logging
-of the bytes; a hit names only the reason and the detector.
+Pure functions over bytes, linear in the input. One RE2 pass (the secret formats and the
+injection cues together) rules out both for almost every benign body; only a body it flags runs
+the validators (``fak.screen.secrets``) and the cue scoring (``fak.screen.injection``). The
+repeat check (``fak.screen.pollution``) always runs. No I/O, no logging of the bytes; a hit names
+the reason, the detector, a detail (kind / cues / period) and a byte span, never the bytes.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import re2
 
 from fak.abi import Reason
+from fak.screen.injection import DEFAULT_THRESHOLD, INJECTION_PREFILTER, score_injection
+from fak.screen.pollution import find_repeats
+from fak.screen.secrets import SECRET_PREFILTER, find_secrets
 
 __all__ = [
     "INJECTION_MARKERS",
@@ -46,117 +50,112 @@ class Finding:
     """A screen hit: the reason, the detector that fired and the view it fired on. Never bytes.
 
     ``view`` is ``raw`` for the first-match screen; the de-obfuscating screen reports
-    ``normalized``, ``decoded``, ``reversed``.
+    ``normalized``, ``decoded``, ``reversed``. ``span`` is the [start, end) of the offending bytes
+    in the original text when the view maps back to it (``None`` otherwise); ``detail`` names the
+    credential kind, the injection cue families or the repeat period.
     """
 
     reason: Reason
     detector: Detector
     view: str = "raw"
+    span: tuple[int, int] | None = field(default=None, compare=False)
+    detail: str = field(default="", compare=False)
+    score: float = field(default=0.0, compare=False)
 
 
-# --- secret shapes --------------------------------------------------------------------------
-
-_SECRET = re2.compile(
-    rb"sk-[a-z0-9]{16}"
-    rb"|akia[0-9a-z]{12}"
-    rb"|-----begin [a-z ]*private key-----"
-    rb"|ghp_[a-z0-9]{20}"
-    rb"|xox[baprs]-[a-z0-9-]{10}"
-)
-# The pattern runs on lower-cased bytes (the shapes are case-insensitive). Every alternative
-# starts with one of these literals, so the regex only runs when one is present. A minimum-length
-# match is enough: `{16,}` and `{16}` accept exactly the same inputs for a search.
-_SECRET_PREFIXES = (b"sk-", b"akia", b"-----begin", b"ghp_", b"xox")
+# --- secrets ----------------------------------------------------------------------------------
 
 
 def find_secret(data: bytes, lowered: bytes | None = None) -> Finding | None:
-    """SECRET_EXFIL if a credential shape (OpenAI/AWS/GitHub/Slack key, PEM private key) occurs."""
-    low = data.lower() if lowered is None else lowered
-    for prefix in _SECRET_PREFIXES:
-        if prefix in low:
-            break
-    else:
+    """SECRET_EXFIL for the first credential with a real structure (see ``fak.screen.secrets``).
+
+    ``lowered`` is accepted for compatibility and ignored: the formats are case-sensitive.
+    """
+    del lowered
+    hits = find_secrets(data, first=True)
+    if not hits:
         return None
-    if _SECRET.search(low) is None:
-        return None
-    return Finding(Reason.SECRET_EXFIL, Detector.SECRET_PATTERN)
+    hit = hits[0]
+    return Finding(
+        Reason.SECRET_EXFIL, Detector.SECRET_PATTERN, span=(hit.start, hit.end), detail=hit.kind
+    )
 
 
-# --- injection markers ----------------------------------------------------------------------
+# --- injections -------------------------------------------------------------------------------
 
 INJECTION_MARKERS: tuple[bytes, ...] = (
     b"ignore previous instructions",
     b"ignore all previous",
-    b"disregard the above",
-    b"you are now",
     b"system override",
     b"new instructions:",
-    b"###system",
     b"reveal your system prompt",
-    b"exfiltrate",
 )
-"""Lower-case marker phrases; a result containing any of them (case-insensitively) is held out."""
+"""Phrases that score an injection on their own (one cue family at full weight). Everyday phrases
+once listed here ("you are now", "disregard the above") now need other cues beside them."""
 
 
-def find_injection(data: bytes, lowered: bytes | None = None) -> Finding | None:
-    """TRUST_VIOLATION if any marker phrase occurs, compared case-insensitively."""
-    low = data.lower() if lowered is None else lowered
-    for marker in INJECTION_MARKERS:
-        if marker in low:
-            return Finding(Reason.TRUST_VIOLATION, Detector.INJECTION_MARKER)
-    return None
+def find_injection(
+    data: bytes, lowered: bytes | None = None, threshold: float = DEFAULT_THRESHOLD
+) -> Finding | None:
+    """TRUST_VIOLATION when a window of cues scores ``threshold`` (see ``fak.screen.injection``)."""
+    del lowered
+    hits = score_injection(data, threshold, first=True)
+    if not hits:
+        return None
+    hit = hits[0]
+    return Finding(
+        Reason.TRUST_VIOLATION,
+        Detector.INJECTION_MARKER,
+        span=(hit.start, hit.end),
+        detail=",".join(hit.cues),
+        score=hit.score,
+    )
 
 
-# --- byte-repeat pollution ------------------------------------------------------------------
+# --- repetition pollution ---------------------------------------------------------------------
 
 POLLUTION_MIN_BYTES = 512
 POLLUTION_CHUNK = 16
 POLLUTION_MIN_RUN = 51
-"""A run of more than 50 consecutive aligned chunks equal to the first one trips the seal."""
+"""The spec's seal (more than 50 back-to-back 16-byte chunks) is the floor of the repeat rule:
+``MIN_RUN`` = 816 bytes of one unit repeated, see ``fak.screen.pollution``."""
 
 
 def find_pollution(data: bytes) -> Finding | None:
-    """OVERSIZE if the body (≥ 512 bytes) holds > 50 back-to-back aligned copies of its first chunk.
-
-    Walks aligned 16-byte chunks comparing each with the first; the run resets on any mismatch.
-    A run that long implies the contiguous needle occurs somewhere, so one linear substring search
-    rules out almost every benign body before the walk.
-    """
-    size = len(data)
-    if size < POLLUTION_MIN_BYTES:
+    """OVERSIZE when a stretch of >= 816 bytes repeats one short unit (exactly or near)."""
+    hit = find_repeats(data)
+    if hit is None:
         return None
-    first = data[:POLLUTION_CHUNK]
-    if data.find(first * POLLUTION_MIN_RUN) < 0:
-        return None
-    run = 0
-    for start in range(0, size - POLLUTION_CHUNK + 1, POLLUTION_CHUNK):
-        if data.startswith(first, start):
-            run += 1
-            if run >= POLLUTION_MIN_RUN:
-                return Finding(Reason.OVERSIZE, Detector.REPEATED_CHUNK)
-        else:
-            run = 0
-    return None
+    span = (hit.start, hit.end) if hit.view == "raw" else None
+    return Finding(
+        Reason.OVERSIZE, Detector.REPEATED_CHUNK, span=span, detail=f"period={hit.period}"
+    )
 
 
 # --- the first-match screen -----------------------------------------------------------------
 
 
-SCREEN_PATTERN = (
-    b"(?i:" + _SECRET.pattern + b"|" + b"|".join(re2.escape(m) for m in INJECTION_MARKERS) + b")"
-)
-"""Case-insensitive RE2: matches wherever a secret shape or a marker phrase occurs."""
+SCREEN_PATTERN = b"(?:" + SECRET_PREFILTER + b")|(?:" + INJECTION_PREFILTER + b")"
+"""RE2 source (Latin-1 mode): matches wherever a secret format or an injection cue starts."""
 
-# One RE2 pass over the raw bytes rules out both the secret shapes and the markers for almost
-# every benign body; only a body it flags is lower-cased and classified.
-_ANY = re2.compile(SCREEN_PATTERN)
+_ANY: re2._Regexp | None = None
 
 
-def screen_bytes(data: bytes) -> Finding | None:
+def _any() -> re2._Regexp:
+    global _ANY
+    if _ANY is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        options.max_mem = 64 << 20
+        _ANY = re2.compile(SCREEN_PATTERN, options)
+    return _ANY
+
+
+def screen_bytes(data: bytes, *, injection_threshold: float = DEFAULT_THRESHOLD) -> Finding | None:
     """The kernel's result predicate: secret, then injection, then pollution; first hit wins."""
-    if _ANY.search(data) is not None:
-        low = data.lower()
-        hit = find_secret(data, low) or find_injection(data, low)
+    if _any().search(data) is not None:
+        hit = find_secret(data) or find_injection(data, threshold=injection_threshold)
         if hit is not None:
             return hit
     return find_pollution(data)

@@ -1,0 +1,290 @@
+"""Credential detectors with each format's real structure (tier T1).
+
+One RE2 pass (Latin-1 mode, linear, no backtracking) finds every place a credential format could
+start; each candidate is then validated in Python on a bounded window: fixed prefixes and
+lengths, alphabets, GitHub's CRC32 tail, a JWT header that decodes to JSON naming an ``alg``,
+PEM armour around a private key, URL user-info passwords, and an entropy test for generic
+``api_key=`` / ``secret:`` / ``Authorization: Bearer`` assignments. Documentation placeholders
+and masked values (``sk-...``, ``<YOUR_KEY>``, ``xxxx``, ``AKIAIOSFODNN7EXAMPLE``, ``${VAR}``)
+are not secrets. Pure; a hit carries a byte span, never the bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import re2
+
+__all__ = ["SECRET_KINDS", "SECRET_PREFILTER", "SecretHit", "find_secrets", "is_placeholder"]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretHit:
+    """A validated credential: its kind and its [start, end) byte span in the scanned text."""
+
+    kind: str
+    start: int
+    end: int
+
+
+_B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+# (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
+# Lengths are minimums: the validators read the whole token from the match on.
+_FORMATS: tuple[tuple[str, bytes], ...] = (
+    ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
+    ("anthropic_key", rb"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{60}"),
+    ("openai_legacy", rb"\bsk-[A-Za-z0-9]{20}"),
+    ("aws_key_id", rb"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"),
+    ("github_token", rb"\bgh[pousr]_[A-Za-z0-9]{36}\b"),
+    ("github_pat", rb"\bgithub_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
+    ("google_api_key", rb"\bAIza[0-9A-Za-z_-]{35}"),
+    ("stripe_key", rb"\b[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
+    ("slack_token", rb"\bxox[abposre]-[0-9A-Za-z-]{10}"),
+    ("slack_webhook", rb"hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20}"),
+    ("jwt", rb"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
+    ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
+    ("sendgrid_key", rb"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("gitlab_token", rb"\bglpat-[A-Za-z0-9_-]{20}"),
+    ("huggingface_token", rb"\bhf_[A-Za-z0-9]{34}\b"),
+    ("npm_token", rb"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", rb"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50}"),
+    ("digitalocean_token", rb"\bdo[oprt]_v1_[a-f0-9]{64}"),
+    ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
+    # scheme://user:password@host — the password is judged below
+    ("url_credentials", rb"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:[^\s/@'\"<>]{1,128}@[A-Za-z0-9.\[-]"),
+    ("auth_header", rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+)"),
+    ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
+    # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
+    (
+        "assignment",
+        rb"(?i:[a-z0-9_.-]*(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
+        rb"|auth[_-]?token|access[_-]?token|refresh[_-]?token|private[_-]?key|credential)"
+        rb"[a-z0-9_.-]*\\?[\"']?\s*(?:=|:|:=|=>)\s*)",
+    ),
+)  # fmt: skip
+
+SECRET_KINDS: tuple[str, ...] = tuple(kind for kind, _ in _FORMATS)
+SECRET_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, src in _FORMATS)
+"""RE2 source (Latin-1): matches wherever a credential format could start."""
+
+_PLACEHOLDER_WORDS = (
+    b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
+    b"change_me", b"replace", b"insert", b"here", b"fake", b"****", b"...", b"\xe2\x80\xa6",
+    b"<", b">", b"${", b"{{", b"%s", b"todo", b"secret_key", b"my-secret", b"mysecret",
+    b"password", b"token",
+)  # fmt: skip
+
+
+def is_placeholder(value: bytes) -> bool:
+    """Whether a credential-shaped value is a documentation placeholder or a masked value."""
+    low = value.lower()
+    if any(word in low for word in _PLACEHOLDER_WORDS):
+        return True
+    if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
+        return True
+    # long runs of one character (masking) or a repeated short unit
+    return _longest_run(low) >= 6
+
+
+def _longest_run(value: bytes) -> int:
+    best = run = 0
+    prev = -1
+    for byte in value:
+        run = run + 1 if byte == prev else 1
+        prev = byte
+        best = max(best, run)
+    return best
+
+
+def _entropy(value: bytes) -> float:
+    """Shannon entropy in bits per byte."""
+    if not value:
+        return 0.0
+    counts: dict[int, int] = {}
+    for byte in value:
+        counts[byte] = counts.get(byte, 0) + 1
+    size = len(value)
+    return -sum(c / size * math.log2(c / size) for c in counts.values())
+
+
+def _classes(value: bytes) -> int:
+    """How many of lower / upper / digit / other occur."""
+    lower = upper = digit = other = 0
+    for byte in value:
+        if 97 <= byte <= 122:
+            lower = 1
+        elif 65 <= byte <= 90:
+            upper = 1
+        elif 48 <= byte <= 57:
+            digit = 1
+        else:
+            other = 1
+    return lower + upper + digit + other
+
+
+def _random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bool:
+    """Long enough, high-entropy, mixing character classes, and not a placeholder."""
+    if len(value) < min_len or is_placeholder(value):
+        return False
+    if _classes(value) < 2:
+        return len(value) >= 32 and _entropy(value) >= 3.5  # e.g. long hex keys
+    return _entropy(value) >= bits
+
+
+_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_VALUE_END = frozenset(b" \t\r\n\"'`,;)]}<>|\\")
+
+
+def _token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
+    end = start
+    stop = min(len(text), start + limit)
+    while end < stop and text[end] in chars:
+        end += 1
+    return end
+
+
+def _value_at(text: bytes, start: int, limit: int = 256) -> tuple[int, int]:
+    """The [start, end) of an unquoted or quoted value beginning at ``start``."""
+    if text[start : start + 1] == b"\\":
+        start += 1
+    if start < len(text) and text[start] in b"\"'`":
+        start += 1
+    end = start
+    stop = min(len(text), start + limit)
+    while end < stop and text[end] not in _VALUE_END:
+        end += 1
+    return start, end
+
+
+def _github_crc_ok(body: bytes) -> bool:
+    """GitHub's token tail: base62 CRC32 of the 30 random characters, six digits, 0-padded."""
+    random_part, tail = body[:30], body[30:36]
+    crc = binascii.crc32(random_part)
+    digits = bytearray()
+    while crc:
+        crc, rem = divmod(crc, 62)
+        digits.insert(0, _B62[rem])
+    return bytes(digits).rjust(6, b"0") == tail
+
+
+def _jwt_header_ok(token: bytes) -> bool:
+    head = token.split(b".", 1)[0]
+    try:
+        raw = base64.urlsafe_b64decode(head + b"=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return raw.lstrip().startswith(b"{") and b'"alg"' in raw
+
+
+_KEY_WORDS_BENIGN = (b"page", b"csrf", b"next", b"cursor", b"sync", b"public", b"_id", b"length")
+
+
+def _validate(kind: str, text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The credential's span if the candidate at [start, end) is real, else None."""
+    match kind:
+        case "openai_key" | "anthropic_key" | "openai_legacy" | "google_api_key" | "stripe_key":
+            stop = _token_end(text, start, _TOKEN_CHARS)
+            token = text[start:stop]
+            body = token.split(b"-", 2)[-1] if kind != "stripe_key" else token[8:]
+            if kind == "google_api_key":
+                body = token[4:]
+            return (start, stop) if _random_looking(body, bits=3.2) else None
+        case "aws_key_id":
+            token = text[start:end]
+            return None if token.endswith(b"EXAMPLE") or is_placeholder(token) else (start, end)
+        case "github_token":
+            body = text[start + 4 : end]
+            if _github_crc_ok(body) or _random_looking(body, bits=3.5):
+                return start, end
+            return None
+        case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token" | "sendgrid_key":
+            stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
+            tail = text[start:stop][-20:]  # past every fixed prefix
+            return (start, stop) if _random_looking(tail, min_len=16, bits=3.0) else None
+        case "pypi_token" | "digitalocean_token" | "slack_webhook" | "azure_storage_key":
+            stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./+="))
+            return None if is_placeholder(text[start:stop]) else (start, stop)
+        case "slack_token":
+            stop = _token_end(text, start, _TOKEN_CHARS)
+            token = text[start:stop]
+            return None if is_placeholder(token[5:]) or _entropy(token) < 3.0 else (start, stop)
+        case "jwt":
+            stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
+            return (start, stop) if _jwt_header_ok(text[start:stop]) else None
+        case "private_key":
+            after = text[end : end + 80].lstrip()
+            if after.startswith((b"...", b"<", b"\xe2\x80\xa6")) or is_placeholder(after[:12]):
+                return None
+            close = text.find(b"-----END", end, end + 16384)
+            stop = close + 8 if close >= 0 else end
+            line_end = text.find(b"-----", stop)
+            return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
+        case "url_credentials":
+            colon = text.rfind(b":", start, end)
+            at = text.rfind(b"@", start, end)
+            password = text[colon + 1 : at]
+            if is_placeholder(password) or len(password) < 6 or _classes(password) < 2:
+                return None
+            return colon + 1, at
+        case "auth_header" | "bearer":
+            vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
+            while vstart < len(text) and text[vstart] in b" \t":
+                vstart += 1
+            vstart, vend = _value_at(text, vstart)
+            value = text[vstart:vend]
+            return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
+        case "assignment":
+            key = text[start:end].lower()
+            if any(word in key for word in _KEY_WORDS_BENIGN):
+                return None
+            vstart, vend = _value_at(text, end)
+            value = text[vstart:vend]
+            if any(c in value for c in b"([{}$") or _dotted_name(value):
+                return None
+            return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
+    return None
+
+
+def _dotted_name(value: bytes) -> bool:
+    """``settings.SECRET_KEY``, ``env.API_KEY``: a reference, not a value."""
+    parts = value.split(b".")
+    return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
+
+
+_SCAN: re2._Regexp | None = None
+
+
+def _scanner() -> re2._Regexp:
+    global _SCAN
+    if _SCAN is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        _SCAN = re2.compile(SECRET_PREFILTER, options)
+    return _SCAN
+
+
+def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
+    """Every validated credential in ``text`` (only the first one with ``first=True``)."""
+    hits: list[SecretHit] = []
+    for start, end, kind in _candidates(text):
+        span = _validate(kind, text, start, end)
+        if span is not None:
+            hits.append(SecretHit(kind, span[0], span[1]))
+            if first:
+                break
+    return hits
+
+
+def _candidates(text: bytes) -> Iterator[tuple[int, int, str]]:
+    for match in _scanner().finditer(text):
+        index = match.lastindex
+        if index is None:  # cannot happen: every alternative is a group
+            continue
+        yield match.start(), match.end(), SECRET_KINDS[index - 1]
+
