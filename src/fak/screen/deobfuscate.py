@@ -17,10 +17,8 @@ import re2
 
 from fak.abi import Reason
 from fak.screen.detect import (
-    SCREEN_PATTERN,
     Detector,
     Finding,
-    find_pollution,
     screen_bytes,
 )
 from fak.screen.skeleton import normalize
@@ -70,7 +68,6 @@ _NOT_ALNUM = bytes(b for b in range(256) if not (48 <= b <= 57 or 65 <= b <= 90 
 _GAPPED = b"(?i:%s)" % b"|".join(
     b"[^0-9A-Za-z]*".join(bytes([c]) for c in m) for m in _SQUEEZED_MARKERS
 )
-_VIEW_ALL = SCREEN_PATTERN + b"|" + _GAPPED  # everything a view-level check may fire on
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +75,14 @@ class _Scanners:
     """Group 1 of ``scan_*``: something a view-level detector may fire on; otherwise a token
     that may decode. ``*_squeezed`` serve the raw bytes, which the first screen already covers."""
 
-    scan_all: re2._Regexp
     scan_squeezed: re2._Regexp
-    level_all: re2._Regexp
     level_squeezed: re2._Regexp
 
 
 @functools.cache
 def _scanners() -> _Scanners:  # compiled on first use: ~20 ms
     return _Scanners(
-        compile_latin1(b"(" + _VIEW_ALL + b")|" + CANDIDATE_PATTERN),
         compile_latin1(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN),
-        compile_latin1(_VIEW_ALL),
         compile_latin1(_GAPPED),
     )
 
@@ -101,12 +94,8 @@ cheaper per token than a search per candidate: the rest of the view switches to 
 _RUN = b"\x01" * MIN_TOKEN
 
 
-def _view_finding(view: bytes, label: str, *, screen_raw: bool) -> Finding | None:
-    """The exact view-level checks: the first-match screen (unless done), then squeezed markers."""
-    if screen_raw:
-        hit = screen_bytes(view)
-        if hit is not None:
-            return replace(hit, view=label)
+def _squeezed_finding(view: bytes) -> Finding | None:
+    """A letter-spaced, punctuated or reversed marker phrase in the alphanumeric-only view."""
     squeezed = view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)
     match = _SQUEEZED.search(squeezed)
     if match is None:
@@ -119,16 +108,22 @@ def _view_finding(view: bytes, label: str, *, screen_raw: bool) -> Finding | Non
 
 
 def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None, list[bytes]]:
-    """The view's finding, else the printable decodings of its tokens, from one RE2 scan.
+    """The view's finding, else the printable decodings of its tokens.
 
-    Equal to running every check on every token. The scan resumes one byte after each match, and
-    a view-level alternative wins a tie, so no view-level match starts before the resume point:
-    the view-level checks run (once) when the scan meets one. A token is decoded when the scan
+    A view other than the raw bytes first goes through the whole first-match screen (its own
+    one-pass prefilter); a finding there carries no span, since the view does not map back to
+    the original bytes byte for byte. Then one RE2 scan meets squeezed markers and tokens: the
+    squeezed check runs (once) when the scan meets one, and a token is decoded when the scan
     meets a candidate in it; when candidates come densely, the remaining tokens are all decoded
-    and one view-level search covers the rest of the view.
+    and one search covers the rest of the view. Equal to running every check on every token.
     """
+    if screen_raw:
+        # pollution is judged on the raw bytes and decoded layers, not again on the skeleton
+        hit = screen_bytes(view, pollution=label != "normalized")
+        if hit is not None:
+            return replace(hit, view=label, span=None), []
     scanners = _scanners()
-    search = (scanners.scan_all if screen_raw else scanners.scan_squeezed).search
+    search = scanners.scan_squeezed.search
     layers: list[bytes] = []
     checked = False
     done = pos = tokens = 0
@@ -137,7 +132,7 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
         if match.start(1) >= 0:
             if not checked:
                 checked = True
-                hit = _view_finding(view, label, screen_raw=screen_raw)
+                hit = _squeezed_finding(view)
                 if hit is not None:
                     return hit, []
             continue
@@ -149,18 +144,11 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
         tokens += 1
         if tokens >= _DENSE and tokens * _DENSE_SPACING > pos:
             layers.extend(_decode_rest(view, done))
-            if not checked:
-                level = scanners.level_all if screen_raw else scanners.level_squeezed
-                checked = level.search(view, pos) is not None
-                if checked:
-                    hit = _view_finding(view, label, screen_raw=screen_raw)
-                    if hit is not None:
-                        return hit, []
+            if not checked and scanners.level_squeezed.search(view, pos) is not None:
+                hit = _squeezed_finding(view)
+                if hit is not None:
+                    return hit, []
             break
-    if screen_raw and not checked:
-        hit = find_pollution(view)
-        if hit is not None:
-            return replace(hit, view=label), layers
     return None, layers
 
 

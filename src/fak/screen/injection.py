@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the cue table: one pattern a line reads better than wrapped fragments)
 """Structural injection scoring: text that addresses the model rather than its reader (tier T1).
 
 One RE2 pass (Latin-1 mode, linear) finds cues, each in a family: chat-template role markers
@@ -23,6 +24,8 @@ __all__ = [
     "INJECTION_PREFILTER",
     "Cue",
     "InjectionHit",
+    "make_cue",
+    "score_cues",
     "score_injection",
 ]
 
@@ -174,14 +177,17 @@ def _cues(text: bytes) -> list[_Cue]:
     out: list[_Cue] = []
     for match in _scanner().finditer(text):
         index = match.lastindex
-        if index is None:
-            continue
-        family, weight = _FAMILY[index - 1], _WEIGHT[index - 1]
-        start, end = match.start(), match.end()
-        if weight > 0 and _quoted(text, start, end):
-            weight *= _QUOTED
-        out.append(_Cue(family, weight, start, end))
+        if index is not None:
+            out.append(make_cue(text, index - 1, match.start(), match.end()))
     return out
+
+
+def make_cue(text: bytes, alternative: int, start: int, end: int) -> _Cue:
+    """The cue for a match of ``INJECTION_PREFILTER``'s alternative number ``alternative``."""
+    family, weight = _FAMILY[alternative], _WEIGHT[alternative]
+    if weight > 0 and _quoted(text, start, end):
+        weight *= _QUOTED
+    return _Cue(family, weight, start, end)
 
 
 class _Window:
@@ -217,11 +223,17 @@ def score_injection(
     A window holds the cues within ``WINDOW`` bytes of one another; it slides over the cues
     (two pointers), so the work is linear in their number. Overlapping hits merge into one.
     """
-    cues = _cues(text)
+    return score_cues(_cues(text), threshold, first=first)
+
+
+def score_cues(
+    cues: list[_Cue], threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
+) -> list[InjectionHit]:
+    """``score_injection`` over cues already found (in order), e.g. by a combined scan."""
     hits: list[InjectionHit] = []
     window = _Window()
     left = 0
-    for right, cue in enumerate(cues):
+    for cue in cues:
         window.add(cue, 1)
         while cue.start - cues[left].start > WINDOW:
             window.add(cues[left], -1)

@@ -2,25 +2,27 @@
 
 A result is polluted when a stretch of at least ``MIN_RUN`` bytes (or ``DOMINANT_RUN`` bytes
 making up half the body) repeats one unit of up to ``MAX_PERIOD`` bytes back to back at least
-``MIN_REPEATS`` times: the same sentence, token or markup over and over. "Near" repeats are exact repeats of the folded view
-(ASCII letters lower-cased, whitespace and punctuation dropped), so a unit repeated with changes
-of case, spacing or punctuation counts, while lines that differ in a number, a name or a date
-(a CSV, ``ping``, ``ls -l``, a progress log) do not. A run of one punctuation or space byte
-(which the folded view drops) counts on the raw bytes. The scan is linear: one anchor every ``ANCHOR_STRIDE`` bytes, each checked against the
-candidate periods within ``MAX_PERIOD`` bytes with C-level slice compares. Pure; spans only.
+``MIN_REPEATS`` times: the same sentence, token or markup over and over. The main view lower-cases
+letters and makes every other ASCII byte one separator (same length, so spans are exact); when
+anchors hint at a unit repeated with small changes, the folded view (separators dropped) judges
+near repeats that differ in spacing or punctuation. Lines that differ in a number, a name or a
+date (a CSV, ``ping``, ``ls -l``, a progress log) never repeat exactly. A unit of separators
+only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). Linear:
+one anchor every ``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within
+``MAX_PERIOD`` bytes with C-level slice compares. Pure; spans, never bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "ANCHOR_STRIDE",
+    "DOMINANT_RUN",
     "MAX_PERIOD",
     "MIN_PERIOD",
     "MIN_REPEATS",
     "MIN_RUN",
-    "DOMINANT_RUN",
     "RepeatHit",
     "find_repeats",
     "fold",
@@ -38,6 +40,7 @@ ANCHOR_STRIDE = 512
 """A stretch of MIN_RUN bytes always holds an anchor with a whole period plus a probe after it."""
 _SMALL_STRIDE = 64  # bodies where a dominant (shorter) stretch may count
 _PROBE = 16
+_CHECK = 32
 _MAX_CANDIDATES = 64  # candidate periods looked at per anchor
 
 
@@ -97,52 +100,111 @@ def _backward(view: bytes, at: int, period: int) -> int:
     return 0
 
 
-def _scan(view: bytes, label: str) -> RepeatHit | None:
+@dataclass(slots=True)
+class _Scan:
+    hit: RepeatHit | None = None
+    anchors: int = 0
+    distances: list[int] = field(default_factory=list)  # first recurrence of each anchor's probe
+
+
+def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
+    """Anchor scan of one view. ``raw`` (same length as ``view``) confirms separator-only units."""
+    out = _Scan()
     size = len(view)
     if size < DOMINANT_RUN:
-        return None
+        return out
     need = min(MIN_RUN, max(DOMINANT_RUN, (size + 1) // 2))
     stride = ANCHOR_STRIDE if need >= MIN_RUN else _SMALL_STRIDE
     anchor = 0
     while anchor + _PROBE < size:
+        out.anchors += 1
         probe = view[anchor : anchor + _PROBE]
         stop = min(size, anchor + MAX_PERIOD + _PROBE)
         found = view.find(probe, anchor + 1, stop)
         next_anchor = anchor + stride
         tried = 0
+        if found >= 0:
+            out.distances.append(found - anchor)
         while found >= 0 and tried < _MAX_CANDIDATES:
             tried += 1
             period = found - anchor
+            if not _may_reach(view, anchor, period, need):
+                found = view.find(probe, found + 1, stop)
+                continue
             end = _forward(view, anchor, period)
             begin = _backward(view, anchor, period)
             covered = end + period - begin
-            if covered >= max(need, MIN_REPEATS * period):
-                return RepeatHit(begin, end + period, period, label)
-            next_anchor = max(next_anchor, end) if end - anchor > stride else next_anchor
+            if covered >= max(need, MIN_REPEATS * period) and _confirmed(
+                view, raw, anchor, period, need
+            ):
+                out.hit = RepeatHit(begin, end + period, period, label)
+                return out
+            if end - anchor > stride:
+                next_anchor = max(next_anchor, end)
             found = view.find(probe, found + 1, stop)
         anchor = next_anchor
-    return None
+    return out
+
+
+def _may_reach(view: bytes, anchor: int, period: int, need: int) -> bool:
+    """Two C-level compares that every reportable stretch through ``anchor`` passes.
+
+    Such a stretch holds [anchor, anchor + period + 32) and ``need`` bytes, so it reaches half
+    of the rest forwards or backwards from the anchor: most candidates end here, before any
+    Python-level walk.
+    """
+    if not view.startswith(view[anchor : anchor + _CHECK], anchor + period):
+        return False
+    half = max(_CHECK, (need - period) // 2)
+    if view.startswith(view[anchor : anchor + half], anchor + period):
+        return True
+    low = max(0, anchor - half)
+    return view.startswith(view[low:anchor], low + period)
+
+
+def _confirmed(view: bytes, raw: bytes | None, anchor: int, period: int, need: int) -> bool:
+    """A unit of separators only (spaces, punctuation) counts when the raw bytes repeat too:
+    a run of ``=`` or NUL is pollution, a stretch of mixed brackets and indentation is not."""
+    if raw is None or view[anchor : anchor + period].strip(b" "):
+        return True
+    covered = _forward(raw, anchor, period) + period - _backward(raw, anchor, period)
+    return covered >= max(need, MIN_REPEATS * period)
+
+
+_SEP = bytes(
+    32 if b in _DROP else (b + 32 if 65 <= b <= 90 else b) for b in range(256)
+)  # lower-case, every dropped byte one separator: same length, so spans map back exactly
+
+
+def _near_hint(scan: _Scan) -> bool:
+    """Most anchors' probes recur, mostly at about one distance: a unit repeated with changes."""
+    found = sorted(scan.distances)
+    if len(found) < 2 or 2 * len(found) < scan.anchors:
+        return False
+    best = lo = 0
+    for hi, distance in enumerate(found):  # the most distances within 25% + 4 of one another
+        while found[lo] * 5 // 4 + 4 < distance:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return 2 * best >= len(found)
+
+
+_SMALL_BODY = 8192  # below this the folded view is cheap: always judge near repeats
 
 
 def find_repeats(data: bytes) -> RepeatHit | None:
-    """The first polluted stretch of ``data`` (raw view for one-byte runs, folded otherwise).
+    """The first polluted stretch of ``data``.
 
-    Spans on the ``folded`` view are mapped back to the raw bytes only approximately (the
-    folded view is shorter); callers that cut spans use a whole-result hold for pollution.
+    The main view keeps every position (letters lower-cased, separators made one byte), so its
+    spans are spans of ``data``. When many anchors see local repeats that do not extend, the
+    folded view (separators dropped) judges near repeats that differ in spacing or punctuation;
+    its spans are on the folded view (``view="folded"``).
     """
     if len(data) < DOMINANT_RUN:
         return None
-    # runs of bytes the folded view drops (spaces, punctuation, NUL): look for them on the raw
-    # bytes, only where such a run is long enough
-    mask = data.translate(_DROP_MASK)
-    if mask.find(b"\x01" * DOMINANT_RUN) >= 0:
-        hit = _scan(data, "raw")
-        if hit is not None:
-            return hit
-    folded = fold(data)
-    hit = _scan(folded, "folded")
-    if hit is None:
+    scan = _scan(data.translate(_SEP), "raw", data)
+    if scan.hit is not None:
+        return scan.hit
+    if len(data) > _SMALL_BODY and not _near_hint(scan):
         return None
-    if folded is data or len(folded) == len(data):
-        return RepeatHit(hit.start, hit.end, hit.period, "raw")
-    return hit
+    return _scan(fold(data), "folded").hit

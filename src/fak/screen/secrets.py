@@ -14,12 +14,19 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import re2
 
-__all__ = ["SECRET_KINDS", "SECRET_PREFILTER", "SecretHit", "find_secrets", "is_placeholder"]
+__all__ = [
+    "SECRET_KINDS",
+    "SECRET_PREFILTER",
+    "SecretHit",
+    "find_secrets",
+    "is_placeholder",
+    "validate_candidates",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +278,15 @@ def _scanner() -> re2._Regexp:
 
 def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
     """Every validated credential in ``text`` (only the first one with ``first=True``)."""
+    return validate_candidates(text, _candidates(text), first=first)
+
+
+def validate_candidates(
+    text: bytes, candidates: Iterable[tuple[int, int, str]], *, first: bool = False
+) -> list[SecretHit]:
+    """The candidates (start, end, kind) of ``SECRET_PREFILTER`` matches that are credentials."""
     hits: list[SecretHit] = []
-    for start, end, kind in _candidates(text):
+    for start, end, kind in candidates:
         span = _validate(kind, text, start, end)
         if span is not None:
             hits.append(SecretHit(kind, span[0], span[1]))
@@ -287,4 +301,3 @@ def _candidates(text: bytes) -> Iterator[tuple[int, int, str]]:
         if index is None:  # cannot happen: every alternative is a group
             continue
         yield match.start(), match.end(), SECRET_KINDS[index - 1]
-
