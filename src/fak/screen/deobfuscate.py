@@ -107,6 +107,17 @@ def _squeezed_finding(view: bytes) -> Finding | None:
     return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
 
 
+def _view_finding(view: bytes, label: str, *, screen_raw: bool) -> Finding | None:
+    """The exact view-level checks: the first-match screen (unless done), then squeezed markers.
+
+    Pollution is judged on the raw bytes and decoded layers, not again on the skeleton."""
+    if screen_raw:
+        hit = screen_bytes(view, pollution=label != "normalized")
+        if hit is not None:
+            return replace(hit, view=label, span=None)
+    return _squeezed_finding(view)
+
+
 def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None, list[bytes]]:
     """The view's finding, else the printable decodings of its tokens.
 
@@ -118,10 +129,9 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
     and one search covers the rest of the view. Equal to running every check on every token.
     """
     if screen_raw:
-        # pollution is judged on the raw bytes and decoded layers, not again on the skeleton
-        hit = screen_bytes(view, pollution=label != "normalized")
-        if hit is not None:
-            return replace(hit, view=label, span=None), []
+        hit = _view_finding(view, label, screen_raw=True)
+        if hit is not None and hit.detector != Detector.SQUEEZED_MARKER:
+            return hit, []
     scanners = _scanners()
     search = scanners.scan_squeezed.search
     layers: list[bytes] = []

@@ -74,21 +74,24 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # overriding what came before
     (Cue.OVERRIDE, 1.0, rb"(?i:\b(?:ignore|disregard|forget|override|skip|drop|abandon)\s+(?:all\s+|any\s+|of\s+)?(?:" + _PREV + rb"\s+){1,3}" + _INSTR + rb")"),
     (Cue.OVERRIDE, 1.0, rb"(?i:\bignore all previous\b|\bsystem override\b|\breveal (?:your|the) system prompt\b|\bnew instructions:)"),
+    (Cue.OVERRIDE, 0.8, rb"(?i:\b(?:ignore|disregard|bypass|disable|forget)\s+(?:all\s+|any\s+|your\s+|the\s+)?(?:safety|guardrails|restrictions|content polic(?:y|ies)|filters|safeguards)\b)"),
     (Cue.OVERRIDE, 0.6, rb"(?i:\b(?:takes?|take) priority over\b|\byour (?:real|true|actual|new) (?:objective|goal|task|purpose)\b|\byou are no longer\b|\bfrom now on,? you\b|\bstop what you are doing\b|\binstead of (?:the|your) (?:user'?s?|original) (?:task|request)\b|\byou are now (?:in |an? |the |dan\b|unrestricted|jailbroken|free)|\b(?:developer|maintenance|god|debug) mode\b)"),
     # chat-template tokens and role markers
-    (Cue.TEMPLATE, 1.0, rb"(?i:<\|im_start\|>\s*(?:system|assistant|user)|<\|start_header_id\|>\s*(?:system|assistant)|<\|(?:system|assistant)\|>\s*\n|###\s*\(?system[_ ]?(?:message|prompt)?\)?|\[system\]\(#|\[\[?system\]?\]\s*:)"),
+    (Cue.TEMPLATE, 1.0, rb"(?i:<\|im_start\|>\s*(?:system|assistant|user)|<\|start_header_id\|>\s*(?:system|assistant)|<\|(?:system|assistant)\|>\s*(?:\n|\\n)|###\s*\(?system[_ ]?(?:message|prompt)?\)?|\[system\]\(#|\[\[?system\]?\]\s*:)"),
     (Cue.TEMPLATE, 0.7, rb"(?i:\[inst\]|<<sys>>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|</?(?:system|sys)>)"),
-    (Cue.ROLE, 0.4, rb"(?i:(?:^|\n)\s*(?:system|assistant|developer)\s*:|(?:^|\n)\s*role:\s*(?:system|developer)|\n\n(?:human|user):)"),
-    (Cue.ROLE, 0.6, rb"(?i:\n\nassistant:|<!--\s*(?:system|assistant|ai|agent|llm)\s*:)"),
+    (Cue.ROLE, 0.4, rb"(?i:(?:^|\n|\\n)\s*(?:system|assistant|developer)\s*:|(?:^|\n|\\n)\s*role:\s*(?:system|developer)|(?:\n|\\n)(?:\n|\\n)user:)"),
+    (Cue.TEMPLATE, 0.5, rb"(?i:(?:\n|\\n)(?:\n|\\n)human:|<<sys>>[^<]{1,400}<</sys>>)"),
+    (Cue.ROLE, 0.6, rb"(?i:(?:\n|\\n)(?:\n|\\n)assistant:|<!--\s*(?:system|assistant|ai|agent|llm)\s*:)"),
     # addressing the model
     (Cue.ADDRESSEE, 0.6, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI + rb"s?\b|\b" + _AI + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI + rb"|\bforward this to your " + _AI + rb"|\bas (?:an?|the) " + _AI + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
-    (Cue.ADDRESSEE, 0.5, rb"(?i:\bwhen (?:the|an?) " + _AI + rb" (?:reads|sees|processes|summari[sz]es)\b|\bthe (?:ai |llm )?(?:assistant|agent|model|ai)\s+(?:must|should|shall|needs to|is required to|has to|will now)\s+(?:now\s+|quietly\s+|first\s+|immediately\s+)?(?:ignore|send|forward|email|transfer|upload|share|post|delete|execute|call|invite|reply|create|change|follow|obey|do|run)\b|(?:^|[\n.!>]\s*)(?:assistant|agent|ai|llm|model),\s+(?:please\s+)?(?:send|forward|email|transfer|upload|share|post|delete|execute|call|invite|ignore|do|run|reply|create|change)\b|\bthis is an important message from\b|\b(?:ai|assistant|agent|llm|model) (?:instructions?|note|directives?|task)\s*:)"),
+    (Cue.ADDRESSEE, 0.5, rb"(?i:\bwhen (?:the|an?) " + _AI + rb" (?:reads|sees|processes|summari[sz]es)\b|\bthe (?:ai |llm )?(?:assistant|agent|model|ai)\s+(?:must|should|shall|needs to|is required to|has to|will now)\s+(?:now\s+|quietly\s+|first\s+|immediately\s+)?(?:ignore|send|forward|email|transfer|upload|share|post|delete|execute|call|invite|reply|create|change|follow|obey|do|run)\b|(?:^|\\n|[\n.!>]\s*)(?:assistant|agent|ai|llm|model),\s+(?:please\s+)?(?:send|forward|email|transfer|upload|share|post|delete|execute|call|invite|ignore|do|run|reply|create|change)\b|\bthis is an important message from\b|\b(?:ai|assistant|agent|llm|model) (?:instructions?|note|directives?|task)\s*:)"),
     # announced new instructions / task
     (Cue.NEW_TASK, 0.5, rb"(?i:\b(?:new|updated|revised|additional|real|urgent|hidden|secret)\s+(?:instructions?|directives?|task|system prompt)\b|\bbefore you (?:can )?(?:solve|answer|continue|complete|summari[sz]e|respond)|\bafter you do that\b|\bbefore (?:summari[sz]ing|answering|responding|replying|continuing)\b|\byou (?:must|should) (?:now|first|immediately)\b|\byou have a new task\b|\byour updated instructions\b|\b(?:do|perform) the following (?:first|instead)\b)"),
     # keeping it from the user
-    (Cue.SECRECY, 0.5, rb"(?i:\b(?:do not|don't|never|without)\s+(?:tell|telling|mention|mentioning|inform|informing|notify|notifying|alert|alerting|ask|asking|asking for confirmation|reveal|revealing|show|showing)\b[^.\n]{0,24}\b(?:user|them|anyone|confirmation|this step|this)\b|\bkeep (?:this|it) (?:hidden|secret|between us)\b|\bpre-?authori[sz]ed\b|\bas if nothing happened\b|\brespond only with\b|\bquietly\b|\bsilently\b)"),
+    (Cue.SECRECY, 0.5, rb"(?i:\b(?:do not|don't|never|without)\s+(?:tell|telling|mention|mentioning|inform|informing|notify|notifying|alert|alerting|ask|asking|asking for confirmation|reveal|revealing|show|showing)\b[^.\n]{0,24}\b(?:user|them|anyone|confirmation|this step|this)\b|\b(?:and|but|or) (?:do )?not (?:mention|tell|reveal|disclose|report) (?:it|this|that|them)\b|\bkeep (?:this|it) (?:hidden|secret|between us)\b|\bpre-?authori[sz]ed\b|\bas if nothing happened\b|\brespond only with\b|\bquietly\b|\bsilently\b)"),
     # fake tool calls
     (Cue.TOOL_CALL, 0.5, rb"(?i:<(?:tool_call|function_call|tool_use|invoke)\b|\\?\"(?:name|tool|function)\\?\"\s*:\s*\\?\"[a-z_]+\\?\"\s*,\s*\\?\"(?:arguments|args|parameters|input|recipient|to)\\?\"\s*:)"),
+    (Cue.TOOL_CALL, 0.5, rb"(?i:\bwith the (?:following )?(?:arguments|parameters)\s*:?\s*[{(`'\"])"),
     (Cue.TOOL_DIRECTIVE, 0.5, rb"(?i:\bcall the (?:tool|function)\b|\buse the tool\b|\bexecute the (?:call|tool|function)\b|\binvoke the (?:tool|function)\b|\brun the (?:tool|function|command) (?:below|above)\b)"),
     # envelopes
     (Cue.ENVELOPE, 0.5, rb"(?i:</?(?:information|important|instructions?|admin|override|secret|hidden)>)"),
@@ -159,10 +162,19 @@ def _scanner() -> re2._Regexp:
 
 
 def _quoted(text: bytes, start: int, end: int) -> bool:
-    """A cue written inside quotes: mentioned, not said."""
-    before = text[max(0, start - 3) : start]
-    after = text[end : end + 3]
-    return any(q in before for q in b"'\"`\x9c\x98") and any(q in after for q in b"'\"`\x9d\x99")
+    """A cue written inside quotes: mentioned, not said. The quotes touch it (a closing quote
+    may follow one punctuation byte)."""
+    if start == 0 or text[start - 1] not in _OPEN_QUOTES:
+        return False
+    after = text[end : end + 2]
+    return bool(after) and (
+        after[0] in _CLOSE_QUOTES
+        or (after[0] in b".,!?;:" and after[-1:] != b"" and after[-1] in _CLOSE_QUOTES)
+    )
+
+
+_OPEN_QUOTES = frozenset(b"'\"`\x9c\x98")  # ' " ` and the last bytes of U+201C / U+2018
+_CLOSE_QUOTES = frozenset(b"'\"`\xe2")  # the lead byte of U+201D / U+2019
 
 
 @dataclass(slots=True)
@@ -173,12 +185,22 @@ class _Cue:
     end: int
 
 
+_DENSE = 64
+"""A cue within this many bytes of the last kept cue of its alternative adds nothing: dropped."""
+
+
 def _cues(text: bytes) -> list[_Cue]:
     out: list[_Cue] = []
+    last: dict[int, int] = {}
     for match in _scanner().finditer(text):
         index = match.lastindex
-        if index is not None:
-            out.append(make_cue(text, index - 1, match.start(), match.end()))
+        if index is None:
+            continue
+        start = match.start()
+        if start - last.get(index, -_DENSE) < _DENSE:
+            continue
+        last[index] = start
+        out.append(make_cue(text, index - 1, start, match.end()))
     return out
 
 

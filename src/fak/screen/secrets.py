@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -45,22 +47,22 @@ _B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
     ("anthropic_key", rb"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{60}"),
-    ("openai_legacy", rb"\bsk-[A-Za-z0-9]{20}"),
-    ("aws_key_id", rb"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"),
-    ("github_token", rb"\bgh[pousr]_[A-Za-z0-9]{36}\b"),
-    ("github_pat", rb"\bgithub_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
-    ("google_api_key", rb"\bAIza[0-9A-Za-z_-]{35}"),
-    ("stripe_key", rb"\b[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
-    ("slack_token", rb"\bxox[abposre]-[0-9A-Za-z-]{10}"),
+    ("openai_legacy", rb"sk-[A-Za-z0-9]{20}"),
+    ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"),
+    ("github_token", rb"gh[pousr]_[A-Za-z0-9]{36}\b"),
+    ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
+    ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
+    ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
+    ("slack_token", rb"xox[abposre]-[0-9A-Za-z-]{10}"),
     ("slack_webhook", rb"hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20}"),
-    ("jwt", rb"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
+    ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
     ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
-    ("sendgrid_key", rb"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
-    ("gitlab_token", rb"\bglpat-[A-Za-z0-9_-]{20}"),
-    ("huggingface_token", rb"\bhf_[A-Za-z0-9]{34}\b"),
-    ("npm_token", rb"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("pypi_token", rb"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50}"),
-    ("digitalocean_token", rb"\bdo[oprt]_v1_[a-f0-9]{64}"),
+    ("sendgrid_key", rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("gitlab_token", rb"glpat-[A-Za-z0-9_-]{20}"),
+    ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
+    ("npm_token", rb"npm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", rb"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50}"),
+    ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
     # scheme://user:password@host — the password is judged below
     ("url_credentials", rb"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:[^\s/@'\"<>]{1,128}@[A-Za-z0-9.\[-]"),
@@ -70,7 +72,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     (
         "assignment",
         rb"(?i:[a-z0-9_.-]*(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
-        rb"|auth[_-]?token|access[_-]?token|refresh[_-]?token|private[_-]?key|credential)"
+        rb"|token|private[_-]?key|credential)"
         rb"[a-z0-9_.-]*\\?[\"']?\s*(?:=|:|:=|=>)\s*)",
     ),
 )  # fmt: skip
@@ -94,44 +96,39 @@ def is_placeholder(value: bytes) -> bool:
         return True
     if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
         return True
-    # long runs of one character (masking) or a repeated short unit
-    return _longest_run(low) >= 6
+    # long runs of one character (masking)
+    return _longest_run_at_least_6(low)
 
 
-def _longest_run(value: bytes) -> int:
-    best = run = 0
-    prev = -1
-    for byte in value:
-        run = run + 1 if byte == prev else 1
-        prev = byte
-        best = max(best, run)
-    return best
+_MASK_RUN = re.compile(rb"(.)\1{5}", re.DOTALL)  # six of one byte: masking (linear)
+
+
+def _longest_run_at_least_6(value: bytes) -> bool:
+    return _MASK_RUN.search(value) is not None
 
 
 def _entropy(value: bytes) -> float:
     """Shannon entropy in bits per byte."""
-    if not value:
-        return 0.0
-    counts: dict[int, int] = {}
-    for byte in value:
-        counts[byte] = counts.get(byte, 0) + 1
     size = len(value)
-    return -sum(c / size * math.log2(c / size) for c in counts.values())
+    if not size:
+        return 0.0
+    return -sum(c / size * math.log2(c / size) for c in Counter(value).values())
+
+
+_LOWER = bytes(range(97, 123))
+_UPPER = bytes(range(65, 91))
+_DIGIT = bytes(range(48, 58))
 
 
 def _classes(value: bytes) -> int:
     """How many of lower / upper / digit / other occur."""
-    lower = upper = digit = other = 0
-    for byte in value:
-        if 97 <= byte <= 122:
-            lower = 1
-        elif 65 <= byte <= 90:
-            upper = 1
-        elif 48 <= byte <= 57:
-            digit = 1
-        else:
-            other = 1
-    return lower + upper + digit + other
+    rest = value.translate(None, _LOWER + _UPPER + _DIGIT)
+    return (
+        (len(value.translate(None, _LOWER)) != len(value))
+        + (len(value.translate(None, _UPPER)) != len(value))
+        + (len(value.translate(None, _DIGIT)) != len(value))
+        + bool(rest)
+    )
 
 
 def _random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bool:
@@ -155,7 +152,7 @@ def _token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512)
     return end
 
 
-def _value_at(text: bytes, start: int, limit: int = 256) -> tuple[int, int]:
+def _value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
     """The [start, end) of an unquoted or quoted value beginning at ``start``."""
     if text[start : start + 1] == b"\\":
         start += 1
@@ -188,7 +185,11 @@ def _jwt_header_ok(token: bytes) -> bool:
     return raw.lstrip().startswith(b"{") and b'"alg"' in raw
 
 
-_KEY_WORDS_BENIGN = (b"page", b"csrf", b"next", b"cursor", b"sync", b"public", b"_id", b"length")
+_KEY_WORDS_BENIGN = (
+    b"page", b"csrf", b"xsrf", b"next", b"cursor", b"sync", b"public", b"_id", b"length", b"count",
+    b"izer", b"_name", b"type", b"policy", b"expire", b"max", b"min", b"limit", b"usage", b"file",
+    b"path", b"url", b"_at", b"hash", b"digest", b"version",
+)  # fmt: skip
 
 
 def _validate(kind: str, text: bytes, start: int, end: int) -> tuple[int, int] | None:
@@ -251,10 +252,20 @@ def _validate(kind: str, text: bytes, start: int, end: int) -> tuple[int, int] |
                 return None
             vstart, vend = _value_at(text, end)
             value = text[vstart:vend]
-            if any(c in value for c in b"([{}$") or _dotted_name(value):
+            if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+def _alnum_kinds(value: bytes) -> int:
+    """How many of lower / upper / digit occur (a word with dashes has one)."""
+    size = len(value)
+    return (
+        (len(value.translate(None, _LOWER)) != size)
+        + (len(value.translate(None, _UPPER)) != size)
+        + (len(value.translate(None, _DIGIT)) != size)
+    )
 
 
 def _dotted_name(value: bytes) -> bool:
@@ -281,13 +292,28 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
     return validate_candidates(text, _candidates(text), first=first)
 
 
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _clean_start(text: bytes, start: int) -> bool:
+    """A format starts a token: nothing word-like glued before it, except a string escape
+    (``\\n``, ``\\t``, ``\\r``) as in JSON-encoded text."""
+    if start == 0 or text[start - 1] not in _WORD:
+        return True
+    return start >= 2 and text[start - 2] == 0x5C and text[start - 1] in b"nrt"
+
+
 def validate_candidates(
     text: bytes, candidates: Iterable[tuple[int, int, str]], *, first: bool = False
 ) -> list[SecretHit]:
     """The candidates (start, end, kind) of ``SECRET_PREFILTER`` matches that are credentials."""
     hits: list[SecretHit] = []
+    looked: dict[str, int] = {}  # kind -> end of the last span validated for it
     for start, end, kind in candidates:
-        span = _validate(kind, text, start, end)
+        if start < looked.get(kind, 0):
+            continue  # inside a value already judged for this kind (hostile repeats stay linear)
+        span = _validate(kind, text, start, end) if _clean_start(text, start) else None
+        looked[kind] = span[1] if span is not None else end
         if span is not None:
             hits.append(SecretHit(kind, span[0], span[1]))
             if first:
