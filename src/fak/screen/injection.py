@@ -15,6 +15,8 @@ text that discusses injection (papers, docs, fixtures) counts for less. Pure; sp
 from __future__ import annotations
 
 import enum
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import re2
@@ -148,17 +150,32 @@ _QUOTES = b"'\"`\xe2\x80\x9c\xe2\x80\x98"  # ' " ` and the first bytes of curly 
 _QUOTED = 0.35  # a quoted cue counts this fraction of its weight
 
 _SCAN: re2._Regexp | None = None
+_WHICH: re2._Regexp | None = None
+_FIND_ONLY = b"|".join(b"(?:" + src + b")" for _, _, src in _CUES)
+
+
+def _compile(pattern: bytes) -> re2._Regexp:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    return re2.compile(pattern, options)
 
 
 def _scanner() -> re2._Regexp:
+    """Finds cues (no capture groups: the Python wrapper's per-match cost stays small)."""
     global _SCAN
     if _SCAN is None:
-        options = re2.Options()
-        options.encoding = re2.Options.Encoding.LATIN1
-        options.log_errors = False
-        options.max_mem = 64 << 20
-        _SCAN = re2.compile(INJECTION_PREFILTER, options)
+        _SCAN = _compile(_FIND_ONLY)
     return _SCAN
+
+
+def _which() -> re2._Regexp:
+    """Names the alternative of a cue already found (one group per alternative)."""
+    global _WHICH
+    if _WHICH is None:
+        _WHICH = _compile(INJECTION_PREFILTER)
+    return _WHICH
 
 
 def _quoted(text: bytes, start: int, end: int) -> bool:
@@ -189,19 +206,20 @@ _DENSE = 64
 """A cue within this many bytes of the last kept cue of its alternative adds nothing: dropped."""
 
 
-def _cues(text: bytes) -> list[_Cue]:
-    out: list[_Cue] = []
-    last: dict[int, int] = {}
+def _cues(text: bytes) -> Iterator[_Cue]:
+    """The cues of ``text`` in order, lazily (a first hit stops the scan)."""
+    last: dict[bytes, int] = {}
+    which = _which()
     for match in _scanner().finditer(text):
-        index = match.lastindex
-        if index is None:
-            continue
-        start = match.start()
-        if start - last.get(index, -_DENSE) < _DENSE:
-            continue
-        last[index] = start
-        out.append(make_cue(text, index - 1, start, match.end()))
-    return out
+        start, end = match.start(), match.end()
+        key = text[start:end]
+        if start - last.get(key, -_DENSE) < _DENSE:
+            continue  # the same cue again within a few bytes adds nothing
+        last[key] = start
+        named = which.match(text, start, end)
+        index = named.lastindex if named is not None else None
+        if index is not None:
+            yield make_cue(text, index - 1, start, end)
 
 
 def make_cue(text: bytes, alternative: int, start: int, end: int) -> _Cue:
@@ -249,21 +267,21 @@ def score_injection(
 
 
 def score_cues(
-    cues: list[_Cue], threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
+    cues: Iterable[_Cue], threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
 ) -> list[InjectionHit]:
     """``score_injection`` over cues already found (in order), e.g. by a combined scan."""
     hits: list[InjectionHit] = []
     window = _Window()
-    left = 0
+    held: deque[_Cue] = deque()
     for cue in cues:
         window.add(cue, 1)
-        while cue.start - cues[left].start > WINDOW:
-            window.add(cues[left], -1)
-            left += 1
+        held.append(cue)
+        while cue.start - held[0].start > WINDOW:
+            window.add(held.popleft(), -1)
         score, families = window.score()
         if score < threshold:
             continue
-        start, end = cues[left].start, cue.end
+        start, end = held[0].start, cue.end
         if hits and start <= hits[-1].end:
             last = hits[-1]
             merged = tuple(sorted(set(last.cues) | set(families)))

@@ -141,15 +141,20 @@ def _random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bo
 
 
 _TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_VALUE_END = frozenset(b" \t\r\n\"'`,;)]}<>|\\")
 
 
 def _token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
-    end = start
-    stop = min(len(text), start + limit)
-    while end < stop and text[end] in chars:
-        end += 1
-    return end
+    """The end of the run of ``chars`` starting at ``start`` (at most ``limit`` bytes)."""
+    pattern = _RUNS.get(chars)
+    if pattern is None:
+        klass = b"".join(re.escape(bytes([c])) for c in sorted(chars))
+        pattern = _RUNS[chars] = re.compile(b"[" + klass + b"]*")
+    match = pattern.match(text, start, min(len(text), start + limit))
+    return match.end() if match else start
+
+
+_RUNS: dict[frozenset[int], re.Pattern[bytes]] = {}
+_VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts a new value
 
 
 def _value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
@@ -158,11 +163,24 @@ def _value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
         start += 1
     if start < len(text) and text[start] in b"\"'`":
         start += 1
-    end = start
-    stop = min(len(text), start + limit)
-    while end < stop and text[end] not in _VALUE_END:
-        end += 1
-    return start, end
+    match = _VALUE.match(text, start, min(len(text), start + limit))
+    return start, (match.end() if match else start)
+
+
+class _Scan:
+    """Per-text memo: where the next ``-----END`` is, so hostile runs of PEM headers stay linear."""
+
+    __slots__ = ("pem_end",)
+
+    def __init__(self) -> None:
+        self.pem_end = -2  # unknown
+
+    def next_pem_end(self, text: bytes, at: int) -> int:
+        """The first ``-----END`` in [at, at + 16 KiB), or -1."""
+        if self.pem_end == -2 or 0 <= self.pem_end < at:
+            self.pem_end = text.find(b"-----END", at)
+        found = self.pem_end
+        return found if 0 <= found < at + 16384 else -1
 
 
 def _github_crc_ok(body: bytes) -> bool:
@@ -192,7 +210,7 @@ _KEY_WORDS_BENIGN = (
 )  # fmt: skip
 
 
-def _validate(kind: str, text: bytes, start: int, end: int) -> tuple[int, int] | None:
+def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tuple[int, int] | None:
     """The credential's span if the candidate at [start, end) is real, else None."""
     match kind:
         case "openai_key" | "anthropic_key" | "openai_legacy" | "google_api_key" | "stripe_key":
@@ -226,9 +244,13 @@ def _validate(kind: str, text: bytes, start: int, end: int) -> tuple[int, int] |
             return (start, stop) if _jwt_header_ok(text[start:stop]) else None
         case "private_key":
             after = text[end : end + 80].lstrip()
-            if after.startswith((b"...", b"<", b"\xe2\x80\xa6")) or is_placeholder(after[:12]):
+            if (
+                after.startswith((b"...", b"\xe2\x80\xa6"))
+                or _ANGLE_WORDS.match(after)
+                or any(word in after[:24].lower() for word in _PEM_PLACEHOLDERS)
+            ):
                 return None
-            close = text.find(b"-----END", end, end + 16384)
+            close = scan.next_pem_end(text, end)
             stop = close + 8 if close >= 0 else end
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
@@ -247,11 +269,13 @@ def _validate(kind: str, text: bytes, start: int, end: int) -> tuple[int, int] |
             value = text[vstart:vend]
             return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
         case "assignment":
+            vstart, vend = _value_at(text, end)
+            value = text[vstart:vend]
+            if len(value) < 8:
+                return None
             key = text[start:end].lower()
             if any(word in key for word in _KEY_WORDS_BENIGN):
                 return None
-            vstart, vend = _value_at(text, end)
-            value = text[vstart:vend]
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
@@ -292,6 +316,8 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
     return validate_candidates(text, _candidates(text), first=first)
 
 
+_ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
+_PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -309,10 +335,11 @@ def validate_candidates(
     """The candidates (start, end, kind) of ``SECRET_PREFILTER`` matches that are credentials."""
     hits: list[SecretHit] = []
     looked: dict[str, int] = {}  # kind -> end of the last span validated for it
+    scan = _Scan()
     for start, end, kind in candidates:
         if start < looked.get(kind, 0):
             continue  # inside a value already judged for this kind (hostile repeats stay linear)
-        span = _validate(kind, text, start, end) if _clean_start(text, start) else None
+        span = _validate(kind, text, start, end, scan) if _clean_start(text, start) else None
         looked[kind] = span[1] if span is not None else end
         if span is not None:
             hits.append(SecretHit(kind, span[0], span[1]))
