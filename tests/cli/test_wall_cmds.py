@@ -16,7 +16,7 @@ from fak.cli.main import cli
 from fak.journal import Journal
 
 LOOP = "I think the answer is 42. " * 40
-SOFT_LOOP = " ".join(f"I think the answer is 42, attempt {i}." for i in range(40))  # no exact repeat
+SOFT_LOOP = " ".join(f"I think the answer is 42, attempt {i}." for i in range(40))  # varies
 PROSE = (
     "The deployment finished without errors. Three services were restarted and the health "
     "checks passed on the first attempt; latency is back to its usual range."

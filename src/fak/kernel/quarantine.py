@@ -35,7 +35,9 @@ from fak.abi import (
 )
 from fak.abi.replies import Reply, reply_for_verdict
 from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
+from fak.policy.manifest import ScreenSection
 from fak.screen import ResultAdmitter, default_admitters
+from fak.screen.sources import DEFAULT_SETTINGS, ScreenPolicy, SourceRule, SourceSettings
 
 __all__ = [
     "DEFAULT_MAX_HELD",
@@ -47,6 +49,7 @@ __all__ = [
     "QuarantineLedger",
     "UnknownQuarantineId",
     "admission_reply",
+    "screen_policy_for",
 ]
 
 _log = logging.getLogger(__name__)
@@ -107,6 +110,7 @@ class _Held:
     reason: Reason
     length: int = 0
     cleared: bool = False
+    source: str = ""  # the tool whose result this was (its screen settings apply on page-in)
 
 
 def _bad_max_held(value: object) -> bool:
@@ -144,6 +148,7 @@ class QuarantineLedger:
             default_admitters() if admitters is None else tuple(admitters)
         )
         self._memo = VerdictMemo(enabled=chain_is_deterministic(self._admitters))
+        self._screen_policy = ScreenPolicy()
         self._lock = threading.Lock()
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._paged: OrderedDict[str, int] = OrderedDict()  # digest -> length, FIFO-bounded
@@ -202,6 +207,16 @@ class QuarantineLedger:
         self._memo = VerdictMemo(enabled=chain_is_deterministic(chain))
         self._admitters = chain
 
+    def set_screen_policy(self, policy: ScreenPolicy) -> None:
+        """Per-source screen settings (from the manifest's ``screen`` section); later admissions
+        and every page-in are judged under them."""
+        self._memo = VerdictMemo(enabled=chain_is_deterministic(self._admitters))
+        self._screen_policy = policy
+
+    @property
+    def screen_policy(self) -> ScreenPolicy:
+        return self._screen_policy
+
     def is_held(self, qid: str) -> bool:
         with self._lock:
             return qid in self._held
@@ -212,23 +227,26 @@ class QuarantineLedger:
             return held is not None and held.cleared
 
     # -- the fold ---------------------------------------------------------------------------
-    def screen(self, data: bytes, digest: str = "") -> Verdict:
+    def screen(self, data: bytes, digest: str = "", source: str = "") -> Verdict:
         """Fold the chain over ``data``: the most restrictive verdict, first one on ties.
 
         An admitter that raises or answers something that is not a Verdict holds the bytes
         (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY). Given the
-        bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused.
+        bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused. ``source``
+        (the tool) picks the screen settings; admitters with ``admit_with`` receive them.
         """
         admitters, memo = self._admitters, self._memo  # one read each: see replace_admitters
         if not admitters:
             return Verdict.quarantine(Reason.DEFAULT_DENY, "empty-chain", claim="no admitters")
-        known = memo.get(digest)
+        settings = self._screen_policy.for_source(source)
+        key = digest if settings == DEFAULT_SETTINGS or not digest else f"{digest}:{settings.key}"
+        known = memo.get(key)
         if known is not None:
             return known
         best: Verdict | None = None
         faulted = False
         for admitter in admitters:
-            verdict = self._run(admitter, data)
+            verdict = self._run(admitter, data, settings)
             faulted = faulted or verdict.meta.get("detector") == "admitter_fault"
             if best is None or verdict.rank > best.rank:
                 best = verdict
@@ -236,14 +254,18 @@ class QuarantineLedger:
                 break
         assert best is not None
         if not faulted:  # a fault may be transient: judge those bytes afresh next time
-            memo.put(digest, best)
+            memo.put(key, best)
         return best
 
-    def _run(self, admitter: ResultAdmitter, data: bytes) -> Verdict:
+    def _run(self, admitter: ResultAdmitter, data: bytes, settings: SourceSettings) -> Verdict:
         name = "admitter"
         try:
             name = str(admitter.name) or name
-            verdict = admitter.admit(data)
+            admit_with = getattr(admitter, "admit_with", None)
+            if settings != DEFAULT_SETTINGS and callable(admit_with):
+                verdict = admit_with(data, settings)
+            else:
+                verdict = admitter.admit(data)
         except Exception as exc:  # an admitter fault holds the bytes (fail closed)
             _log.warning("result admitter %s faulted (%s); holding the result", name, type(exc))
             verdict = None
@@ -263,7 +285,7 @@ class QuarantineLedger:
         """Decide what of ``result`` may enter the model's context."""
         data = bytes(result.payload)
         digest = hashlib.sha256(data).hexdigest()
-        verdict = self.screen(data, digest)
+        verdict = self.screen(data, digest, result.tool)
         if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
             forced = verdict.kind == VerdictKind.TRANSFORM
             if forced or (self._pageout_bytes and len(data) > self._pageout_bytes):
@@ -274,7 +296,7 @@ class QuarantineLedger:
                 self._counts["total"] += 1
                 self._counts["admitted"] += 1
             return Admission(Verdict.allow(_LEDGER), data, digest=digest)
-        return self._hold(data, digest, verdict)
+        return self._hold(data, digest, verdict, result.tool)
 
     def _page_out(self, data: bytes, digest: str) -> Admission | None:
         stub_fields = {"_paged": True, "ref": digest, "len": len(data), "hint": "oversize"}
@@ -296,13 +318,13 @@ class QuarantineLedger:
         verdict = Verdict.transform(stub_fields, _LEDGER, meta={"pageout": "oversize"})
         return Admission(verdict, stub, ref=ref, digest=digest)
 
-    def _hold(self, data: bytes, digest: str, verdict: Verdict) -> Admission:
+    def _hold(self, data: bytes, digest: str, verdict: Verdict, source: str = "") -> Admission:
         ref, pinned = self._store_pinned(data, digest)
         reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
         with self._lock:
             self._minted += 1
             qid = f"q{self._minted}"
-            self._held[qid] = _Held(ref, pinned, reason, len(data))
+            self._held[qid] = _Held(ref, pinned, reason, len(data), source=source)
             self._held_bytes += len(data)
             self._counts["total"] += 1
             self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
@@ -384,8 +406,9 @@ class QuarantineLedger:
             if not held.cleared:
                 self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
             source: Ref | str = held.ref
+            tool = held.source
         elif paged:
-            source = qid_or_ref
+            source, tool = qid_or_ref, ""
         else:
             self._refuse(PageInRefused.NOT_HELD, qid_or_ref)
         try:
@@ -396,7 +419,7 @@ class QuarantineLedger:
         except Exception as exc:
             _log.warning("page-in read failed (%s)", type(exc))
             self._refuse(PageInRefused.BYTES_LOST, qid_or_ref)
-        verdict = self.screen(data)
+        verdict = self.screen(data, source=tool)
         if verdict.kind not in _BENIGN and verdict.kind != VerdictKind.TRANSFORM:
             self._refuse(PageInRefused.STILL_FAILS, qid_or_ref)
         with self._lock:
@@ -407,6 +430,31 @@ class QuarantineLedger:
         with self._lock:
             self._counts["page_in_refused"] += 1
         raise PageInRefused(why, ident)
+
+
+def screen_policy_for(section: ScreenSection | None) -> ScreenPolicy:
+    """The per-source screen settings a manifest's ``screen`` section asks for."""
+    if section is None:
+        return ScreenPolicy()
+    on = set(section.detectors)
+    default = SourceSettings(
+        secrets="secrets" in on,
+        injection="injection" in on,
+        pollution="pollution" in on,
+        injection_threshold=section.injection_threshold,
+        quarantine=section.quarantine,
+    )
+    rules = [
+        SourceRule(
+            name=rule.tool if rule.tool is not None else (rule.tool_prefix or ""),
+            prefix=rule.tool is None,
+            detectors=rule.detectors,
+            injection_threshold=rule.injection_threshold,
+            quarantine=rule.quarantine,
+        )
+        for rule in section.rules
+    ]
+    return ScreenPolicy(default, rules)
 
 
 def admission_reply(admission: Admission) -> Reply:

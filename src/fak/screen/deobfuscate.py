@@ -22,6 +22,7 @@ from fak.screen.detect import (
     screen_bytes,
 )
 from fak.screen.skeleton import normalize
+from fak.screen.sources import SourceSettings
 from fak.screen.tokens import (
     CANDIDATE_PATTERN,
     MIN_TOKEN,
@@ -107,18 +108,24 @@ def _squeezed_finding(view: bytes) -> Finding | None:
     return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
 
 
-def _view_finding(view: bytes, label: str, *, screen_raw: bool) -> Finding | None:
+def _view_finding(
+    view: bytes, label: str, *, screen_raw: bool, settings: SourceSettings | None = None
+) -> Finding | None:
     """The exact view-level checks: the first-match screen (unless done), then squeezed markers.
 
     Pollution is judged on the raw bytes and decoded layers, not again on the skeleton."""
     if screen_raw:
-        hit = screen_bytes(view, pollution=label != "normalized")
+        hit = screen_bytes(view, settings, pollution=label != "normalized")
         if hit is not None:
             return replace(hit, view=label, span=None)
+    if settings is not None and not settings.injection:
+        return None
     return _squeezed_finding(view)
 
 
-def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None, list[bytes]]:
+def _scan(
+    view: bytes, label: str, *, screen_raw: bool, settings: SourceSettings | None = None
+) -> tuple[Finding | None, list[bytes]]:
     """The view's finding, else the printable decodings of its tokens.
 
     A view other than the raw bytes first goes through the whole first-match screen (its own
@@ -129,9 +136,10 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
     and one search covers the rest of the view. Equal to running every check on every token.
     """
     if screen_raw:
-        hit = _view_finding(view, label, screen_raw=True)
+        hit = _view_finding(view, label, screen_raw=True, settings=settings)
         if hit is not None and hit.detector != Detector.SQUEEZED_MARKER:
             return hit, []
+    squeeze = settings is None or settings.injection
     scanners = _scanners()
     search = scanners.scan_squeezed.search
     layers: list[bytes] = []
@@ -140,7 +148,7 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
     while (match := search(view, pos)) is not None:
         pos = match.start() + 1
         if match.start(1) >= 0:
-            if not checked:
+            if not checked and squeeze:
                 checked = True
                 hit = _squeezed_finding(view)
                 if hit is not None:
@@ -154,7 +162,7 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
         tokens += 1
         if tokens >= _DENSE and tokens * _DENSE_SPACING > pos:
             layers.extend(_decode_rest(view, done))
-            if not checked and scanners.level_squeezed.search(view, pos) is not None:
+            if not checked and squeeze and scanners.level_squeezed.search(view, pos) is not None:
                 hit = _squeezed_finding(view)
                 if hit is not None:
                     return hit, []
@@ -173,7 +181,9 @@ def _decode_rest(view: bytes, start: int) -> list[bytes]:
     return out
 
 
-def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | None:
+def screen_deobfuscated(
+    data: bytes, *, include_raw: bool = True, settings: SourceSettings | None = None
+) -> Finding | None:
     """The first finding over the raw bytes, the normalized view and its decoded layers.
 
     With ``include_raw`` (the default) the raw bytes are screened too, so this screen alone holds
@@ -183,7 +193,7 @@ def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | N
     ``DECODE_BUDGET`` times the input.
     """
     if include_raw:
-        hit = screen_bytes(data)
+        hit = screen_bytes(data, settings)
         if hit is not None:
             return hit
     top = normalize(data)
@@ -196,7 +206,9 @@ def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | N
             if budget < 0:
                 return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
         label = "decoded" if depth else "normalized"
-        hit, layers = _scan(view, label, screen_raw=depth > 0 or view is not data)
+        hit, layers = _scan(
+            view, label, screen_raw=depth > 0 or view is not data, settings=settings
+        )
         if hit is not None:
             return hit
         inner = [normalize(layer) for layer in layers]

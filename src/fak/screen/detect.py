@@ -21,6 +21,7 @@ from fak.screen.injection import (
 )
 from fak.screen.pollution import find_repeats
 from fak.screen.secrets import SECRET_PREFILTER, SecretHit, find_secrets
+from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
 
 __all__ = [
     "INJECTION_MARKERS",
@@ -145,14 +146,19 @@ SCREEN_PATTERN = b"(?:" + SECRET_PREFILTER + b")|(?:" + INJECTION_PREFILTER + b"
 
 
 def screen_bytes(
-    data: bytes, *, injection_threshold: float = DEFAULT_THRESHOLD, pollution: bool = True
+    data: bytes, settings: SourceSettings | None = None, *, pollution: bool = True
 ) -> Finding | None:
     """The kernel's result predicate: secret, then injection, then pollution; first hit wins.
 
-    The secret formats and the injection cues each take one RE2 pass: two small automata stay
-    near RE2's DFA speed where one combined automaton thrashes its state cache.
+    ``settings`` (per source, from the manifest's ``screen`` section) switch detector families
+    off or move the injection threshold; ``None`` is the default. The secret formats and the
+    injection cues each take one RE2 pass: two small automata stay near RE2's DFA speed where
+    one combined automaton thrashes its state cache.
     """
-    hit = find_secret(data) or find_injection(data, threshold=injection_threshold)
-    if hit is not None or not pollution:
+    use = settings or DEFAULT_SETTINGS
+    hit = find_secret(data) if use.secrets else None
+    if hit is None and use.injection:
+        hit = find_injection(data, threshold=use.injection_threshold)
+    if hit is not None or not (pollution and use.pollution):
         return hit
     return find_pollution(data)
