@@ -38,6 +38,7 @@ from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
 from fak.policy.manifest import ScreenSection
 from fak.screen import ResultAdmitter, default_admitters
 from fak.screen.sources import DEFAULT_SETTINGS, ScreenPolicy, SourceRule, SourceSettings
+from fak.screen.spans import Span, cut, offending_spans
 
 __all__ = [
     "DEFAULT_MAX_HELD",
@@ -45,6 +46,7 @@ __all__ = [
     "OVERSIZE_BYTES",
     "POINTER_MAX",
     "Admission",
+    "HeldSpan",
     "PageInRefused",
     "QuarantineLedger",
     "UnknownQuarantineId",
@@ -83,6 +85,19 @@ class Admission:
     quarantine_id: str = ""
     ref: Ref | None = None
     digest: str = ""
+    spans: tuple[HeldSpan, ...] = ()
+    """With span quarantine: the spans cut out of ``payload`` (ids, offsets, digests; no bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSpan:
+    """One span held out of a partly admitted result: ``<qid>.<n>``, where it was, its digest."""
+
+    id: str
+    start: int
+    end: int
+    reason: Reason
+    digest: str
 
 
 class UnknownQuarantineId(LookupError):
@@ -111,6 +126,8 @@ class _Held:
     length: int = 0
     cleared: bool = False
     source: str = ""  # the tool whose result this was (its screen settings apply on page-in)
+    spans: tuple[HeldSpan, ...] = ()  # span quarantine: what was cut out
+    cleared_spans: frozenset[str] = frozenset()
 
 
 def _bad_max_held(value: object) -> bool:
@@ -166,6 +183,7 @@ class QuarantineLedger:
                 "page_in_refused",
                 "admitter_faults",
                 "inline_fallbacks",
+                "span_quarantined",
             ),
             0,
         )
@@ -296,7 +314,54 @@ class QuarantineLedger:
                 self._counts["total"] += 1
                 self._counts["admitted"] += 1
             return Admission(Verdict.allow(_LEDGER), data, digest=digest)
+        if verdict.kind == VerdictKind.QUARANTINE and "span" in verdict.meta:
+            settings = self._screen_policy.for_source(result.tool)
+            if settings.quarantine == "span":
+                partial = self._hold_spans(data, digest, verdict, result.tool, settings)
+                if partial is not None:
+                    return partial
         return self._hold(data, digest, verdict, result.tool)
+
+    def _hold_spans(
+        self, data: bytes, digest: str, verdict: Verdict, source: str, settings: SourceSettings
+    ) -> Admission | None:
+        """Cut the offending spans out and admit the rest, if the rest passes the whole chain.
+
+        The original bytes are held (pinned) under the quarantine id exactly as a whole hold;
+        each span gets an id ``<qid>.<n>`` and a stub in its place. None: hold the whole result.
+        """
+        spans = offending_spans(data, settings)
+        if not spans:
+            return None
+        with self._lock:
+            self._minted += 1
+            qid = f"q{self._minted}"
+
+        def stub(index: int, span: Span) -> bytes:
+            return _stub(f"{qid}.{index}", span.reason, span.end - span.start)
+
+        kept = cut(data, spans, stub)
+        check = self.screen(kept, hashlib.sha256(kept).hexdigest(), source)
+        if check.kind not in _BENIGN:
+            return self._hold(data, digest, verdict, source, qid=qid)
+        held_spans = tuple(
+            HeldSpan(
+                f"{qid}.{i}",
+                span.start,
+                span.end,
+                span.reason,
+                hashlib.sha256(data[span.start : span.end]).hexdigest(),
+            )
+            for i, span in enumerate(spans, start=1)
+        )
+        admission = self._hold(data, digest, verdict, source, qid=qid, spans=held_spans)
+        meta = {**admission.verdict.meta, "quarantine": "span", "spans": str(len(held_spans))}
+        final = Verdict.quarantine(
+            admission.verdict.reason, admission.verdict.by, claim=admission.verdict.claim, meta=meta
+        )
+        with self._lock:
+            self._counts["span_quarantined"] += 1
+        return Admission(final, kept, qid, admission.ref, digest, held_spans)
 
     def _page_out(self, data: bytes, digest: str) -> Admission | None:
         stub_fields = {"_paged": True, "ref": digest, "len": len(data), "hint": "oversize"}
@@ -318,13 +383,23 @@ class QuarantineLedger:
         verdict = Verdict.transform(stub_fields, _LEDGER, meta={"pageout": "oversize"})
         return Admission(verdict, stub, ref=ref, digest=digest)
 
-    def _hold(self, data: bytes, digest: str, verdict: Verdict, source: str = "") -> Admission:
+    def _hold(
+        self,
+        data: bytes,
+        digest: str,
+        verdict: Verdict,
+        source: str = "",
+        *,
+        qid: str = "",
+        spans: tuple[HeldSpan, ...] = (),
+    ) -> Admission:
         ref, pinned = self._store_pinned(data, digest)
         reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
         with self._lock:
-            self._minted += 1
-            qid = f"q{self._minted}"
-            self._held[qid] = _Held(ref, pinned, reason, len(data), source=source)
+            if not qid:
+                self._minted += 1
+                qid = f"q{self._minted}"
+            self._held[qid] = _Held(ref, pinned, reason, len(data), source=source, spans=spans)
             self._held_bytes += len(data)
             self._counts["total"] += 1
             self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
@@ -383,13 +458,18 @@ class QuarantineLedger:
 
     # -- clear / page-in --------------------------------------------------------------------
     def clear(self, qid: str) -> None:
-        """Record a witness clearance for a currently held id; unknown ids raise."""
+        """Record a witness clearance for a currently held id or span id; unknown ids raise."""
+        parent, span = _split_span_id(qid)
         with self._lock:
-            held = self._held.get(qid)
-            if held is None:
+            held = self._held.get(parent)
+            if held is None or (span and not any(s.id == qid for s in held.spans)):
                 msg = f"no quarantined result with id {qid!r}"
                 raise UnknownQuarantineId(msg)
-            if not held.cleared:
+            if span:
+                if qid not in held.cleared_spans:
+                    held.cleared_spans = held.cleared_spans | {qid}
+                    self._counts["cleared"] += 1
+            elif not held.cleared:
                 held.cleared = True
                 self._counts["cleared"] += 1
 
@@ -399,14 +479,22 @@ class QuarantineLedger:
         Refuses (``PageInRefused``) an unknown or evicted id, an uncleared id, bytes the store
         lost, and bytes the current chain still holds out.
         """
+        parent, span_no = _split_span_id(qid_or_ref)
         with self._lock:
-            held = self._held.get(qid_or_ref)
+            held = self._held.get(parent)
             paged = qid_or_ref in self._paged
+        piece: HeldSpan | None = None
+        source: Ref | str
         if held is not None:
-            if not held.cleared:
+            if span_no:
+                piece = next((s for s in held.spans if s.id == qid_or_ref), None)
+                if piece is None:
+                    self._refuse(PageInRefused.NOT_HELD, qid_or_ref)
+                if not (held.cleared or qid_or_ref in held.cleared_spans):
+                    self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
+            elif not held.cleared:
                 self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
-            source: Ref | str = held.ref
-            tool = held.source
+            source, tool = held.ref, held.source
         elif paged:
             source, tool = qid_or_ref, ""
         else:
@@ -419,6 +507,8 @@ class QuarantineLedger:
         except Exception as exc:
             _log.warning("page-in read failed (%s)", type(exc))
             self._refuse(PageInRefused.BYTES_LOST, qid_or_ref)
+        if piece is not None:
+            data = data[piece.start : piece.end]
         verdict = self.screen(data, source=tool)
         if verdict.kind not in _BENIGN and verdict.kind != VerdictKind.TRANSFORM:
             self._refuse(PageInRefused.STILL_FAILS, qid_or_ref)
@@ -471,6 +561,14 @@ def admission_reply(admission: Admission) -> Reply:
         data["ref"] = admission.ref.digest
         data["len"] = admission.ref.length
     return reply_for_verdict(admission.verdict, data)
+
+
+def _split_span_id(ident: str) -> tuple[str, str]:
+    """``q7.2`` -> (``q7``, ``2``); a plain id or a digest -> (ident, "")."""
+    head, dot, tail = ident.partition(".")
+    if dot and head.startswith("q") and tail.isdigit():
+        return head, tail
+    return ident, ""
 
 
 def _stub(qid: str, reason: Reason, length: int) -> bytes:

@@ -21,13 +21,15 @@ DETECTOR_FAMILIES: tuple[str, ...] = ("secrets", "injection", "pollution")
 @dataclass(frozen=True, slots=True)
 class SourceSettings:
     """What the screen does for one source. ``quarantine`` is ``span`` or ``whole``: whether a
-    held injection or secret may be cut out of the result (pollution is always whole)."""
+    held injection or secret may be cut out of the result (pollution is always whole). Without
+    a manifest ``screen`` section it is ``whole`` (stub-only consumers see no change); a section
+    defaults to ``span``."""
 
     secrets: bool = True
     injection: bool = True
     pollution: bool = True
     injection_threshold: float = DEFAULT_THRESHOLD
-    quarantine: str = "span"
+    quarantine: str = "whole"
 
     @property
     def key(self) -> str:
