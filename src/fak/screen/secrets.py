@@ -65,13 +65,15 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
     # scheme://user:password@host — the password is judged below
-    ("url_credentials", rb"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:[^\s/@'\"<>]{1,128}@[A-Za-z0-9.\[-]"),
+    # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
+    # bounds the lengths
+    ("url_credentials", rb"://[^\s:/@'\"<>]+:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
     ("auth_header", rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
     (
         "assignment",
-        rb"(?i:[a-z0-9_.-]*(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
+        rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
         rb"|token|private[_-]?key|credential)"
         rb"[a-z0-9_.-]*\\?[\"']?\s*(?:=|:|:=|=>)\s*)",
     ),
@@ -255,9 +257,11 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
         case "url_credentials":
-            colon = text.rfind(b":", start, end)
+            colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
             password = text[colon + 1 : at]
+            if colon - start > 67 or len(password) > 128:
+                return None
             if is_placeholder(password) or len(password) < 6 or _classes(password) < 2:
                 return None
             return colon + 1, at
@@ -273,13 +277,24 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
-            key = text[start:end].lower()
+            key = text[_key_start(text, start) : end].lower()
             if any(word in key for word in _KEY_WORDS_BENIGN):
                 return None
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _key_start(text: bytes, at: int) -> int:
+    """Where the identifier holding ``at`` starts (looking back at most 48 bytes)."""
+    stop = max(0, at - 48)
+    while at > stop and text[at - 1] in _KEY_CHARS:
+        at -= 1
+    return at
 
 
 def _alnum_kinds(value: bytes) -> int:
@@ -318,6 +333,7 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
 
 _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
+_ANYWHERE = frozenset({"assignment", "url_credentials"})  # matched inside a longer key / URL
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -339,7 +355,8 @@ def validate_candidates(
     for start, end, kind in candidates:
         if start < looked.get(kind, 0):
             continue  # inside a value already judged for this kind (hostile repeats stay linear)
-        span = _validate(kind, text, start, end, scan) if _clean_start(text, start) else None
+        clean = kind in _ANYWHERE or _clean_start(text, start)
+        span = _validate(kind, text, start, end, scan) if clean else None
         looked[kind] = span[1] if span is not None else end
         if span is not None:
             hits.append(SecretHit(kind, span[0], span[1]))
