@@ -148,6 +148,7 @@ class QuarantineLedger:
         admitters: Sequence[ResultAdmitter] | None = None,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
         pageout_bytes: int = OVERSIZE_BYTES,
+        memoize: bool = True,
     ) -> None:
         if _bad_max_held(max_held):
             _log.warning("bad max_held %r, using the default %d", max_held, DEFAULT_MAX_HELD)
@@ -164,7 +165,8 @@ class QuarantineLedger:
         self._admitters: tuple[ResultAdmitter, ...] = (
             default_admitters() if admitters is None else tuple(admitters)
         )
-        self._memo = VerdictMemo(enabled=chain_is_deterministic(self._admitters))
+        self._memoize = memoize  # False: every admission screens its bytes (benchmarks)
+        self._memo = VerdictMemo(enabled=self._memo_on(self._admitters))
         self._screen_policy = ScreenPolicy()
         self._lock = threading.Lock()
         self._held: OrderedDict[str, _Held] = OrderedDict()
@@ -222,14 +224,17 @@ class QuarantineLedger:
         """Swap the result chain (e.g. after tightening the markers); later admissions and every
         page-in, including of results held under the old chain, are judged by the new one."""
         chain = tuple(admitters)
-        self._memo = VerdictMemo(enabled=chain_is_deterministic(chain))
+        self._memo = VerdictMemo(enabled=self._memo_on(chain))
         self._admitters = chain
 
     def set_screen_policy(self, policy: ScreenPolicy) -> None:
         """Per-source screen settings (from the manifest's ``screen`` section); later admissions
         and every page-in are judged under them."""
-        self._memo = VerdictMemo(enabled=chain_is_deterministic(self._admitters))
+        self._memo = VerdictMemo(enabled=self._memo_on(self._admitters))
         self._screen_policy = policy
+
+    def _memo_on(self, chain: Sequence[ResultAdmitter]) -> bool:
+        return self._memoize and chain_is_deterministic(chain)
 
     @property
     def screen_policy(self) -> ScreenPolicy:
