@@ -158,7 +158,7 @@ def _compile(pattern: bytes) -> re2._Regexp:
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1
     options.log_errors = False
-    options.max_mem = 64 << 20
+    options.max_mem = 256 << 20  # a big DFA cache: hostile bytes visit many states
     return re2.compile(pattern, options)
 
 

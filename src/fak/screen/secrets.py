@@ -75,7 +75,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
         "assignment",
         rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
         rb"|token|private[_-]?key|credential)"
-        rb"[a-z0-9_.-]*\\?[\"']?\s*(?:=|:|:=|=>)\s*)",
+        rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
     ),
 )  # fmt: skip
 
@@ -273,11 +273,12 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
         case "assignment":
-            vstart, vend = _value_at(text, end)
+            key_end = _KEY_OPERATOR.match(text, start)
+            vstart, vend = _value_at(text, key_end.end() if key_end else end)
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
-            key = text[_key_start(text, start) : end].lower()
+            key = text[_key_start(text, start) : vstart].lower()
             if any(word in key for word in _KEY_WORDS_BENIGN):
                 return None
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
@@ -286,6 +287,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
     return None
 
 
+_KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
@@ -355,6 +357,16 @@ def validate_candidates(
     for start, end, kind in candidates:
         if start < looked.get(kind, 0):
             continue  # inside a value already judged for this kind (hostile repeats stay linear)
+        if kind == "assignment":
+            # the assignment's match covers the start of its value, so a format there was not
+            # matched on its own: look for one in the value first, and report its kind
+            nested = _nested_format(text, start, scan)
+            if nested is not None:
+                hits.append(nested)
+                looked[kind] = nested.end
+                if first:
+                    break
+                continue
         clean = kind in _ANYWHERE or _clean_start(text, start)
         span = _validate(kind, text, start, end, scan) if clean else None
         looked[kind] = span[1] if span is not None else end
@@ -365,8 +377,27 @@ def validate_candidates(
     return hits
 
 
-def _candidates(text: bytes) -> Iterator[tuple[int, int, str]]:
-    for match in _scanner().finditer(text):
+def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
+    """A credential that starts inside an assignment's value (a format, or a nested key)."""
+    key_end = _KEY_OPERATOR.match(text, start)
+    if key_end is None:
+        return None
+    vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
+    _, vend = _value_at(text, vstart)
+    for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
+        if cstart > vend:
+            break
+        span = _validate(kind, text, cstart, cend, scan)
+        if span is not None:
+            return SecretHit(kind, span[0], span[1])
+    return None
+
+
+def _candidates(
+    text: bytes, pos: int = 0, endpos: int | None = None
+) -> Iterator[tuple[int, int, str]]:
+    found = _scanner().finditer(text, pos, len(text) if endpos is None else endpos)
+    for match in found:
         index = match.lastindex
         if index is None:  # cannot happen: every alternative is a group
             continue
