@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import orjson
@@ -271,6 +272,12 @@ ADVERSARIAL = {
     "marker-prefixes": b"ignore previous instruction " * (1 << 16),
     "unaligned-repeat": b"x" + CHUNK * (1 << 17),
     "pem-header-no-end": b"-----begin " + b"a" * (1 << 21),
+    # pollution: probes that recur at many short distances without a long run
+    "near-periods": b"".join(b"line %d of a long log\n" % i for i in range(90000)),
+    "many-candidate-periods": bytes(random.Random(3).choices(b"ab", k=1 << 21)),
+    "separator-runs-broken": (b" " * 300 + b"x") * 7000,
+    "assignment-keys": b"api_key=token=secret=password=" * 70000,
+    "dense-cues": b"SYSTEM: note to the assistant <!-- ![x](http://a/?q=1) " * 40000,
 }
 
 
@@ -308,3 +315,14 @@ _PIECES = st.sampled_from([*SECRETS, *NEAR_MISSES, *INJECTION_MARKERS, CHUNK * 5
 def test_the_prefiltered_screen_equals_the_plain_predicate(parts: list[bytes]) -> None:
     body = b"".join(parts)
     assert screen_bytes(body) == _reference_screen(body)
+
+
+def test_dense_candidates_over_the_budget_are_held_not_judged_slowly() -> None:
+    body = b"api_key=token=secret=password=" * 10000
+    start = time.perf_counter()
+    hit = screen_bytes(body)
+    assert hit == Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET)
+    assert time.perf_counter() - start < 1.0
+    # a real file with many assignments stays far below the density that trips it
+    config = b"".join(b"service_%d_timeout = %d\n" % (i, i * 7) for i in range(5000))
+    assert screen_bytes(config) is None

@@ -12,15 +12,28 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+import re2
+
 from fak.abi import Reason
 from fak.screen.injection import (
     DEFAULT_THRESHOLD,
+    INJECTION_FIND,
     INJECTION_PREFILTER,
+    CueFilter,
+    CueHit,
     InjectionHit,
+    score_cues,
     score_injection,
 )
 from fak.screen.pollution import find_repeats
-from fak.screen.secrets import SECRET_PREFILTER, SecretHit, find_secrets
+from fak.screen.secrets import (
+    SECRET_FIND,
+    SECRET_PREFILTER,
+    SecretHit,
+    candidate_at,
+    find_secrets,
+    validate_candidates,
+)
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
 
 __all__ = [
@@ -28,6 +41,8 @@ __all__ = [
     "POLLUTION_CHUNK",
     "POLLUTION_MIN_BYTES",
     "POLLUTION_MIN_RUN",
+    "SCAN_BUDGET_MATCHES",
+    "SCAN_BUDGET_SPACING",
     "SCREEN_PATTERN",
     "Detector",
     "Finding",
@@ -47,6 +62,7 @@ class Detector(enum.StrEnum):
     SQUEEZED_MARKER = "squeezed_marker"
     DECODE_DEPTH = "decode_depth"
     DECODE_BUDGET = "decode_budget"
+    SCAN_BUDGET = "scan_budget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,20 +161,77 @@ SCREEN_PATTERN = b"(?:" + SECRET_PREFILTER + b")|(?:" + INJECTION_PREFILTER + b"
 """RE2 source (Latin-1 mode): matches wherever a secret format or an injection cue starts."""
 
 
+_BOTH: re2._Regexp | None = None
+
+
+def _both() -> re2._Regexp:
+    global _BOTH
+    if _BOTH is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        options.max_mem = 256 << 20  # room for the combined automaton's states
+        _BOTH = re2.compile(SECRET_FIND + b"|" + INJECTION_FIND, options)
+    return _BOTH
+
+
+def _scan(data: bytes, use: SourceSettings) -> tuple[list[tuple[int, int, str]], list[CueHit]]:
+    """Credential candidates and injection cues from one find-only RE2 pass.
+
+    The scan resumes one byte after each match start, so a match of one family never hides an
+    overlapping one of the other; each start is then named by the family's grouped automaton,
+    anchored there (cheap: matches are rare in benign text).
+    """
+    secrets: list[tuple[int, int, str]] = []
+    cues: list[CueHit] = []
+    cue_filter = CueFilter()
+    search = _both().search
+    pos = seen = 0
+    while (match := search(data, pos)) is not None:
+        start = match.start()
+        pos = start + 1
+        seen += 1
+        if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start:
+            raise _OverBudget
+        if use.secrets and (found := candidate_at(data, start)) is not None:
+            secrets.append(found)
+        if use.injection and (cue := cue_filter.at(data, start)) is not None:
+            cues.append(cue)
+    return secrets, cues
+
+
+SCAN_BUDGET_MATCHES = 4096
+SCAN_BUDGET_SPACING = 32
+"""More than 4096 candidate starts, closer than 32 bytes apart on average: no real result looks
+like that, and judging each costs Python time, so the body is held (TRUST_VIOLATION,
+``scan_budget``) rather than judged slowly. Keeps hostile inputs linear and fast."""
+
+
+class _OverBudget(Exception):
+    pass
+
+
 def screen_bytes(
     data: bytes, settings: SourceSettings | None = None, *, pollution: bool = True
 ) -> Finding | None:
     """The kernel's result predicate: secret, then injection, then pollution; first hit wins.
 
     ``settings`` (per source, from the manifest's ``screen`` section) switch detector families
-    off or move the injection threshold; ``None`` is the default. The secret formats and the
-    injection cues each take one RE2 pass: two small automata stay near RE2's DFA speed where
-    one combined automaton thrashes its state cache.
+    off or move the injection threshold; ``None`` is the default. One find-only RE2 pass finds
+    credential candidates and injection cues together; the validators and the cue scoring then
+    run on what it found.
     """
     use = settings or DEFAULT_SETTINGS
-    hit = find_secret(data) if use.secrets else None
-    if hit is None and use.injection:
-        hit = find_injection(data, threshold=use.injection_threshold)
-    if hit is not None or not (pollution and use.pollution):
-        return hit
-    return find_pollution(data)
+    hit: Finding | None = None
+    if use.secrets or use.injection:
+        try:
+            secrets, cues = _scan(data, use)
+        except _OverBudget:
+            return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET)
+        if secrets and (valid := validate_candidates(data, secrets, first=True)):
+            return _secret_finding(valid[0])
+        if cues and (scored := score_cues(cues, use.injection_threshold, first=True)):
+            return _injection_finding(scored[0])
+    if pollution and use.pollution:
+        hit = find_pollution(data)
+    return hit

@@ -23,8 +23,11 @@ import re2
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "INJECTION_FIND",
     "INJECTION_PREFILTER",
     "Cue",
+    "CueFilter",
+    "CueHit",
     "InjectionHit",
     "make_cue",
     "score_cues",
@@ -152,6 +155,8 @@ _QUOTED = 0.35  # a quoted cue counts this fraction of its weight
 _SCAN: re2._Regexp | None = None
 _WHICH: re2._Regexp | None = None
 _FIND_ONLY = b"|".join(b"(?:" + src + b")" for _, _, src in _CUES)
+INJECTION_FIND: bytes = _FIND_ONLY
+"""``INJECTION_PREFILTER`` without groups (a find-only scan)."""
 
 
 def _compile(pattern: bytes) -> re2._Regexp:
@@ -195,7 +200,7 @@ _CLOSE_QUOTES = frozenset(b"'\"`\xe2")  # the lead byte of U+201D / U+2019
 
 
 @dataclass(slots=True)
-class _Cue:
+class CueHit:
     family: Cue
     weight: float
     start: int
@@ -206,7 +211,7 @@ _DENSE = 64
 """A cue within this many bytes of the last kept cue of its alternative adds nothing: dropped."""
 
 
-def _cues(text: bytes) -> Iterator[_Cue]:
+def _cues(text: bytes) -> Iterator[CueHit]:
     """The cues of ``text`` in order, lazily (a first hit stops the scan)."""
     last: dict[bytes, int] = {}
     which = _which()
@@ -222,12 +227,33 @@ def _cues(text: bytes) -> Iterator[_Cue]:
             yield make_cue(text, index - 1, start, end)
 
 
-def make_cue(text: bytes, alternative: int, start: int, end: int) -> _Cue:
+class CueFilter:
+    """Turns cue matches found elsewhere (e.g. by a combined scan) into cues, as ``_cues`` does:
+    names each one's family and drops a repeat of the same cue within ``_DENSE`` bytes."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[bytes, int] = {}
+
+    def at(self, text: bytes, start: int) -> CueHit | None:
+        named = _which().match(text, start)
+        if named is None or named.lastindex is None:
+            return None
+        end = named.end()
+        key = text[start:end]
+        if start - self._last.get(key, -_DENSE) < _DENSE:
+            return None
+        self._last[key] = start
+        return make_cue(text, named.lastindex - 1, start, end)
+
+
+def make_cue(text: bytes, alternative: int, start: int, end: int) -> CueHit:
     """The cue for a match of ``INJECTION_PREFILTER``'s alternative number ``alternative``."""
     family, weight = _FAMILY[alternative], _WEIGHT[alternative]
     if weight > 0 and _quoted(text, start, end):
         weight *= _QUOTED
-    return _Cue(family, weight, start, end)
+    return CueHit(family, weight, start, end)
 
 
 class _Window:
@@ -238,7 +264,7 @@ class _Window:
     def __init__(self) -> None:
         self.counts: dict[Cue, dict[float, int]] = {}
 
-    def add(self, cue: _Cue, step: int) -> None:
+    def add(self, cue: CueHit, step: int) -> None:
         weights = self.counts.setdefault(cue.family, {})
         weights[cue.weight] = weights.get(cue.weight, 0) + step
         if not weights[cue.weight]:
@@ -267,12 +293,12 @@ def score_injection(
 
 
 def score_cues(
-    cues: Iterable[_Cue], threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
+    cues: Iterable[CueHit], threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
 ) -> list[InjectionHit]:
     """``score_injection`` over cues already found (in order), e.g. by a combined scan."""
     hits: list[InjectionHit] = []
     window = _Window()
-    held: deque[_Cue] = deque()
+    held: deque[CueHit] = deque()
     for cue in cues:
         window.add(cue, 1)
         held.append(cue)

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 import re2
 
 __all__ = [
+    "SECRET_FIND",
     "SECRET_KINDS",
     "SECRET_PREFILTER",
     "SecretHit",
+    "candidate_at",
     "find_secrets",
     "is_placeholder",
     "validate_candidates",
@@ -81,7 +83,9 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
 
 SECRET_KINDS: tuple[str, ...] = tuple(kind for kind, _ in _FORMATS)
 SECRET_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, src in _FORMATS)
-"""RE2 source (Latin-1): matches wherever a credential format could start."""
+"""RE2 source (Latin-1): matches wherever a credential format could start (one group each)."""
+SECRET_FIND: bytes = b"|".join(b"(?:" + src + b")" for _, src in _FORMATS)
+"""The same without groups (a find-only scan: the Python wrapper's per-match cost stays low)."""
 
 _PLACEHOLDER_WORDS = (
     b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
@@ -91,10 +95,13 @@ _PLACEHOLDER_WORDS = (
 )  # fmt: skip
 
 
+_PLACEHOLDER = re.compile(b"|".join(re.escape(w) for w in _PLACEHOLDER_WORDS))
+
+
 def is_placeholder(value: bytes) -> bool:
     """Whether a credential-shaped value is a documentation placeholder or a masked value."""
     low = value.lower()
-    if any(word in low for word in _PLACEHOLDER_WORDS):
+    if _PLACEHOLDER.search(low) is not None:
         return True
     if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
         return True
@@ -279,7 +286,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             if len(value) < 8:
                 return None
             key = text[_key_start(text, start) : vstart].lower()
-            if any(word in key for word in _KEY_WORDS_BENIGN):
+            if _BENIGN_KEY.search(key) is not None:
                 return None
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
@@ -309,6 +316,9 @@ def _alnum_kinds(value: bytes) -> int:
     )
 
 
+_BENIGN_KEY = re.compile(b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN))
+
+
 def _dotted_name(value: bytes) -> bool:
     """``settings.SECRET_KEY``, ``env.API_KEY``: a reference, not a value."""
     parts = value.split(b".")
@@ -324,8 +334,17 @@ def _scanner() -> re2._Regexp:
         options = re2.Options()
         options.encoding = re2.Options.Encoding.LATIN1
         options.log_errors = False
+        options.max_mem = 256 << 20
         _SCAN = re2.compile(SECRET_PREFILTER, options)
     return _SCAN
+
+
+def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
+    """The credential candidate (start, end, kind) starting exactly at ``start``, if any."""
+    match = _scanner().match(text, start)
+    if match is None or match.lastindex is None:
+        return None
+    return start, match.end(), SECRET_KINDS[match.lastindex - 1]
 
 
 def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
@@ -377,6 +396,12 @@ def validate_candidates(
     return hits
 
 
+_FORMAT_PREFIXES = (
+    b"sk-", b"sk_", b"rk_", b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"gh", b"AIza", b"xox", b"eyJ",
+    b"-----", b"SG.", b"glpat-", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
+)  # fmt: skip
+
+
 def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     """A credential that starts inside an assignment's value (a format, or a nested key)."""
     key_end = _KEY_OPERATOR.match(text, start)
@@ -384,6 +409,9 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
         return None
     vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
     _, vend = _value_at(text, vstart)
+    head = text[vstart : vend + 4]
+    if not (head.startswith(_FORMAT_PREFIXES) or b"=" in head or b"://" in head):
+        return None  # nothing a format or a nested key could start with
     for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
         if cstart > vend:
             break
