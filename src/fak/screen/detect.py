@@ -10,6 +10,7 @@ the reason, the detector, a detail (kind / cues / period) and a byte span, never
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import re2
@@ -32,6 +33,7 @@ from fak.screen.secrets import (
     SecretHit,
     candidate_at,
     find_secrets,
+    secret_candidates,
     validate_candidates,
 )
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
@@ -175,29 +177,44 @@ def _both() -> re2._Regexp:
     return _BOTH
 
 
-def _scan(data: bytes, use: SourceSettings) -> tuple[list[tuple[int, int, str]], list[CueHit]]:
+class _Scan:
     """Credential candidates and injection cues from one find-only RE2 pass.
 
-    The scan resumes one byte after each match start, so a match of one family never hides an
-    overlapping one of the other; each start is then named by the family's grouped automaton,
-    anchored there (cheap: matches are rare in benign text).
+    ``cues()`` yields cues lazily while collecting candidates in ``secrets``; ``rest()`` finishes
+    the pass for candidates alone once the cue scoring has what it needs. The pass resumes one
+    byte after each match start, so a match of one family never hides an overlapping one of the
+    other; each start is named by the family's grouped automaton, anchored there.
     """
-    secrets: list[tuple[int, int, str]] = []
-    cues: list[CueHit] = []
-    cue_filter = CueFilter()
-    search = _both().search
-    pos = seen = 0
-    while (match := search(data, pos)) is not None:
-        start = match.start()
-        pos = start + 1
-        seen += 1
-        if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start:
-            raise _OverBudget
-        if use.secrets and (found := candidate_at(data, start)) is not None:
-            secrets.append(found)
-        if use.injection and (cue := cue_filter.at(data, start)) is not None:
-            cues.append(cue)
-    return secrets, cues
+
+    __slots__ = ("data", "pos", "secrets", "use")
+
+    def __init__(self, data: bytes, use: SourceSettings) -> None:
+        self.data = data
+        self.use = use
+        self.pos = 0
+        self.secrets: list[tuple[int, int, str]] = []
+
+    def cues(self) -> Iterator[CueHit]:
+        data, use, search = self.data, self.use, _both().search
+        cue_filter = CueFilter()
+        seen = 0
+        while (match := search(data, self.pos)) is not None:
+            start = match.start()
+            self.pos = start + 1
+            seen += 1
+            if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start:
+                raise _OverBudget
+            if use.secrets and (found := candidate_at(data, start)) is not None:
+                self.secrets.append(found)
+            if use.injection and (cue := cue_filter.at(data, start)) is not None:
+                yield cue
+        self.pos = len(data) + 1
+
+    def rest(self) -> list[tuple[int, int, str]]:
+        """All candidates: those seen so far and those after where the cue pass stopped."""
+        if self.use.secrets and self.pos <= len(self.data):
+            self.secrets.extend(secret_candidates(self.data, self.pos))
+        return self.secrets
 
 
 SCAN_BUDGET_MATCHES = 4096
@@ -222,16 +239,21 @@ def screen_bytes(
     run on what it found.
     """
     use = settings or DEFAULT_SETTINGS
-    hit: Finding | None = None
     if use.secrets or use.injection:
+        scan = _Scan(data, use)
         try:
-            secrets, cues = _scan(data, use)
+            cues = scan.cues()
+            scored = score_cues(cues, use.injection_threshold, first=True)
+            if not scored:  # drain: every candidate start must be seen
+                for _ in cues:
+                    pass
+            secrets = scan.rest()
         except _OverBudget:
             return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET)
         if secrets and (valid := validate_candidates(data, secrets, first=True)):
             return _secret_finding(valid[0])
-        if cues and (scored := score_cues(cues, use.injection_threshold, first=True)):
+        if scored:
             return _injection_finding(scored[0])
     if pollution and use.pollution:
-        hit = find_pollution(data)
-    return hit
+        return find_pollution(data)
+    return None

@@ -29,6 +29,7 @@ __all__ = [
     "candidate_at",
     "find_secrets",
     "is_placeholder",
+    "secret_candidates",
     "validate_candidates",
 ]
 
@@ -419,6 +420,11 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
         if span is not None:
             return SecretHit(kind, span[0], span[1])
     return None
+
+
+def secret_candidates(text: bytes, pos: int = 0) -> list[tuple[int, int, str]]:
+    """Every (start, end, kind) of ``SECRET_PREFILTER`` from ``pos`` on (non-overlapping)."""
+    return list(_candidates(text, pos))
 
 
 def _candidates(
