@@ -136,9 +136,11 @@ def _scan(
     and one search covers the rest of the view. Equal to running every check on every token.
     """
     if screen_raw:
-        hit = _view_finding(view, label, screen_raw=True, settings=settings)
-        if hit is not None and hit.detector != Detector.SQUEEZED_MARKER:
-            return hit, []
+        # the first-match screen now; the squeezed check only where the scan below meets a
+        # gapped marker (its translate is the expensive part)
+        hit = screen_bytes(view, settings, pollution=label != "normalized")
+        if hit is not None:
+            return replace(hit, view=label, span=None), []
     squeeze = settings is None or settings.injection
     scanners = _scanners()
     search = scanners.scan_squeezed.search

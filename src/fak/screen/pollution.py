@@ -128,7 +128,7 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
         while found >= 0 and tried < _MAX_CANDIDATES:
             tried += 1
             period = found - anchor
-            if not _may_reach(view, anchor, period, need):
+            if not _may_reach(view, anchor, period, need, stride):
                 found = view.find(probe, found + 1, stop)
                 continue
             end = _forward(view, anchor, period)
@@ -146,20 +146,16 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
     return out
 
 
-def _may_reach(view: bytes, anchor: int, period: int, need: int) -> bool:
-    """Two C-level compares that every reportable stretch through ``anchor`` passes.
+def _may_reach(view: bytes, anchor: int, period: int, need: int, stride: int) -> bool:
+    """One C-level compare that every stretch this anchor must report passes.
 
-    Such a stretch holds [anchor, anchor + period + 32) and ``need`` bytes, so it reaches half
-    of the rest forwards or backwards from the anchor: most candidates end here, before any
-    Python-level walk.
+    A reportable stretch (``need`` bytes or more) holds an anchor less than ``stride`` bytes
+    after its start, and from that anchor on it repeats for at least ``need - period - stride``
+    more bytes. Comparing that many bytes rules out almost every candidate period before any
+    Python-level walk; the anchor scan only reports a stretch at such an anchor.
     """
-    if not view.startswith(view[anchor : anchor + _CHECK], anchor + period):
-        return False
-    half = max(_CHECK, (need - period) // 2)
-    if view.startswith(view[anchor : anchor + half], anchor + period):
-        return True
-    low = max(0, anchor - half)
-    return view.startswith(view[low:anchor], low + period)
+    size = max(_CHECK, need - period - stride)
+    return view.startswith(view[anchor : anchor + size], anchor + period)
 
 
 def _confirmed(view: bytes, raw: bytes | None, anchor: int, period: int, need: int) -> bool:
