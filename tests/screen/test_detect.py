@@ -15,11 +15,11 @@ from fak.screen import (
     INJECTION_MARKERS,
     Detector,
     Finding,
-    find_injection,
     find_pollution,
-    find_secret,
     screen_bytes,
 )
+from fak.screen.injection import CueFilter, score_cues
+from fak.screen.secrets import candidate_at, validate_candidates
 
 CHUNK = b"0123456789abcdef"
 
@@ -302,9 +302,17 @@ def test_adversarial_inputs_scale_linearly(name: str) -> None:
 
 
 def _reference_screen(body: bytes) -> Finding | None:
-    """The predicate without the one-pass prefilter: lower-case, then each detector in order."""
-    low = body.lower()
-    return find_secret(body, low) or find_injection(body, low) or find_pollution(body)
+    """The predicate without the one-pass scan: every byte position tried as the start of a
+    credential and of a cue, then each detector in order."""
+    candidates = [c for i in range(len(body)) if (c := candidate_at(body, i)) is not None]
+    valid = validate_candidates(body, candidates, first=True)
+    if valid:
+        return Finding(Reason.SECRET_EXFIL, Detector.SECRET_PATTERN)
+    cue_filter = CueFilter()
+    cues = [c for i in range(len(body)) if (c := cue_filter.at(body, i)) is not None]
+    if score_cues(cues, first=True):
+        return Finding(Reason.TRUST_VIOLATION, Detector.INJECTION_MARKER)
+    return find_pollution(body)
 
 
 _PIECES = st.sampled_from([*SECRETS, *NEAR_MISSES, *INJECTION_MARKERS, CHUNK * 52, b"AKIA", b"sk-"])

@@ -33,7 +33,6 @@ from fak.screen.secrets import (
     SecretHit,
     candidate_at,
     find_secrets,
-    secret_candidates,
     validate_candidates,
 )
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
@@ -177,6 +176,20 @@ def _both() -> re2._Regexp:
     return _BOTH
 
 
+_SECRETS_ONLY: re2._Regexp | None = None
+
+
+def _secrets_only() -> re2._Regexp:
+    global _SECRETS_ONLY
+    if _SECRETS_ONLY is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        options.max_mem = 256 << 20
+        _SECRETS_ONLY = re2.compile(SECRET_FIND, options)
+    return _SECRETS_ONLY
+
+
 class _Scan:
     """Credential candidates and injection cues from one find-only RE2 pass.
 
@@ -211,9 +224,21 @@ class _Scan:
         self.pos = len(data) + 1
 
     def rest(self) -> list[tuple[int, int, str]]:
-        """All candidates: those seen so far and those after where the cue pass stopped."""
-        if self.use.secrets and self.pos <= len(self.data):
-            self.secrets.extend(secret_candidates(self.data, self.pos))
+        """All candidates: those seen so far and those after where the cue pass stopped (found
+        the same way, every match start, by the credential automaton alone)."""
+        data, pos = self.data, self.pos
+        if not self.use.secrets or pos > len(data):
+            return self.secrets
+        search = _secrets_only().search
+        seen = 0
+        while (match := search(data, pos)) is not None:
+            start = match.start()
+            pos = start + 1
+            seen += 1
+            if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start - self.pos:
+                raise _OverBudget
+            if (found := candidate_at(data, start)) is not None:
+                self.secrets.append(found)
         return self.secrets
 
 

@@ -115,16 +115,22 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
         return out
     need = min(MIN_RUN, max(DOMINANT_RUN, (size + 1) // 2))
     stride = ANCHOR_STRIDE if need >= MIN_RUN else _SMALL_STRIDE
+    # every candidate period of a reportable stretch repeats at least this many bytes from the
+    # anchor on (see _may_reach), so the search for candidates uses a probe that long
+    span = max(_PROBE, need - MAX_PERIOD - stride)
     anchor = 0
     while anchor + _PROBE < size:
         out.anchors += 1
-        probe = view[anchor : anchor + _PROBE]
-        stop = min(size, anchor + MAX_PERIOD + _PROBE)
-        found = view.find(probe, anchor + 1, stop)
         next_anchor = anchor + stride
+        short = view.find(view[anchor : anchor + _PROBE], anchor + 1, anchor + MAX_PERIOD + _PROBE)
+        if short < 0:
+            anchor = next_anchor
+            continue
+        out.distances.append(short - anchor)
+        probe = view[anchor : anchor + span]
+        stop = min(size, anchor + MAX_PERIOD + span)
+        found = view.find(probe, anchor + 1, stop)
         tried = 0
-        if found >= 0:
-            out.distances.append(found - anchor)
         while found >= 0 and tried < _MAX_CANDIDATES:
             tried += 1
             period = found - anchor
