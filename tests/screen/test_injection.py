@@ -176,3 +176,9 @@ def test_scoring_is_linear_on_hostile_inputs(body: bytes) -> None:
     small, large = best(body[: len(body) // 4]), best(body)
     assert large < max(small, 1e-3) * 12
     assert large < 3.0
+
+
+def test_words_that_contain_a_verb_are_not_cues() -> None:
+    # "sender" holds the German "sende"; "condividiamo" the Italian "condividi"
+    body = b'[{"sender": "hr@acme-corp.com", "body": "condividiamo la sala con hr@acme.it"}]'
+    assert score_injection(body, 0.01) == []

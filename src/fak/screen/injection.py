@@ -138,8 +138,9 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      "|ユーザーに知らせず|知らせないで|알리지 말고|알리지 마|не сообщай|не говори".encode()),
     # multilingual: exfiltrating verbs with a recipient
     (Cue.EXFIL, 0.3,
-     "(?:envoyer|transfère|transférer|envoie|weiterleiten|sende|senden|enviar|reenvía|envía|Transfira"
-     "|inviare|invia|condividi|转发|发送|転送|送信|전달|보내|переслать|отправь|перешли)[^\\n]{0,60}@".encode()),
+     "(?:\\b(?:envoyer|transfère|transférer|envoie|weiterleiten|sende|senden|enviar|reenvía|envía"
+     "|Transfira|transfira|inviare|invia|condividi)\\b|转发|发送|転送|送信|전달|보내|переслать|отправь"
+     "|перешли)[^\\n]{0,60}@".encode()),
     # text about injection, not an injection: lowers a window's score
     (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b)"),
 )  # fmt: skip
