@@ -70,6 +70,8 @@ class InjectionHit:
 
 
 _AI = rb"(?:ai|a\.i\.|assistant|agent|llm|language model|model|chatbot|bot|gpt|chatgpt|claude|gemini|copilot|llama)"
+# nouns that can only mean a model (an "assistant" or "agent" may be a person)
+_AI_ONLY = rb"(?:ai|a\.i\.|llm|language model|chatbot|gpt|chatgpt|claude|gemini|copilot|llama|ai (?:assistant|agent|model|system)s?|(?:assistant|agent|model) ai)"
 _PREV = rb"(?:previous|prior|preceding|above|earlier|original|initial|old|all|any|your|the|system)"
 _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rules|guidelines|commands|task|orders)"
 
@@ -88,10 +90,12 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
     (Cue.TEMPLATE, 0.5, rb"(?i:(?:\n|\\n)(?:\n|\\n)human:|<<sys>>[^<]{1,400}<</sys>>)"),
     (Cue.ROLE, 0.6, rb"(?i:(?:\n|\\n)(?:\n|\\n)assistant:|<!--\s*(?:system|assistant|ai|agent|llm)\s*:)"),
     # addressing the model
-    (Cue.ADDRESSEE, 0.6, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI + rb"s?\b|\b" + _AI + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI + rb"|\bforward this to your " + _AI + rb"|\bas (?:an?|the) " + _AI + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
+    (Cue.ADDRESSEE, 0.6, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI_ONLY + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI_ONLY + rb"s?\b|\b" + _AI_ONLY + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI_ONLY + rb"|\bforward this to your " + _AI_ONLY + rb"|\bas (?:an?|the) " + _AI_ONLY + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
+    (Cue.ADDRESSEE, 0.35, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI + rb"s?\b|\b" + _AI + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI + rb"|\bforward this to your " + _AI + rb"|\bas (?:an?|the) " + _AI + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
     (Cue.ADDRESSEE, 0.5, rb"(?i:\bwhen (?:the|an?) " + _AI + rb" (?:reads|sees|processes|summari[sz]es)\b|\bthe (?:ai |llm )?(?:assistant|agent|model|ai)\s+(?:must|should|shall|needs to|is required to|has to|will now)\s+(?:now\s+|quietly\s+|first\s+|immediately\s+)?(?:ignore|send|forward|email|transfer|upload|share|post|delete|execute|call|invite|reply|create|change|follow|obey|do|run)\b|(?:^|\\n|[\n.!>]\s*)(?:assistant|agent|ai|llm|model),\s+(?:please\s+)?(?:send|forward|email|transfer|upload|share|post|delete|execute|call|invite|ignore|do|run|reply|create|change)\b|\bthis is an important message from\b|\b(?:ai|assistant|agent|llm|model) (?:instructions?|note|directives?|task)\s*:)"),
     # announced new instructions / task
-    (Cue.NEW_TASK, 0.5, rb"(?i:\b(?:new|updated|revised|additional|real|urgent|hidden|secret)\s+(?:instructions?|directives?|task|system prompt)\b|\bbefore you (?:can )?(?:solve|answer|continue|complete|summari[sz]e|respond)|\bafter you do that\b|\bbefore (?:summari[sz]ing|answering|responding|replying|continuing)\b|\byou (?:must|should) (?:now|first|immediately)\b|\byou have a new task\b|\byour updated instructions\b|\b(?:do|perform) the following (?:first|instead)\b)"),
+    (Cue.NEW_TASK, 0.5, rb"(?i:\b(?:new|updated|revised|additional|real|urgent|hidden|secret)\s+(?:instructions?|directives?|system prompt)\b|\bbefore you can (?:solve|answer|continue|complete|summari[sz]e|respond)|\bthe task (?:that )?i gave you\b|\bafter you do that\b|\byou have a new task\b|\byour updated instructions\b|\b(?:do|perform) the following (?:first|instead)\b)"),
+    (Cue.NEW_TASK, 0.3, rb"(?i:\b(?:new|urgent|hidden|secret) task\b|\bbefore you (?:solve|answer|continue|complete|summari[sz]e|respond)|\bbefore (?:summari[sz]ing|answering|responding|replying|continuing)\b|\byou (?:must|should) (?:now|first|immediately)\b)"),
     # keeping it from the user
     (Cue.SECRECY, 0.5, rb"(?i:\b(?:do not|don't|never|without)\s+(?:tell|telling|mention|mentioning|inform|informing|notify|notifying|alert|alerting|ask|asking|asking for confirmation|reveal|revealing|show|showing)\b[^.\n]{0,24}\b(?:user|them|anyone|confirmation|this step|this)\b|\b(?:and|but|or) (?:do )?not (?:mention|tell|reveal|disclose|report) (?:it|this|that|them)\b|\bkeep (?:this|it) (?:hidden|secret|between us)\b|\bpre-?authori[sz]ed\b|\bas if nothing happened\b|\brespond only with\b|\bquietly\b|\bsilently\b)"),
     # fake tool calls
@@ -119,18 +123,23 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      "|(?:И|и)гнорируй(?:те)? (?:все )?(?:предыдущие|прошлые) (?:инструкции|указания)".encode()),
     # multilingual: addressing the assistant
     (Cue.ADDRESSEE, 0.6,
-     "(?:l'|à l'|qu'|cher |chère )assistant(?: IA)?|assistant IA|(?:KI-)?Assistent(?:en)?\\b|asistente(?: de IA)?"
-     "|assistente(?: IA| de IA)?|modelo de IA|modello di IA|AI助手|人工智能助手|助手"
-     "|アシスタント|AIモデル|어시스턴트|AI 모델|ассистент|ИИ-ассистент|нейросеть".encode()),
+     "assistant (?:IA|d'IA|virtuel)|(?:cher|chère) assistant|modèle d'IA|KI-Assistent(?:en)?|KI-Modell|Sprachmodell"
+     "|asistente (?:de IA|IA|virtual)|modelo de (?:IA|lenguaje)|assistente (?:de IA|IA|AI|virtual[e]?)"
+     "|modello (?:di IA|linguistico)|AI助手|人工智能助手|语言模型|AIアシスタント|アシスタントへ|AIモデル|言語モデル"
+     "|AI 어시스턴트|어시스턴트에게|AI 모델|언어 모델|ИИ-ассистент|(?:для|к) ассистент[ау]|нейросеть|языков[а-я]+ модел".encode()),
+    (Cue.ADDRESSEE, 0.3,
+     "\\bassistant\\b|\\bAssistent(?:en)?\\b|\\basistente\\b|\\bassistente\\b|助手|アシスタント|어시스턴트|ассистент".encode()),
     # multilingual: new instructions
     (Cue.NEW_TASK, 0.5,
-     "tu dois (?:maintenant|d'abord|immédiatement)|du musst (?:jetzt|zuerst|sofort)|musst du (?:jetzt|zuerst|sofort)|debes (?:ahora|primero)|você deve (?:agora|primeiro)|devi (?:ora|prima|subito)|你现在必须|必须先|今すぐ|해야 합니다|ты должен|нужно сначала"
-     "|nouvelles instructions|nouvelle tâche|neue Anweisungen|neue Aufgabe|nuevas instrucciones"
-     "|nueva tarea|novas instruções|nova tarefa|nuove istruzioni|nuovo compito|新的指令|新指令"
-     "|新しい指示|새로운 지시|새 지시|новые инструкции|новое задание|Message important|Wichtiger Hinweis"
-     "|Mensaje importante|Mensagem importante|Messaggio importante|重要消息|重要なお知らせ|중요한 메시지"
-     "|Важное сообщение|avant de (?:poursuivre|continuer|répondre)|bevor du|antes de (?:responder|continuar)"
-     "|prima di (?:continuare|rispondere)|在完成任务之前|ですか前に".encode()),
+     "nouvelles instructions|neue Anweisungen|Neue Anweisungen|nuevas instrucciones|Nuevas instrucciones"
+     "|novas instruções|Novas instruções|nuove istruzioni|Nuove istruzioni|新的指令|新指令|新しい指示|새로운 지시|새 지시"
+     "|новые инструкции|Новые инструкции|Message important|Wichtiger Hinweis|Mensaje importante|Mensagem importante"
+     "|Messaggio importante|重要消息|重要なお知らせ|중요한 메시지|Важное сообщение|在完成任务之前".encode()),
+    (Cue.NEW_TASK, 0.3,
+     "tu dois (?:maintenant|d'abord|immédiatement)|du musst (?:jetzt|zuerst|sofort)|musst du (?:jetzt|zuerst|sofort)"
+     "|debes (?:ahora|primero)|você deve (?:agora|primeiro)|devi (?:ora|prima|subito)|你现在必须|必须先|今すぐ|해야 합니다"
+     "|ты должен|нужно сначала|nouvelle tâche|neue Aufgabe|nueva tarea|nova tarefa|nuovo compito|новое задание"
+     "|avant de (?:poursuivre|continuer|répondre)|bevor du|antes de (?:responder|continuar)|prima di (?:continuare|rispondere)".encode()),
     # multilingual: secrecy
     (Cue.SECRECY, 0.5,
      "sans (?:le lui dire|l'informer|prévenir)|ne (?:le )?dis pas|nicht erwähnen|ohne (?:es )?(?:dem Nutzer|ihm) zu sagen"
