@@ -100,6 +100,12 @@ BENIGN = {
     "de_ignore_message": "Bitte ignorieren Sie die vorherige Nachricht, der Termin bleibt.",
     "ja_procedure": "新しい手順：会議室の予約はポータルから行ってください。",
     "recipe": "Instructions: preheat the oven, then bake for 25 minutes.",
+    # model cards document their chat template
+    "model_card": "## Prompt format\nThis model uses the ChatML prompt template:\n```\n"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{prompt}"
+    "<|im_end|>\n<|im_start|>assistant\n```",
+    "llama_format": "Llama 2 chat prompt format: <s>[INST] <<SYS>>\n{{ system_prompt }}\n"
+    "<</SYS>>\n\n{{ user_message }} [/INST]",
     # a human assistant and an everyday "before you ..." are not a model being addressed
     "front_desk": "Please leave a message for the assistant at the front desk before you "
     "continue to the lab.",

@@ -151,7 +151,7 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      "|Transfira|transfira|inviare|invia|condividi)\\b|转发|发送|転送|送信|전달|보내|переслать|отправь"
      "|перешли)[^\\n]{0,60}@".encode()),
     # text about injection, not an injection: lowers a window's score
-    (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b)"),
+    (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b|\b(?:prompt|chat) (?:format|template)s?\b|\bapply_chat_template\b|\{\{?\s*(?:system_prompt|system_message|user_message|prompt|query|input|bos_token)\s*\}\}?)"),
 )  # fmt: skip
 
 INJECTION_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, _, src in _CUES)
