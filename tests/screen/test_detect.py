@@ -31,8 +31,8 @@ SECRETS = [
     b"-----BEGIN PRIVATE KEY-----",
     b"-----BEGIN OPENSSH PRIVATE KEY-----",
     b"ghp_" + b"aB3xQ9Zk7LmW2pR5tY8uV1cN4eH6jD0fG9sK",
-    b"xoxb-" + b"1234567890-9876543210-Zq8Lm2Pw",
-    b"xoxp-12345-67890-abcdef",
+    b"xoxb-" + b"7304195822-4410927365-Zq8Lm2Pw",
+    b"xoxp-73041-44109-k2Jx9q",
 ]
 
 NEAR_MISSES = [

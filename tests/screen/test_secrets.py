@@ -54,7 +54,7 @@ CASES: dict[str, str] = {
     "github_pat": "GH=github_pat_11" + rand(ALNUM, 20) + "_" + rand(ALNUM, 59),
     "google_api_key": '{"key": "AIza' + rand(ALNUM + "-_", 35) + '"}',
     "stripe_key": "stripe.api_key = 'rk_live_" + rand(ALNUM, 40) + "'",
-    "slack_token": "SLACK=xoxb-123456789012-1234567890123-" + rand(ALNUM, 24),
+    "slack_token": "SLACK=xoxb-730419582216-4410927365083-" + rand(ALNUM, 24),
     "slack_webhook": "https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D4E/" + rand(ALNUM, 24),
     "jwt": "Cookie: session=" + jwt(),
     "private_key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + rand(ALNUM, 60) + "\n-----END",
@@ -130,6 +130,12 @@ PLACEHOLDERS = [
     b"-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----",
     b"-----BEGIN PRIVATE KEY-----\n<your key here>\n-----END PRIVATE KEY-----",
     b'"next_page_token": "CiAKGjBpNDd2Nmp0Mj1kMHNTb2ZfMEZNeEhsbRIHdGFibGVz"',
+    # the well-known examples from jwt.io, Stripe's and GitHub's documentation
+    b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwia"
+    b"WF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    b"stripe.api_key = 'sk_test_4eC39HqLyjWDarjtT1zdp7dc'",
+    b"curl -H 'Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a'",
+    b'"api_key": "0123456789abcdef0123456789abcdef"',
 ]
 
 

@@ -92,7 +92,10 @@ _PLACEHOLDER_WORDS = (
     b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
     b"change_me", b"replace", b"insert", b"here", b"fake", b"****", b"...", b"\xe2\x80\xa6",
     b"<", b">", b"${", b"{{", b"%s", b"todo", b"secret_key", b"my-secret", b"mysecret",
-    b"password", b"token",
+    b"password", b"token", b"123456", b"abcdef", b"qwerty",
+    # well-known documentation examples: jwt.io's token, Stripe's docs test key, GitHub's docs
+    b"sflkxwrjsmekkf2qt4fwpmejf36pok6yjv_adqssw5c", b"4ec39hqlyjwdarjtt1zdp7dc",
+    b"16c7e42f292c6912e7710c838347ae178b4a",
 )  # fmt: skip
 
 
@@ -251,7 +254,10 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             return None if is_placeholder(token[5:]) or _entropy(token) < 3.0 else (start, stop)
         case "jwt":
             stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
-            return (start, stop) if _jwt_header_ok(text[start:stop]) else None
+            token = text[start:stop]
+            if not _jwt_header_ok(token) or is_placeholder(token.rsplit(b".", 1)[-1]):
+                return None
+            return start, stop
         case "private_key":
             after = text[end : end + 80].lstrip()
             if (
