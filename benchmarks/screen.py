@@ -1,9 +1,11 @@
 """Result-screen throughput: MB/s of the wall on benign and adversarial tool results.
 
-Measures, side by side in one run, three layers on the same bytes:
+Measures, side by side in one run, four layers on the same bytes:
   first    fak.screen.screen_bytes           (the kernel's first-match predicate)
   deobf    fak.screen.screen_deobfuscated    (the de-obfuscating second admitter, alone)
-  admit    QuarantineLedger.admit            (both admitters + sha256 + page-out/hold)
+  admit    QuarantineLedger.admit            (both admitters + sha256 + page-out/hold), with the
+           verdict memo off: every call screens the bytes (the whole admission path)
+  memo     QuarantineLedger.admit            (the same, memo on: a repeated body is judged once)
 With --baseline REV, the de-obfuscating screen of git revision REV (its deobfuscate.py, loaded
 next to the current one) is timed too, alone and in the same admission path: before/after
 numbers from one run.
@@ -141,6 +143,11 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
         f"b64-nested-6-deep-{len(nested) // 1024}KiB": nested,
         "near-miss-secret-prefixes-1MiB": (b"sk-abc AKIA12 ghp_x xoxb- -----BEGIN " * 30000)[:mib],
         "near-miss-markers-1MiB": (b"ignore previous instruction; you are not " * 30000)[:mib],
+        "dense-cues-1MiB": (b"SYSTEM: note to the assistant <!-- ![x](http://a/?q=1) " * 20000)[
+            :mib
+        ],
+        "assignment-keys-1MiB": (b"api_key=token=secret=password=" * 40000)[:mib],
+        "near-periods-1MiB": b"".join(b"line %d of a long log\n" % i for i in range(60000))[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),
         "zero-width-laden-1MiB": ("w\u200bo\u200dr\u2060d " * 60000).encode()[:mib],
         "printable-b64-tokens-1MiB": b" ".join(
@@ -167,8 +174,9 @@ def _time(fn: Callable[[bytes], object], body: bytes, budget_s: float) -> float:
     return statistics.median(samples)
 
 
-def _admit_fn() -> Callable[[bytes], object]:
-    ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20))
+def _admit_fn(*, memo: bool = False) -> Callable[[bytes], object]:
+    # the same body is timed over and over: with the memo it would be screened once
+    ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20), memoize=memo)
     return lambda body: ledger.admit(ToolResult(tool="bench", payload=body))
 
 
@@ -176,6 +184,7 @@ LAYERS: dict[str, Callable[[], Callable[[bytes], object]]] = {
     "first": lambda: screen_bytes,
     "deobf": lambda: screen_deobfuscated,
     "admit": _admit_fn,
+    "memo": lambda: _admit_fn(memo=True),
 }
 
 
@@ -211,7 +220,7 @@ def _add_baseline(rev: str) -> None:
     module = _load_baseline(rev)
 
     def admit_fn() -> Callable[[bytes], object]:
-        ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20))
+        ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20), memoize=False)
         ledger.replace_admitters((FirstMatchScreen(), _BaselineScreen(module)))
         return lambda body: ledger.admit(ToolResult(tool="bench", payload=body))
 

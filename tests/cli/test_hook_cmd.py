@@ -55,7 +55,7 @@ POLICY = {
         }
     ],
 }
-AKIA = "AKIAIOSFODNN7EXAMPLE"
+AKIA = "AKIAQ3EGRTWK5NX7LB4M"
 
 
 def _hook(

@@ -201,7 +201,7 @@ def test_the_decider_answers_what_the_in_process_path_answers_and_reloads_an_edi
         {**PRE_READ, "tool_name": "Write"},
         {"tool": "Read", "args": {}},
         "not json",
-        {**PRE_READ, "hook_event_name": "PostToolUse", "tool_response": "AKIAIOSFODNN7EXAMPLE"},
+        {**PRE_READ, "hook_event_name": "PostToolUse", "tool_response": "AKIAQ3EGRTWK5NX7LB4M"},
     ]
     for payload in payloads:
         raw = (payload if isinstance(payload, str) else json.dumps(payload)).encode()

@@ -29,7 +29,7 @@ from .conftest import agent, agent_env
 
 pytestmark = pytest.mark.e2e
 
-AKIA = "AKIAIOSFODNN7EXAMPLE"
+AKIA = "AKIAQ3EGRTWK5NX7LB4M"
 POLICY = {
     "allow": ["Bash", "Read", "exec_command"],
     "arg_rules": [

@@ -28,7 +28,7 @@ from fak.gateway.upstream import AiohttpUpstream, HttpxUpstream
 
 pytestmark = pytest.mark.gateway
 
-AKIA = "AKIAIOSFODNN7EXAMPLE"
+AKIA = "AKIAQ3EGRTWK5NX7LB4M"
 CLIENTS = [HttpxUpstream, AiohttpUpstream]
 JSON = {"content-type": "application/json"}
 

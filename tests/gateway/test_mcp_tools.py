@@ -90,7 +90,7 @@ def test_bad_input_is_invalid_with_a_stable_code(
 
 def test_large_result_is_paged_and_pages_back_in_by_ref() -> None:
     t = tools()
-    big = "benign line of a long manual\n" * 400
+    big = "".join(f"benign line {i} of a long manual\n" for i in range(400))
     answer = t.call("fak_admit", {"tool": "read_manual", "result": big})
     env = wire(answer)
     assert (env["code"], answer.is_error) == ("EN-GATE-S-002", False)

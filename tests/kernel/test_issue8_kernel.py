@@ -9,7 +9,7 @@ from fak.cas import MemoryStore
 from fak.kernel import Kernel
 from fak.kernel.quarantine import PageInRefused, QuarantineLedger
 
-SECRET_LINE = b'{"aws_access_key_id": "AKIAIOSFODNN7EXAMPLE"}\n'
+SECRET_LINE = b'{"aws_access_key_id": "AKIAQ3EGRTWK5NX7LB4M"}\n'
 
 
 def _secret_blob(size: int, salt: int) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 from fak.abi import ToolResult, VerdictKind
 from fak.kernel import Kernel
 
-BENIGN = b"def f(x):\n    return x + 1\n" * 800  # ~23 KB of ordinary code
+BENIGN = b"".join(b"def f%d(x):\n    return x + %d\n" % (i, i) for i in range(800))  # ~25 KB
 
 
 def _kind(kernel: Kernel) -> VerdictKind:

@@ -8,7 +8,7 @@ from fak.kernel.quarantine import QuarantineLedger
 from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
 from fak.screen import default_admitters
 
-SECRET = b'{"aws_access_key_id": "AKIAIOSFODNN7EXAMPLE"}'
+SECRET = b'{"aws_access_key_id": "AKIAQ3EGRTWK5NX7LB4M"}'
 BENIGN = b"the quarterly report lists revenue by region. " * 200
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fak.abi import Context, Reason, ToolCall, VerdictKind
+from fak.abi import Context, Reason, ToolCall, ToolResult, VerdictKind
 from fak.journal import Journal, verify
 from fak.kernel import HoldState, Kernel, WitnessError
 from fak.policy import Policy
@@ -147,9 +147,7 @@ def test_revocation_evicts_vdso_entries_filled_under_it() -> None:
 def test_revocation_takes_back_clearances_it_gave() -> None:
     kernel, _ = _kernel()
     admission = kernel.admit_result(
-        __import__("fak.abi", fromlist=["ToolResult"]).ToolResult(
-            "read_file", b"key AKIAIOSFODNN7ABCDEFG here", "c1"
-        )
+        ToolResult("read_file", b'{"aws_access_key_id": "AKIAQ3EGRTWK5NX7LB4M"}', "c1")
     )
     qid = admission.quarantine_id
     assert qid

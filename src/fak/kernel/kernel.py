@@ -37,7 +37,7 @@ from fak.abi import (
 from fak.cas import MemoryStore
 from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
-from fak.kernel.quarantine import Admission, QuarantineLedger
+from fak.kernel.quarantine import Admission, QuarantineLedger, screen_policy_for
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
 from fak.kernel.witness import Hold, WitnessBook, WitnessError
 from fak.policy import (
@@ -190,6 +190,7 @@ class Kernel:
         schemas: Mapping[str, Schema],
         epoch: int,
     ) -> _State:
+        self._ledger.set_screen_policy(screen_policy_for(policy.manifest.screen))
         decider: CompiledFloor | Chain
         if self._injected is not None:
             decider = self._injected

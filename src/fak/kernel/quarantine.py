@@ -35,7 +35,10 @@ from fak.abi import (
 )
 from fak.abi.replies import Reply, reply_for_verdict
 from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
+from fak.policy.manifest import ScreenSection
 from fak.screen import ResultAdmitter, default_admitters
+from fak.screen.sources import DEFAULT_SETTINGS, ScreenPolicy, SourceRule, SourceSettings
+from fak.screen.spans import Span, cut, offending_spans
 
 __all__ = [
     "DEFAULT_MAX_HELD",
@@ -43,10 +46,12 @@ __all__ = [
     "OVERSIZE_BYTES",
     "POINTER_MAX",
     "Admission",
+    "HeldSpan",
     "PageInRefused",
     "QuarantineLedger",
     "UnknownQuarantineId",
     "admission_reply",
+    "screen_policy_for",
 ]
 
 _log = logging.getLogger(__name__)
@@ -80,6 +85,19 @@ class Admission:
     quarantine_id: str = ""
     ref: Ref | None = None
     digest: str = ""
+    spans: tuple[HeldSpan, ...] = ()
+    """With span quarantine: the spans cut out of ``payload`` (ids, offsets, digests; no bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSpan:
+    """One span held out of a partly admitted result: ``<qid>.<n>``, where it was, its digest."""
+
+    id: str
+    start: int
+    end: int
+    reason: Reason
+    digest: str
 
 
 class UnknownQuarantineId(LookupError):
@@ -107,6 +125,9 @@ class _Held:
     reason: Reason
     length: int = 0
     cleared: bool = False
+    source: str = ""  # the tool whose result this was (its screen settings apply on page-in)
+    spans: tuple[HeldSpan, ...] = ()  # span quarantine: what was cut out
+    cleared_spans: frozenset[str] = frozenset()
 
 
 def _bad_max_held(value: object) -> bool:
@@ -127,6 +148,7 @@ class QuarantineLedger:
         admitters: Sequence[ResultAdmitter] | None = None,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
         pageout_bytes: int = OVERSIZE_BYTES,
+        memoize: bool = True,
     ) -> None:
         if _bad_max_held(max_held):
             _log.warning("bad max_held %r, using the default %d", max_held, DEFAULT_MAX_HELD)
@@ -143,7 +165,9 @@ class QuarantineLedger:
         self._admitters: tuple[ResultAdmitter, ...] = (
             default_admitters() if admitters is None else tuple(admitters)
         )
-        self._memo = VerdictMemo(enabled=chain_is_deterministic(self._admitters))
+        self._memoize = memoize  # False: every admission screens its bytes (benchmarks)
+        self._memo = VerdictMemo(enabled=self._memo_on(self._admitters))
+        self._screen_policy = ScreenPolicy()
         self._lock = threading.Lock()
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._paged: OrderedDict[str, int] = OrderedDict()  # digest -> length, FIFO-bounded
@@ -161,6 +185,7 @@ class QuarantineLedger:
                 "page_in_refused",
                 "admitter_faults",
                 "inline_fallbacks",
+                "span_quarantined",
             ),
             0,
         )
@@ -199,8 +224,21 @@ class QuarantineLedger:
         """Swap the result chain (e.g. after tightening the markers); later admissions and every
         page-in, including of results held under the old chain, are judged by the new one."""
         chain = tuple(admitters)
-        self._memo = VerdictMemo(enabled=chain_is_deterministic(chain))
+        self._memo = VerdictMemo(enabled=self._memo_on(chain))
         self._admitters = chain
+
+    def set_screen_policy(self, policy: ScreenPolicy) -> None:
+        """Per-source screen settings (from the manifest's ``screen`` section); later admissions
+        and every page-in are judged under them."""
+        self._memo = VerdictMemo(enabled=self._memo_on(self._admitters))
+        self._screen_policy = policy
+
+    def _memo_on(self, chain: Sequence[ResultAdmitter]) -> bool:
+        return self._memoize and chain_is_deterministic(chain)
+
+    @property
+    def screen_policy(self) -> ScreenPolicy:
+        return self._screen_policy
 
     def is_held(self, qid: str) -> bool:
         with self._lock:
@@ -212,23 +250,26 @@ class QuarantineLedger:
             return held is not None and held.cleared
 
     # -- the fold ---------------------------------------------------------------------------
-    def screen(self, data: bytes, digest: str = "") -> Verdict:
+    def screen(self, data: bytes, digest: str = "", source: str = "") -> Verdict:
         """Fold the chain over ``data``: the most restrictive verdict, first one on ties.
 
         An admitter that raises or answers something that is not a Verdict holds the bytes
         (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY). Given the
-        bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused.
+        bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused. ``source``
+        (the tool) picks the screen settings; admitters with ``admit_with`` receive them.
         """
         admitters, memo = self._admitters, self._memo  # one read each: see replace_admitters
         if not admitters:
             return Verdict.quarantine(Reason.DEFAULT_DENY, "empty-chain", claim="no admitters")
-        known = memo.get(digest)
+        settings = self._screen_policy.for_source(source)
+        key = digest if settings == DEFAULT_SETTINGS or not digest else f"{digest}:{settings.key}"
+        known = memo.get(key)
         if known is not None:
             return known
         best: Verdict | None = None
         faulted = False
         for admitter in admitters:
-            verdict = self._run(admitter, data)
+            verdict = self._run(admitter, data, settings)
             faulted = faulted or verdict.meta.get("detector") == "admitter_fault"
             if best is None or verdict.rank > best.rank:
                 best = verdict
@@ -236,14 +277,18 @@ class QuarantineLedger:
                 break
         assert best is not None
         if not faulted:  # a fault may be transient: judge those bytes afresh next time
-            memo.put(digest, best)
+            memo.put(key, best)
         return best
 
-    def _run(self, admitter: ResultAdmitter, data: bytes) -> Verdict:
+    def _run(self, admitter: ResultAdmitter, data: bytes, settings: SourceSettings) -> Verdict:
         name = "admitter"
         try:
             name = str(admitter.name) or name
-            verdict = admitter.admit(data)
+            admit_with = getattr(admitter, "admit_with", None)
+            if settings != DEFAULT_SETTINGS and callable(admit_with):
+                verdict = admit_with(data, settings)
+            else:
+                verdict = admitter.admit(data)
         except Exception as exc:  # an admitter fault holds the bytes (fail closed)
             _log.warning("result admitter %s faulted (%s); holding the result", name, type(exc))
             verdict = None
@@ -263,7 +308,7 @@ class QuarantineLedger:
         """Decide what of ``result`` may enter the model's context."""
         data = bytes(result.payload)
         digest = hashlib.sha256(data).hexdigest()
-        verdict = self.screen(data, digest)
+        verdict = self.screen(data, digest, result.tool)
         if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
             forced = verdict.kind == VerdictKind.TRANSFORM
             if forced or (self._pageout_bytes and len(data) > self._pageout_bytes):
@@ -274,7 +319,54 @@ class QuarantineLedger:
                 self._counts["total"] += 1
                 self._counts["admitted"] += 1
             return Admission(Verdict.allow(_LEDGER), data, digest=digest)
-        return self._hold(data, digest, verdict)
+        if verdict.kind == VerdictKind.QUARANTINE and "span" in verdict.meta:
+            settings = self._screen_policy.for_source(result.tool)
+            if settings.quarantine == "span":
+                partial = self._hold_spans(data, digest, verdict, result.tool, settings)
+                if partial is not None:
+                    return partial
+        return self._hold(data, digest, verdict, result.tool)
+
+    def _hold_spans(
+        self, data: bytes, digest: str, verdict: Verdict, source: str, settings: SourceSettings
+    ) -> Admission | None:
+        """Cut the offending spans out and admit the rest, if the rest passes the whole chain.
+
+        The original bytes are held (pinned) under the quarantine id exactly as a whole hold;
+        each span gets an id ``<qid>.<n>`` and a stub in its place. None: hold the whole result.
+        """
+        spans = offending_spans(data, settings)
+        if not spans:
+            return None
+        with self._lock:
+            self._minted += 1
+            qid = f"q{self._minted}"
+
+        def stub(index: int, span: Span) -> bytes:
+            return _stub(f"{qid}.{index}", span.reason, span.end - span.start)
+
+        kept = cut(data, spans, stub)
+        check = self.screen(kept, hashlib.sha256(kept).hexdigest(), source)
+        if check.kind not in _BENIGN:
+            return self._hold(data, digest, verdict, source, qid=qid)
+        held_spans = tuple(
+            HeldSpan(
+                f"{qid}.{i}",
+                span.start,
+                span.end,
+                span.reason,
+                hashlib.sha256(data[span.start : span.end]).hexdigest(),
+            )
+            for i, span in enumerate(spans, start=1)
+        )
+        admission = self._hold(data, digest, verdict, source, qid=qid, spans=held_spans)
+        meta = {**admission.verdict.meta, "quarantine": "span", "spans": str(len(held_spans))}
+        final = Verdict.quarantine(
+            admission.verdict.reason, admission.verdict.by, claim=admission.verdict.claim, meta=meta
+        )
+        with self._lock:
+            self._counts["span_quarantined"] += 1
+        return Admission(final, kept, qid, admission.ref, digest, held_spans)
 
     def _page_out(self, data: bytes, digest: str) -> Admission | None:
         stub_fields = {"_paged": True, "ref": digest, "len": len(data), "hint": "oversize"}
@@ -296,13 +388,23 @@ class QuarantineLedger:
         verdict = Verdict.transform(stub_fields, _LEDGER, meta={"pageout": "oversize"})
         return Admission(verdict, stub, ref=ref, digest=digest)
 
-    def _hold(self, data: bytes, digest: str, verdict: Verdict) -> Admission:
+    def _hold(
+        self,
+        data: bytes,
+        digest: str,
+        verdict: Verdict,
+        source: str = "",
+        *,
+        qid: str = "",
+        spans: tuple[HeldSpan, ...] = (),
+    ) -> Admission:
         ref, pinned = self._store_pinned(data, digest)
         reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
         with self._lock:
-            self._minted += 1
-            qid = f"q{self._minted}"
-            self._held[qid] = _Held(ref, pinned, reason, len(data))
+            if not qid:
+                self._minted += 1
+                qid = f"q{self._minted}"
+            self._held[qid] = _Held(ref, pinned, reason, len(data), source=source, spans=spans)
             self._held_bytes += len(data)
             self._counts["total"] += 1
             self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
@@ -361,13 +463,18 @@ class QuarantineLedger:
 
     # -- clear / page-in --------------------------------------------------------------------
     def clear(self, qid: str) -> None:
-        """Record a witness clearance for a currently held id; unknown ids raise."""
+        """Record a witness clearance for a currently held id or span id; unknown ids raise."""
+        parent, span = _split_span_id(qid)
         with self._lock:
-            held = self._held.get(qid)
-            if held is None:
+            held = self._held.get(parent)
+            if held is None or (span and not any(s.id == qid for s in held.spans)):
                 msg = f"no quarantined result with id {qid!r}"
                 raise UnknownQuarantineId(msg)
-            if not held.cleared:
+            if span:
+                if qid not in held.cleared_spans:
+                    held.cleared_spans = held.cleared_spans | {qid}
+                    self._counts["cleared"] += 1
+            elif not held.cleared:
                 held.cleared = True
                 self._counts["cleared"] += 1
 
@@ -386,15 +493,24 @@ class QuarantineLedger:
         Refuses (``PageInRefused``) an unknown or evicted id, an uncleared id, bytes the store
         lost, and bytes the current chain still holds out.
         """
+        parent, span_no = _split_span_id(qid_or_ref)
         with self._lock:
-            held = self._held.get(qid_or_ref)
+            held = self._held.get(parent)
             paged = qid_or_ref in self._paged
+        piece: HeldSpan | None = None
+        source: Ref | str
         if held is not None:
-            if not held.cleared:
+            if span_no:
+                piece = next((s for s in held.spans if s.id == qid_or_ref), None)
+                if piece is None:
+                    self._refuse(PageInRefused.NOT_HELD, qid_or_ref)
+                if not (held.cleared or qid_or_ref in held.cleared_spans):
+                    self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
+            elif not held.cleared:
                 self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
-            source: Ref | str = held.ref
+            source, tool = held.ref, held.source
         elif paged:
-            source = qid_or_ref
+            source, tool = qid_or_ref, ""
         else:
             self._refuse(PageInRefused.NOT_HELD, qid_or_ref)
         try:
@@ -405,7 +521,9 @@ class QuarantineLedger:
         except Exception as exc:
             _log.warning("page-in read failed (%s)", type(exc))
             self._refuse(PageInRefused.BYTES_LOST, qid_or_ref)
-        verdict = self.screen(data)
+        if piece is not None:
+            data = data[piece.start : piece.end]
+        verdict = self.screen(data, source=tool)
         if verdict.kind not in _BENIGN and verdict.kind != VerdictKind.TRANSFORM:
             self._refuse(PageInRefused.STILL_FAILS, qid_or_ref)
         with self._lock:
@@ -416,6 +534,31 @@ class QuarantineLedger:
         with self._lock:
             self._counts["page_in_refused"] += 1
         raise PageInRefused(why, ident)
+
+
+def screen_policy_for(section: ScreenSection | None) -> ScreenPolicy:
+    """The per-source screen settings a manifest's ``screen`` section asks for."""
+    if section is None:
+        return ScreenPolicy()
+    on = set(section.detectors)
+    default = SourceSettings(
+        secrets="secrets" in on,
+        injection="injection" in on,
+        pollution="pollution" in on,
+        injection_threshold=section.injection_threshold,
+        quarantine=section.quarantine,
+    )
+    rules = [
+        SourceRule(
+            name=rule.tool if rule.tool is not None else (rule.tool_prefix or ""),
+            prefix=rule.tool is None,
+            detectors=rule.detectors,
+            injection_threshold=rule.injection_threshold,
+            quarantine=rule.quarantine,
+        )
+        for rule in section.rules
+    ]
+    return ScreenPolicy(default, rules)
 
 
 def admission_reply(admission: Admission) -> Reply:
@@ -432,6 +575,14 @@ def admission_reply(admission: Admission) -> Reply:
         data["ref"] = admission.ref.digest
         data["len"] = admission.ref.length
     return reply_for_verdict(admission.verdict, data)
+
+
+def _split_span_id(ident: str) -> tuple[str, str]:
+    """``q7.2`` -> (``q7``, ``2``); a plain id or a digest -> (ident, "")."""
+    head, dot, tail = ident.partition(".")
+    if dot and head.startswith("q") and tail.isdigit():
+        return head, tail
+    return ident, ""
 
 
 def _stub(qid: str, reason: Reason, length: int) -> bytes:

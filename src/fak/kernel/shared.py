@@ -39,6 +39,7 @@ from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD_BYTES,
     OVERSIZE_BYTES,
     Admission,
+    HeldSpan,
     PageInRefused,
     QuarantineLedger,
     UnknownQuarantineId,
@@ -47,6 +48,7 @@ from fak.kernel.quarantine import (
 from fak.kernel.vdso import EpochStamp
 from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessBook, WitnessError
 from fak.screen import ResultAdmitter
+from fak.screen.sources import SourceSettings
 
 __all__ = ["LEDGER_DOWN", "EpochsUnavailable", "RedisEpochs", "RedisLedger", "RedisWitnessBook"]
 
@@ -186,7 +188,25 @@ class RedisLedger(QuarantineLedger):
                 self._fault("recording a page-out", exc)
         return admission
 
-    def _hold(self, data: bytes, digest: str, verdict: Verdict) -> Admission:
+    def _hold_spans(
+        self, data: bytes, digest: str, verdict: Verdict, source: str, settings: SourceSettings
+    ) -> Admission | None:
+        """The shared ledger keeps no span table yet: a span finding holds the whole result
+        (stricter, never looser, than the local ledger)."""
+        return None
+
+    def _hold(
+        self,
+        data: bytes,
+        digest: str,
+        verdict: Verdict,
+        source: str = "",
+        *,
+        qid: str = "",
+        spans: tuple[HeldSpan, ...] = (),
+    ) -> Admission:
+        # ``source``/``qid``/``spans`` serve the local ledger's span holds, which this one
+        # never makes (see ``_hold_spans``); ids are minted by Redis, fleet-wide
         ref, pinned = self._store_pinned(data, digest)
         reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
         try:

@@ -325,6 +325,83 @@ class TrustedSource(_Strict):
         return value
 
 
+_DETECTORS: Final = ("secrets", "injection", "pollution")
+_QUARANTINE_MODES: Final = ("span", "whole")
+
+
+def _check_detectors(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    unknown = sorted(set(value) - set(_DETECTORS))
+    if unknown:
+        msg = f"unknown detector(s) {', '.join(unknown)}; known: {', '.join(_DETECTORS)}"
+        raise ValueError(msg)
+    if len(set(value)) != len(value):
+        msg = "a detector is listed twice"
+        raise ValueError(msg)
+    return value
+
+
+def _check_threshold(value: float | None) -> float | None:
+    if value is not None and not 0.0 < value <= 10.0:
+        msg = f"injection_threshold must be in (0, 10] (got {value}); the default is 1.0"
+        raise ValueError(msg)
+    return value
+
+
+def _check_mode(value: str | None) -> str | None:
+    if value is not None and value not in _QUARANTINE_MODES:
+        msg = f"quarantine must be one of: {', '.join(_QUARANTINE_MODES)} (got {value!r})"
+        raise ValueError(msg)
+    return value
+
+
+class ScreenRule(_Strict):
+    """Result-screen settings for one tool (``tool``) or a family of tools (``tool_prefix``)."""
+
+    tool: str | None = None
+    tool_prefix: str | None = None
+    detectors: tuple[str, ...] | None = None
+    injection_threshold: float | None = None
+    quarantine: str | None = None
+
+    _detectors = field_validator("detectors")(classmethod(lambda cls, v: _check_detectors(v)))
+    _threshold = field_validator("injection_threshold")(
+        classmethod(lambda cls, v: _check_threshold(v))
+    )
+    _mode = field_validator("quarantine")(classmethod(lambda cls, v: _check_mode(v)))
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> ScreenRule:
+        if (self.tool is None) == (self.tool_prefix is None):
+            msg = "a screen rule names exactly one of tool, tool_prefix"
+            raise ValueError(msg)
+        if not (self.tool or self.tool_prefix or "").strip():
+            msg = "a screen rule's tool / tool_prefix must not be empty"
+            raise ValueError(msg)
+        return self
+
+
+class ScreenSection(_Strict):
+    """The result screen: which detectors run and how strict, by default and per source.
+
+    ``injection_threshold`` is the cue score at which a window is an injection (lower is
+    stricter); ``quarantine`` says whether a held injection or secret may be cut out as a span
+    (``span``) or holds the whole result (``whole``); pollution always holds the whole result.
+    """
+
+    detectors: tuple[str, ...] = _DETECTORS
+    injection_threshold: float = 1.0
+    quarantine: str = "span"
+    rules: tuple[ScreenRule, ...] = ()
+
+    _detectors = field_validator("detectors")(classmethod(lambda cls, v: _check_detectors(v)))
+    _threshold = field_validator("injection_threshold")(
+        classmethod(lambda cls, v: _check_threshold(v))
+    )
+    _mode = field_validator("quarantine")(classmethod(lambda cls, v: _check_mode(v)))
+
+
 class Manifest(_Strict):
     """The whole floor. ``{}`` is valid and denies every call."""
 
@@ -347,6 +424,9 @@ class Manifest(_Strict):
     root: str | None = None
     """The project directory path arguments are resolved against (absolute). Unset: the
     directory the policy was loaded from a process started in (``fak serve``, ``fak hook``)."""
+    screen: ScreenSection | None = None
+    """Result-screen settings (detectors, injection threshold, span or whole quarantine) by
+    default and per tool / tool prefix. Unset: the built-in defaults."""
 
     @field_validator("root")
     @classmethod
@@ -428,6 +508,8 @@ class Manifest(_Strict):
             out["after_untrusted"] = dict(self.after_untrusted)
         if self.witness:
             out["witness"] = list(self.witness)
+        if self.screen is not None:  # likewise
+            out["screen"] = self.screen.model_dump(exclude_none=True)
         return out
 
 
@@ -436,6 +518,8 @@ _KNOWN_FIELDS: Final = {
     ("arg_rules",): tuple(ArgRule.model_fields),
     ("sinks",): tuple(SinkRule.model_fields),
     ("trusted_sources",): tuple(TrustedSource.model_fields),
+    ("screen",): tuple(ScreenSection.model_fields),
+    ("screen", "rules"): tuple(ScreenRule.model_fields),
 }
 
 

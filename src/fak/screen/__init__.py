@@ -1,9 +1,10 @@
 """Pure detectors over tool-result bytes and the answer-shape witness (tier T1).
 
-``screen_bytes`` is the kernel's first-match result predicate (secret shapes, injection markers,
-byte-repeat pollution); ``screen_deobfuscated`` runs the same detectors over normalized and decoded
-views. ``FirstMatchScreen`` / ``DeobfuscatingScreen`` wrap them as ``ResultAdmitter``s for the
-quarantine ledger. No I/O; nothing here logs or keeps the bytes it reads.
+``screen_bytes`` is the kernel's first-match result predicate (credential formats, structural
+injection scoring, repetition pollution; ``secrets``, ``injection``, ``pollution`` modules);
+``screen_deobfuscated`` runs the same detectors over normalized and decoded views; ``sources``
+holds per-tool settings. ``FirstMatchScreen`` / ``DeobfuscatingScreen`` wrap them as
+``ResultAdmitter``s for the quarantine ledger. No I/O; nothing here logs or keeps the bytes.
 """
 
 from fak.screen.admit import (
@@ -33,9 +34,11 @@ from fak.screen.detect import (
     screen_bytes,
 )
 from fak.screen.shape import MAX_PERIOD, RUNE_FLOOR, ShapeReport, answer_shape
+from fak.screen.sources import DETECTOR_FAMILIES, ScreenPolicy, SourceRule, SourceSettings
 
 __all__ = [
     "DECODE_BUDGET",
+    "DETECTOR_FAMILIES",
     "INJECTION_MARKERS",
     "MAX_DECODE_DEPTH",
     "MAX_PERIOD",
@@ -48,7 +51,10 @@ __all__ = [
     "Finding",
     "FirstMatchScreen",
     "ResultAdmitter",
+    "ScreenPolicy",
     "ShapeReport",
+    "SourceRule",
+    "SourceSettings",
     "answer_shape",
     "decoded_tokens",
     "default_admitters",

@@ -13,6 +13,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 from fak.abi import Verdict
 from fak.screen.deobfuscate import screen_deobfuscated
 from fak.screen.detect import Finding, screen_bytes
+from fak.screen.sources import SourceSettings
 
 __all__ = [
     "DeobfuscatingScreen",
@@ -41,11 +42,16 @@ def finding_verdict(finding: Finding | None, by: str) -> Verdict:
     """ALLOW for no finding, else QUARANTINE with the finding's reason and detector in meta."""
     if finding is None:
         return Verdict.allow(by)
+    meta = {"detector": str(finding.detector)}
+    if finding.detail:
+        meta["detail"] = finding.detail
+    if finding.span is not None:
+        meta["span"] = f"{finding.span[0]}-{finding.span[1]}"
     return Verdict.quarantine(
         finding.reason,
         by,
         claim=f"{by} {finding.reason.name} {finding.detector}",
-        meta={"detector": str(finding.detector)},
+        meta=meta,
     )
 
 
@@ -61,6 +67,10 @@ class FirstMatchScreen:
 
     def admit(self, data: bytes) -> Verdict:
         return finding_verdict(screen_bytes(data), self.name)
+
+    def admit_with(self, data: bytes, settings: SourceSettings) -> Verdict:
+        """``admit`` under one source's settings (the ledger passes them per tool)."""
+        return finding_verdict(screen_bytes(data, settings), self.name)
 
 
 class DeobfuscatingScreen:
@@ -82,6 +92,11 @@ class DeobfuscatingScreen:
 
     def admit(self, data: bytes) -> Verdict:
         found = screen_deobfuscated(data, include_raw=self._include_raw)
+        return finding_verdict(found, self.name)
+
+    def admit_with(self, data: bytes, settings: SourceSettings) -> Verdict:
+        """``admit`` under one source's settings (the ledger passes them per tool)."""
+        found = screen_deobfuscated(data, include_raw=self._include_raw, settings=settings)
         return finding_verdict(found, self.name)
 
 

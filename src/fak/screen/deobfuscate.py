@@ -17,13 +17,12 @@ import re2
 
 from fak.abi import Reason
 from fak.screen.detect import (
-    SCREEN_PATTERN,
     Detector,
     Finding,
-    find_pollution,
     screen_bytes,
 )
 from fak.screen.skeleton import normalize
+from fak.screen.sources import SourceSettings
 from fak.screen.tokens import (
     CANDIDATE_PATTERN,
     MIN_TOKEN,
@@ -48,13 +47,16 @@ MAX_DECODE_DEPTH = 6
 DECODE_BUDGET = 8
 """The decoded views together may total at most this many times the input (plus 4 KiB)."""
 
-_DISTINCTIVE = (
-    b"ignorepreviousinstructions",
-    b"ignoreallprevious",
-    b"disregardtheabove",
-    b"systemoverride",
-    b"revealyoursystemprompt",
+_PHRASES = (
+    b"ignore previous instructions",
+    b"ignore all previous",
+    b"system override",
+    b"reveal your system prompt",
 )
+_DISTINCTIVE = tuple(p.replace(b" ", b"") for p in _PHRASES)
+# A marker written plainly (words apart by whitespace only) is the scorer's to judge, quoted or
+# discussed; the squeezed view catches the letter-spaced / punctuated forms.
+_PLAIN = re2.compile(b"(?i:" + b"|".join(p.replace(b" ", rb"\s+") for p in _PHRASES) + b")")
 # Letter-spaced or punctuated markers, forwards and backwards, over the alnum-only view.
 _SQUEEZED_MARKERS = (*_DISTINCTIVE, *(m[::-1] for m in _DISTINCTIVE), b"etartlifxe")
 _SQUEEZED = re2.compile(b"|".join(_SQUEEZED_MARKERS))
@@ -67,7 +69,6 @@ _NOT_ALNUM = bytes(b for b in range(256) if not (48 <= b <= 57 or 65 <= b <= 90 
 _GAPPED = b"(?i:%s)" % b"|".join(
     b"[^0-9A-Za-z]*".join(bytes([c]) for c in m) for m in _SQUEEZED_MARKERS
 )
-_VIEW_ALL = SCREEN_PATTERN + b"|" + _GAPPED  # everything a view-level check may fire on
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +76,14 @@ class _Scanners:
     """Group 1 of ``scan_*``: something a view-level detector may fire on; otherwise a token
     that may decode. ``*_squeezed`` serve the raw bytes, which the first screen already covers."""
 
-    scan_all: re2._Regexp
     scan_squeezed: re2._Regexp
-    level_all: re2._Regexp
     level_squeezed: re2._Regexp
 
 
 @functools.cache
 def _scanners() -> _Scanners:  # compiled on first use: ~20 ms
     return _Scanners(
-        compile_latin1(b"(" + _VIEW_ALL + b")|" + CANDIDATE_PATTERN),
         compile_latin1(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN),
-        compile_latin1(_VIEW_ALL),
         compile_latin1(_GAPPED),
     )
 
@@ -98,37 +95,64 @@ cheaper per token than a search per candidate: the rest of the view switches to 
 _RUN = b"\x01" * MIN_TOKEN
 
 
-def _view_finding(view: bytes, label: str, *, screen_raw: bool) -> Finding | None:
-    """The exact view-level checks: the first-match screen (unless done), then squeezed markers."""
+def _squeezed_finding(view: bytes) -> Finding | None:
+    """A letter-spaced, punctuated or reversed marker phrase in the alphanumeric-only view."""
+    squeezed = view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)
+    match = _SQUEEZED.search(squeezed)
+    if match is None:
+        return None
+    if match.group(0) in _DISTINCTIVE and squeezed.count(match.group(0)) == len(
+        _PLAIN.findall(view)
+    ):
+        return None  # every occurrence is plainly written: not obfuscated
+    return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
+
+
+def _view_finding(
+    view: bytes, label: str, *, screen_raw: bool, settings: SourceSettings | None = None
+) -> Finding | None:
+    """The exact view-level checks: the first-match screen (unless done), then squeezed markers.
+
+    Pollution is judged on the raw bytes and decoded layers, not again on the skeleton."""
     if screen_raw:
-        hit = screen_bytes(view)
+        hit = screen_bytes(view, settings, pollution=label != "normalized")
         if hit is not None:
-            return replace(hit, view=label)
-    if _SQUEEZED.search(view.translate(_SQUEEZE_TABLE, _NOT_ALNUM)) is not None:
-        return Finding(Reason.TRUST_VIOLATION, Detector.SQUEEZED_MARKER, view="squeezed")
-    return None
+            return replace(hit, view=label, span=None)
+    if settings is not None and not settings.injection:
+        return None
+    return _squeezed_finding(view)
 
 
-def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None, list[bytes]]:
-    """The view's finding, else the printable decodings of its tokens, from one RE2 scan.
+def _scan(
+    view: bytes, label: str, *, screen_raw: bool, settings: SourceSettings | None = None
+) -> tuple[Finding | None, list[bytes]]:
+    """The view's finding, else the printable decodings of its tokens.
 
-    Equal to running every check on every token. The scan resumes one byte after each match, and
-    a view-level alternative wins a tie, so no view-level match starts before the resume point:
-    the view-level checks run (once) when the scan meets one. A token is decoded when the scan
+    A view other than the raw bytes first goes through the whole first-match screen (its own
+    one-pass prefilter); a finding there carries no span, since the view does not map back to
+    the original bytes byte for byte. Then one RE2 scan meets squeezed markers and tokens: the
+    squeezed check runs (once) when the scan meets one, and a token is decoded when the scan
     meets a candidate in it; when candidates come densely, the remaining tokens are all decoded
-    and one view-level search covers the rest of the view.
+    and one search covers the rest of the view. Equal to running every check on every token.
     """
+    if screen_raw:
+        # the first-match screen now; the squeezed check only where the scan below meets a
+        # gapped marker (its translate is the expensive part)
+        hit = screen_bytes(view, settings, pollution=label != "normalized")
+        if hit is not None:
+            return replace(hit, view=label, span=None), []
+    squeeze = settings is None or settings.injection
     scanners = _scanners()
-    search = (scanners.scan_all if screen_raw else scanners.scan_squeezed).search
+    search = scanners.scan_squeezed.search
     layers: list[bytes] = []
     checked = False
     done = pos = tokens = 0
     while (match := search(view, pos)) is not None:
         pos = match.start() + 1
         if match.start(1) >= 0:
-            if not checked:
+            if not checked and squeeze:
                 checked = True
-                hit = _view_finding(view, label, screen_raw=screen_raw)
+                hit = _squeezed_finding(view)
                 if hit is not None:
                     return hit, []
             continue
@@ -140,18 +164,11 @@ def _scan(view: bytes, label: str, *, screen_raw: bool) -> tuple[Finding | None,
         tokens += 1
         if tokens >= _DENSE and tokens * _DENSE_SPACING > pos:
             layers.extend(_decode_rest(view, done))
-            if not checked:
-                level = scanners.level_all if screen_raw else scanners.level_squeezed
-                checked = level.search(view, pos) is not None
-                if checked:
-                    hit = _view_finding(view, label, screen_raw=screen_raw)
-                    if hit is not None:
-                        return hit, []
+            if not checked and squeeze and scanners.level_squeezed.search(view, pos) is not None:
+                hit = _squeezed_finding(view)
+                if hit is not None:
+                    return hit, []
             break
-    if screen_raw and not checked:
-        hit = find_pollution(view)
-        if hit is not None:
-            return replace(hit, view=label), layers
     return None, layers
 
 
@@ -166,7 +183,9 @@ def _decode_rest(view: bytes, start: int) -> list[bytes]:
     return out
 
 
-def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | None:
+def screen_deobfuscated(
+    data: bytes, *, include_raw: bool = True, settings: SourceSettings | None = None
+) -> Finding | None:
     """The first finding over the raw bytes, the normalized view and its decoded layers.
 
     With ``include_raw`` (the default) the raw bytes are screened too, so this screen alone holds
@@ -176,7 +195,7 @@ def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | N
     ``DECODE_BUDGET`` times the input.
     """
     if include_raw:
-        hit = screen_bytes(data)
+        hit = screen_bytes(data, settings)
         if hit is not None:
             return hit
     top = normalize(data)
@@ -189,7 +208,9 @@ def screen_deobfuscated(data: bytes, *, include_raw: bool = True) -> Finding | N
             if budget < 0:
                 return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
         label = "decoded" if depth else "normalized"
-        hit, layers = _scan(view, label, screen_raw=depth > 0 or view is not data)
+        hit, layers = _scan(
+            view, label, screen_raw=depth > 0 or view is not data, settings=settings
+        )
         if hit is not None:
             return hit
         inner = [normalize(layer) for layer in layers]

@@ -1,25 +1,49 @@
-"""The first-match result screen: secret shapes, injection markers, byte-repeat pollution (tier T1).
+"""The first-match result screen: credentials, injections, repetition pollution (tier T1).
 
-Pure functions over bytes, linear in the input: the secret shapes are one RE2 alternation (no
-backtracking) behind a literal prefilter, the markers are substring scans of the lower-cased
-bytes, and the repeat check is a bounded walk over aligned 16-byte chunks. No I/O, no logging
-of the bytes; a hit names only the reason and the detector.
+Pure functions over bytes, linear in the input. One RE2 pass (the secret formats and the
+injection cues together) rules out both for almost every benign body; only a body it flags runs
+the validators (``fak.screen.secrets``) and the cue scoring (``fak.screen.injection``). The
+repeat check (``fak.screen.pollution``) always runs. No I/O, no logging of the bytes; a hit names
+the reason, the detector, a detail (kind / cues / period) and a byte span, never the bytes.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import re2
 
 from fak.abi import Reason
+from fak.screen.injection import (
+    DEFAULT_THRESHOLD,
+    INJECTION_FIND,
+    INJECTION_PREFILTER,
+    CueFilter,
+    CueHit,
+    InjectionHit,
+    score_cues,
+    score_injection,
+)
+from fak.screen.pollution import find_repeats
+from fak.screen.secrets import (
+    SECRET_FIND,
+    SECRET_PREFILTER,
+    SecretHit,
+    candidate_at,
+    find_secrets,
+    validate_candidates,
+)
+from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
 
 __all__ = [
     "INJECTION_MARKERS",
     "POLLUTION_CHUNK",
     "POLLUTION_MIN_BYTES",
     "POLLUTION_MIN_RUN",
+    "SCAN_BUDGET_MATCHES",
+    "SCAN_BUDGET_SPACING",
     "SCREEN_PATTERN",
     "Detector",
     "Finding",
@@ -39,6 +63,7 @@ class Detector(enum.StrEnum):
     SQUEEZED_MARKER = "squeezed_marker"
     DECODE_DEPTH = "decode_depth"
     DECODE_BUDGET = "decode_budget"
+    SCAN_BUDGET = "scan_budget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,117 +71,214 @@ class Finding:
     """A screen hit: the reason, the detector that fired and the view it fired on. Never bytes.
 
     ``view`` is ``raw`` for the first-match screen; the de-obfuscating screen reports
-    ``normalized``, ``decoded``, ``reversed``.
+    ``normalized``, ``decoded``, ``reversed``. ``span`` is the [start, end) of the offending bytes
+    in the original text when the view maps back to it (``None`` otherwise); ``detail`` names the
+    credential kind, the injection cue families or the repeat period.
     """
 
     reason: Reason
     detector: Detector
     view: str = "raw"
+    span: tuple[int, int] | None = field(default=None, compare=False)
+    detail: str = field(default="", compare=False)
+    score: float = field(default=0.0, compare=False)
 
 
-# --- secret shapes --------------------------------------------------------------------------
-
-_SECRET = re2.compile(
-    rb"sk-[a-z0-9]{16}"
-    rb"|akia[0-9a-z]{12}"
-    rb"|-----begin [a-z ]*private key-----"
-    rb"|ghp_[a-z0-9]{20}"
-    rb"|xox[baprs]-[a-z0-9-]{10}"
-)
-# The pattern runs on lower-cased bytes (the shapes are case-insensitive). Every alternative
-# starts with one of these literals, so the regex only runs when one is present. A minimum-length
-# match is enough: `{16,}` and `{16}` accept exactly the same inputs for a search.
-_SECRET_PREFIXES = (b"sk-", b"akia", b"-----begin", b"ghp_", b"xox")
+# --- secrets ----------------------------------------------------------------------------------
 
 
 def find_secret(data: bytes, lowered: bytes | None = None) -> Finding | None:
-    """SECRET_EXFIL if a credential shape (OpenAI/AWS/GitHub/Slack key, PEM private key) occurs."""
-    low = data.lower() if lowered is None else lowered
-    for prefix in _SECRET_PREFIXES:
-        if prefix in low:
-            break
-    else:
-        return None
-    if _SECRET.search(low) is None:
-        return None
-    return Finding(Reason.SECRET_EXFIL, Detector.SECRET_PATTERN)
+    """SECRET_EXFIL for the first credential with a real structure (see ``fak.screen.secrets``).
+
+    ``lowered`` is accepted for compatibility and ignored: the formats are case-sensitive.
+    """
+    del lowered
+    hits = find_secrets(data, first=True)
+    return _secret_finding(hits[0]) if hits else None
 
 
-# --- injection markers ----------------------------------------------------------------------
+def _secret_finding(hit: SecretHit) -> Finding:
+    return Finding(
+        Reason.SECRET_EXFIL, Detector.SECRET_PATTERN, span=(hit.start, hit.end), detail=hit.kind
+    )
+
+
+# --- injections -------------------------------------------------------------------------------
 
 INJECTION_MARKERS: tuple[bytes, ...] = (
     b"ignore previous instructions",
     b"ignore all previous",
-    b"disregard the above",
-    b"you are now",
     b"system override",
     b"new instructions:",
-    b"###system",
     b"reveal your system prompt",
-    b"exfiltrate",
 )
-"""Lower-case marker phrases; a result containing any of them (case-insensitively) is held out."""
+"""Phrases that score an injection on their own (one cue family at full weight). Everyday phrases
+once listed here ("you are now", "disregard the above") now need other cues beside them."""
 
 
-def find_injection(data: bytes, lowered: bytes | None = None) -> Finding | None:
-    """TRUST_VIOLATION if any marker phrase occurs, compared case-insensitively."""
-    low = data.lower() if lowered is None else lowered
-    for marker in INJECTION_MARKERS:
-        if marker in low:
-            return Finding(Reason.TRUST_VIOLATION, Detector.INJECTION_MARKER)
-    return None
+def find_injection(
+    data: bytes, lowered: bytes | None = None, threshold: float = DEFAULT_THRESHOLD
+) -> Finding | None:
+    """TRUST_VIOLATION when a window of cues scores ``threshold`` (see ``fak.screen.injection``)."""
+    del lowered
+    hits = score_injection(data, threshold, first=True)
+    return _injection_finding(hits[0]) if hits else None
 
 
-# --- byte-repeat pollution ------------------------------------------------------------------
+def _injection_finding(hit: InjectionHit) -> Finding:
+    return Finding(
+        Reason.TRUST_VIOLATION,
+        Detector.INJECTION_MARKER,
+        span=(hit.start, hit.end),
+        detail=",".join(hit.cues),
+        score=hit.score,
+    )
+
+
+# --- repetition pollution ---------------------------------------------------------------------
 
 POLLUTION_MIN_BYTES = 512
 POLLUTION_CHUNK = 16
 POLLUTION_MIN_RUN = 51
-"""A run of more than 50 consecutive aligned chunks equal to the first one trips the seal."""
+"""The spec's seal (more than 50 back-to-back 16-byte chunks) is the floor of the repeat rule:
+``MIN_RUN`` = 816 bytes of one unit repeated, see ``fak.screen.pollution``."""
 
 
 def find_pollution(data: bytes) -> Finding | None:
-    """OVERSIZE if the body (≥ 512 bytes) holds > 50 back-to-back aligned copies of its first chunk.
-
-    Walks aligned 16-byte chunks comparing each with the first; the run resets on any mismatch.
-    A run that long implies the contiguous needle occurs somewhere, so one linear substring search
-    rules out almost every benign body before the walk.
-    """
-    size = len(data)
-    if size < POLLUTION_MIN_BYTES:
+    """OVERSIZE when a stretch of >= 816 bytes repeats one short unit (exactly or near)."""
+    hit = find_repeats(data)
+    if hit is None:
         return None
-    first = data[:POLLUTION_CHUNK]
-    if data.find(first * POLLUTION_MIN_RUN) < 0:
-        return None
-    run = 0
-    for start in range(0, size - POLLUTION_CHUNK + 1, POLLUTION_CHUNK):
-        if data.startswith(first, start):
-            run += 1
-            if run >= POLLUTION_MIN_RUN:
-                return Finding(Reason.OVERSIZE, Detector.REPEATED_CHUNK)
-        else:
-            run = 0
-    return None
+    span = (hit.start, hit.end) if hit.view == "raw" else None
+    return Finding(
+        Reason.OVERSIZE, Detector.REPEATED_CHUNK, span=span, detail=f"period={hit.period}"
+    )
 
 
 # --- the first-match screen -----------------------------------------------------------------
 
 
-SCREEN_PATTERN = (
-    b"(?i:" + _SECRET.pattern + b"|" + b"|".join(re2.escape(m) for m in INJECTION_MARKERS) + b")"
-)
-"""Case-insensitive RE2: matches wherever a secret shape or a marker phrase occurs."""
-
-# One RE2 pass over the raw bytes rules out both the secret shapes and the markers for almost
-# every benign body; only a body it flags is lower-cased and classified.
-_ANY = re2.compile(SCREEN_PATTERN)
+SCREEN_PATTERN = b"(?:" + SECRET_PREFILTER + b")|(?:" + INJECTION_PREFILTER + b")"
+"""RE2 source (Latin-1 mode): matches wherever a secret format or an injection cue starts."""
 
 
-def screen_bytes(data: bytes) -> Finding | None:
-    """The kernel's result predicate: secret, then injection, then pollution; first hit wins."""
-    if _ANY.search(data) is not None:
-        low = data.lower()
-        hit = find_secret(data, low) or find_injection(data, low)
-        if hit is not None:
-            return hit
-    return find_pollution(data)
+_BOTH: re2._Regexp | None = None
+
+
+def _both() -> re2._Regexp:
+    global _BOTH
+    if _BOTH is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        options.max_mem = 256 << 20  # room for the combined automaton's states
+        _BOTH = re2.compile(SECRET_FIND + b"|" + INJECTION_FIND, options)
+    return _BOTH
+
+
+_SECRETS_ONLY: re2._Regexp | None = None
+
+
+def _secrets_only() -> re2._Regexp:
+    global _SECRETS_ONLY
+    if _SECRETS_ONLY is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        options.max_mem = 256 << 20
+        _SECRETS_ONLY = re2.compile(SECRET_FIND, options)
+    return _SECRETS_ONLY
+
+
+class _Scan:
+    """Credential candidates and injection cues from one find-only RE2 pass.
+
+    ``cues()`` yields cues lazily while collecting candidates in ``secrets``; ``rest()`` finishes
+    the pass for candidates alone once the cue scoring has what it needs. The pass resumes one
+    byte after each match start, so a match of one family never hides an overlapping one of the
+    other; each start is named by the family's grouped automaton, anchored there.
+    """
+
+    __slots__ = ("data", "pos", "secrets", "use")
+
+    def __init__(self, data: bytes, use: SourceSettings) -> None:
+        self.data = data
+        self.use = use
+        self.pos = 0
+        self.secrets: list[tuple[int, int, str]] = []
+
+    def cues(self) -> Iterator[CueHit]:
+        data, use, search = self.data, self.use, _both().search
+        cue_filter = CueFilter()
+        seen = 0
+        while (match := search(data, self.pos)) is not None:
+            start = match.start()
+            self.pos = start + 1
+            seen += 1
+            if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start:
+                raise _OverBudget
+            if use.secrets and (found := candidate_at(data, start)) is not None:
+                self.secrets.append(found)
+            if use.injection and (cue := cue_filter.at(data, start)) is not None:
+                yield cue
+        self.pos = len(data) + 1
+
+    def rest(self) -> list[tuple[int, int, str]]:
+        """All candidates: those seen so far and those after where the cue pass stopped (found
+        the same way, every match start, by the credential automaton alone)."""
+        data, pos = self.data, self.pos
+        if not self.use.secrets or pos > len(data):
+            return self.secrets
+        search = _secrets_only().search
+        seen = 0
+        while (match := search(data, pos)) is not None:
+            start = match.start()
+            pos = start + 1
+            seen += 1
+            if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start - self.pos:
+                raise _OverBudget
+            if (found := candidate_at(data, start)) is not None:
+                self.secrets.append(found)
+        return self.secrets
+
+
+SCAN_BUDGET_MATCHES = 4096
+SCAN_BUDGET_SPACING = 32
+"""More than 4096 candidate starts, closer than 32 bytes apart on average: no real result looks
+like that, and judging each costs Python time, so the body is held (TRUST_VIOLATION,
+``scan_budget``) rather than judged slowly. Keeps hostile inputs linear and fast."""
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def screen_bytes(
+    data: bytes, settings: SourceSettings | None = None, *, pollution: bool = True
+) -> Finding | None:
+    """The kernel's result predicate: secret, then injection, then pollution; first hit wins.
+
+    ``settings`` (per source, from the manifest's ``screen`` section) switch detector families
+    off or move the injection threshold; ``None`` is the default. One find-only RE2 pass finds
+    credential candidates and injection cues together; the validators and the cue scoring then
+    run on what it found.
+    """
+    use = settings or DEFAULT_SETTINGS
+    if use.secrets or use.injection:
+        scan = _Scan(data, use)
+        try:
+            cues = scan.cues()
+            scored = score_cues(cues, use.injection_threshold, first=True)
+            if not scored:  # drain: every candidate start must be seen
+                for _ in cues:
+                    pass
+            secrets = scan.rest()
+        except _OverBudget:
+            return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET)
+        if secrets and (valid := validate_candidates(data, secrets, first=True)):
+            return _secret_finding(valid[0])
+        if scored:
+            return _injection_finding(scored[0])
+    if pollution and use.pollution:
+        return find_pollution(data)
+    return None

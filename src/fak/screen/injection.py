@@ -1,0 +1,329 @@
+# ruff: noqa: E501  (the cue table: one pattern a line reads better than wrapped fragments)
+"""Structural injection scoring: text that addresses the model rather than its reader (tier T1).
+
+One RE2 pass (Latin-1 mode, linear) finds cues, each in a family: chat-template role markers
+(ChatML, ``[INST]``/``<<SYS>>``, ``Human:``/``Assistant:``, ``SYSTEM:`` lines), overrides of
+earlier instructions, an addressee that is the assistant / AI / agent / model, announced new
+instructions, requests for secrecy from the user, fake tool-call syntax, ``<INFORMATION>``-style
+envelopes, hidden carriers (HTML comments, zero-size or transparent CSS, alt text, markdown
+comments), exfiltrating actions, and markdown images whose URL carries data. The same families
+are spelled in fr, de, es, pt, it, zh, ja, ko and ru. A window of text scores the largest weight
+of each family present, summed; one word never reaches the threshold alone, and a cue quoted in
+text that discusses injection (papers, docs, fixtures) counts for less. Pure; spans, no bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import re2
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "INJECTION_FIND",
+    "INJECTION_PREFILTER",
+    "Cue",
+    "CueFilter",
+    "CueHit",
+    "InjectionHit",
+    "make_cue",
+    "score_cues",
+    "score_injection",
+]
+
+DEFAULT_THRESHOLD = 1.0
+"""A window scoring at least this much is an injection (the manifest may set it per source)."""
+
+WINDOW = 700
+"""Cues count together when they fall within this many bytes of one another."""
+
+
+class Cue(enum.StrEnum):
+    """Cue families; the values are stable names reported in findings."""
+
+    OVERRIDE = "override"
+    ROLE = "role_marker"
+    TEMPLATE = "chat_template"
+    ADDRESSEE = "addressee"
+    NEW_TASK = "new_instructions"
+    SECRECY = "secrecy"
+    TOOL_CALL = "tool_call"
+    TOOL_DIRECTIVE = "tool_directive"
+    ENVELOPE = "envelope"
+    HIDDEN = "hidden_carrier"
+    EXFIL = "exfil_action"
+    IMAGE_EXFIL = "image_exfil"
+    META = "discussion"
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionHit:
+    """A window that scored over the threshold: its score, the cue families, the byte span."""
+
+    score: float
+    cues: tuple[str, ...]
+    start: int
+    end: int
+
+
+_AI = rb"(?:ai|a\.i\.|assistant|agent|llm|language model|model|chatbot|bot|gpt|chatgpt|claude|gemini|copilot|llama)"
+# nouns that can only mean a model (an "assistant" or "agent" may be a person)
+_AI_ONLY = rb"(?:ai|a\.i\.|llm|language model|chatbot|gpt|chatgpt|claude|gemini|copilot|llama|ai (?:assistant|agent|model|system)s?|(?:assistant|agent|model) ai)"
+_PREV = rb"(?:previous|prior|preceding|above|earlier|original|initial|old|all|any|your|the|system)"
+_INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rules|guidelines|commands|task|orders)"
+
+# (family, weight, RE2 source). English alternatives are case-insensitive; other languages are
+# written in the case they are used in (Latin-1 mode must not case-fold UTF-8 bytes).
+_CUES: tuple[tuple[Cue, float, bytes], ...] = (
+    # overriding what came before
+    (Cue.OVERRIDE, 1.0, rb"(?i:\b(?:ignore|disregard|forget|override|skip|drop|abandon)\s+(?:all\s+|any\s+|of\s+)?(?:" + _PREV + rb"\s+){1,3}" + _INSTR + rb")"),
+    (Cue.OVERRIDE, 1.0, rb"(?i:\bignore all previous\b|\bsystem override\b|\breveal (?:your|the) system prompt\b|\bnew instructions:)"),
+    (Cue.OVERRIDE, 0.8, rb"(?i:\b(?:ignore|disregard|bypass|disable|forget)\s+(?:all\s+|any\s+|your\s+|the\s+)?(?:safety|guardrails|restrictions|content polic(?:y|ies)|filters|safeguards)\b)"),
+    (Cue.OVERRIDE, 0.6, rb"(?i:\b(?:takes?|take) priority over\b|\byour (?:real|true|actual|new) (?:objective|goal|task|purpose)\b|\byou are no longer\b|\bfrom now on,? you\b|\bstop what you are doing\b|\binstead of (?:the|your) (?:user'?s?|original) (?:task|request)\b|\byou are now (?:in |an? |the |dan\b|unrestricted|jailbroken|free)|\b(?:developer|maintenance|god|debug) mode\b)"),
+    # chat-template tokens and role markers
+    (Cue.TEMPLATE, 1.0, rb"(?i:<\|im_start\|>\s*(?:system|assistant|user)|<\|start_header_id\|>\s*(?:system|assistant)|<\|(?:system|assistant)\|>\s*(?:\n|\\n)|###\s*\(?system[_ ]?(?:message|prompt)?\)?|\[system\]\(#|\[\[?system\]?\]\s*:)"),
+    (Cue.TEMPLATE, 0.7, rb"(?i:\[inst\]|<<sys>>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|</?(?:system|sys)>)"),
+    (Cue.ROLE, 0.4, rb"(?i:(?:^|\n|\\n)\s*(?:system|assistant|developer)\s*:|(?:^|\n|\\n)\s*role:\s*(?:system|developer)|(?:\n|\\n)(?:\n|\\n)user:)"),
+    (Cue.TEMPLATE, 0.5, rb"(?i:(?:\n|\\n)(?:\n|\\n)human:|<<sys>>[^<]{1,400}<</sys>>)"),
+    (Cue.ROLE, 0.6, rb"(?i:(?:\n|\\n)(?:\n|\\n)assistant:|<!--\s*(?:system|assistant|ai|agent|llm)\s*:)"),
+    # addressing the model
+    (Cue.ADDRESSEE, 0.6, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI_ONLY + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI_ONLY + rb"s?\b|\b" + _AI_ONLY + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI_ONLY + rb"|\bforward this to your " + _AI_ONLY + rb"|\bas (?:an?|the) " + _AI_ONLY + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
+    (Cue.ADDRESSEE, 0.35, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI + rb"s?\b|\b" + _AI + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI + rb"|\bforward this to your " + _AI + rb"|\bas (?:an?|the) " + _AI + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
+    (Cue.ADDRESSEE, 0.5, rb"(?i:\bwhen (?:the|an?) " + _AI + rb" (?:reads|sees|processes|summari[sz]es)\b|\bthe (?:ai |llm )?(?:assistant|agent|model|ai)\s+(?:must|should|shall|needs to|is required to|has to|will now)\s+(?:now\s+|quietly\s+|first\s+|immediately\s+)?(?:ignore|send|forward|email|transfer|upload|share|post|delete|execute|call|invite|reply|create|change|follow|obey|do|run)\b|(?:^|\\n|[\n.!>]\s*)(?:assistant|agent|ai|llm|model),\s+(?:please\s+)?(?:send|forward|email|transfer|upload|share|post|delete|execute|call|invite|ignore|do|run|reply|create|change)\b|\bthis is an important message from\b|\b(?:ai|assistant|agent|llm|model) (?:instructions?|note|directives?|task)\s*:)"),
+    # announced new instructions / task
+    (Cue.NEW_TASK, 0.5, rb"(?i:\b(?:new|updated|revised|additional|real|urgent|hidden|secret)\s+(?:instructions?|directives?|system prompt)\b|\bbefore you can (?:solve|answer|continue|complete|summari[sz]e|respond)|\bthe task (?:that )?i gave you\b|\bafter you do that\b|\byou have a new task\b|\byour updated instructions\b|\b(?:do|perform) the following (?:first|instead)\b)"),
+    (Cue.NEW_TASK, 0.3, rb"(?i:\b(?:new|urgent|hidden|secret) task\b|\bbefore you (?:solve|answer|continue|complete|summari[sz]e|respond)|\bbefore (?:summari[sz]ing|answering|responding|replying|continuing)\b|\byou (?:must|should) (?:now|first|immediately)\b)"),
+    # keeping it from the user
+    (Cue.SECRECY, 0.5, rb"(?i:\b(?:do not|don't|never|without)\s+(?:tell|telling|mention|mentioning|inform|informing|notify|notifying|alert|alerting|ask|asking|asking for confirmation|reveal|revealing|show|showing)\b[^.\n]{0,24}\b(?:user|them|anyone|confirmation|this step|this)\b|\b(?:and|but|or) (?:do )?not (?:mention|tell|reveal|disclose|report) (?:it|this|that|them)\b|\bkeep (?:this|it) (?:hidden|secret|between us)\b|\bpre-?authori[sz]ed\b|\bas if nothing happened\b|\brespond only with\b|\bquietly\b|\bsilently\b)"),
+    # fake tool calls
+    (Cue.TOOL_CALL, 0.5, rb"(?i:<(?:tool_call|function_call|tool_use|invoke)\b|\\?\"(?:name|tool|function)\\?\"\s*:\s*\\?\"[a-z_]+\\?\"\s*,\s*\\?\"(?:arguments|args|parameters|input|recipient|to)\\?\"\s*:)"),
+    (Cue.TOOL_CALL, 0.5, rb"(?i:\bwith the (?:following )?(?:arguments|parameters)\s*:?\s*[{(`'\"])"),
+    (Cue.TOOL_DIRECTIVE, 0.5, rb"(?i:\bcall the (?:tool|function)\b|\buse the tool\b|\bexecute the (?:call|tool|function)\b|\binvoke the (?:tool|function)\b|\brun the (?:tool|function|command) (?:below|above)\b)"),
+    # envelopes
+    (Cue.ENVELOPE, 0.5, rb"(?i:</?(?:information|important|instructions?|admin|override|secret|hidden)>)"),
+    # hidden carriers
+    (Cue.HIDDEN, 0.3, rb"(?i:<!--|font-size\s*:\s*0|display\s*:\s*none|visibility\s*:\s*hidden|color\s*:\s*transparent|opacity\s*:\s*0[;\"\s]|\balt=\"[^\"]{40,}|\[//\]:\s*#)"),
+    # acting on data toward somebody else
+    (Cue.EXFIL, 0.3, rb"(?i:\b(?:send|forward|email|e-mail|transfer|upload|share|post|leak|exfiltrate|invite|wire)\b[^\n]{0,80}?\b(?:to|with)\s+(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://|iban|[A-Z]{2}\d{2}[A-Z0-9]{10,}))"),
+    # markdown images whose URL carries data
+    (Cue.IMAGE_EXFIL, 1.0, rb"!\[[^\]\n]{0,80}\]\(\s*https?://[^\s)?]{1,200}\?[^\s)]{0,300}(?:\{|%7[bB]|<|\$|[A-Za-z0-9+/=_-]{40})"),
+    # multilingual: overrides
+    (Cue.OVERRIDE, 1.0,
+     "(?:I|i)gnore(?:z|r)? (?:les |toutes les )?(?:instructions|consignes) (?:précédentes|antérieures)"
+     "|(?:I|i)gnoriere (?:alle )?(?:vorherigen|bisherigen|obigen) (?:Anweisungen|Instruktionen)"
+     "|(?:I|i)gnora (?:las |todas las )?instrucciones (?:anteriores|previas)"
+     "|(?:I|i)gnore (?:as |todas as )?instruções anteriores"
+     "|(?:I|i)gnora (?:le |tutte le )?istruzioni precedenti"
+     "|忽略(?:之前|以上|前面|先前)(?:的)?(?:所有)?(?:指令|指示|说明)"
+     "|(?:以前|これまで|前)の指示を(?:すべて)?無視"
+     "|이전\\s*(?:의\\s*)?(?:모든\\s*)?(?:지시|명령|지침)(?:을|를)?\\s*(?:모두\\s*)?무시"
+     "|(?:И|и)гнорируй(?:те)? (?:все )?(?:предыдущие|прошлые) (?:инструкции|указания)".encode()),
+    # multilingual: addressing the assistant
+    (Cue.ADDRESSEE, 0.6,
+     "assistant (?:IA|d'IA|virtuel)|(?:cher|chère) assistant|modèle d'IA|KI-Assistent(?:en)?|KI-Modell|Sprachmodell"
+     "|asistente (?:de IA|IA|virtual)|modelo de (?:IA|lenguaje)|assistente (?:de IA|IA|AI|virtual[e]?)"
+     "|modello (?:di IA|linguistico)|AI助手|人工智能助手|语言模型|AIアシスタント|アシスタントへ|AIモデル|言語モデル"
+     "|AI 어시스턴트|어시스턴트에게|AI 모델|언어 모델|ИИ-ассистент|(?:для|к) ассистент[ау]|нейросеть|языков[а-я]+ модел".encode()),
+    (Cue.ADDRESSEE, 0.3,
+     "\\bassistant\\b|\\bAssistent(?:en)?\\b|\\basistente\\b|\\bassistente\\b|助手|アシスタント|어시스턴트|ассистент".encode()),
+    # multilingual: new instructions
+    (Cue.NEW_TASK, 0.5,
+     "nouvelles instructions|neue Anweisungen|Neue Anweisungen|nuevas instrucciones|Nuevas instrucciones"
+     "|novas instruções|Novas instruções|nuove istruzioni|Nuove istruzioni|新的指令|新指令|新しい指示|새로운 지시|새 지시"
+     "|новые инструкции|Новые инструкции|Message important|Wichtiger Hinweis|Mensaje importante|Mensagem importante"
+     "|Messaggio importante|重要消息|重要なお知らせ|중요한 메시지|Важное сообщение|在完成任务之前".encode()),
+    (Cue.NEW_TASK, 0.3,
+     "tu dois (?:maintenant|d'abord|immédiatement)|du musst (?:jetzt|zuerst|sofort)|musst du (?:jetzt|zuerst|sofort)"
+     "|debes (?:ahora|primero)|você deve (?:agora|primeiro)|devi (?:ora|prima|subito)|你现在必须|必须先|今すぐ|해야 합니다"
+     "|ты должен|нужно сначала|nouvelle tâche|neue Aufgabe|nueva tarea|nova tarefa|nuovo compito|новое задание"
+     "|avant de (?:poursuivre|continuer|répondre)|bevor du|antes de (?:responder|continuar)|prima di (?:continuare|rispondere)".encode()),
+    # multilingual: secrecy
+    (Cue.SECRECY, 0.5,
+     "sans (?:le lui dire|l'informer|prévenir)|ne (?:le )?dis pas|nicht erwähnen|ohne (?:es )?(?:dem Nutzer|ihm) zu sagen"
+     "|no se lo digas|sin decírselo|não informe|sem avisar|senza avvisare|non dirlo|不要告诉用户|不要通知"
+     "|ユーザーに知らせず|知らせないで|알리지 말고|알리지 마|не сообщай|не говори".encode()),
+    # multilingual: exfiltrating verbs with a recipient
+    (Cue.EXFIL, 0.3,
+     "(?:\\b(?:envoyer|transfère|transférer|envoie|weiterleiten|sende|senden|enviar|reenvía|envía"
+     "|Transfira|transfira|inviare|invia|condividi)\\b|转发|发送|転送|送信|전달|보내|переслать|отправь"
+     "|перешли)[^\\n]{0,60}@".encode()),
+    # text about injection, not an injection: lowers a window's score
+    (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b|\b(?:prompt|chat) (?:format|template)s?\b|\bapply_chat_template\b|\{\{?\s*(?:system_prompt|system_message|user_message|prompt|query|input|bos_token)\s*\}\}?)"),
+)  # fmt: skip
+
+INJECTION_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, _, src in _CUES)
+"""RE2 source (Latin-1): matches wherever an injection cue occurs."""
+
+_FAMILY = tuple(family for family, _, _ in _CUES)
+_WEIGHT = tuple(weight for _, weight, _ in _CUES)
+_QUOTES = b"'\"`\xe2\x80\x9c\xe2\x80\x98"  # ' " ` and the first bytes of curly quotes
+_QUOTED = 0.35  # a quoted cue counts this fraction of its weight
+
+_SCAN: re2._Regexp | None = None
+_WHICH: re2._Regexp | None = None
+_FIND_ONLY = b"|".join(b"(?:" + src + b")" for _, _, src in _CUES)
+INJECTION_FIND: bytes = _FIND_ONLY
+"""``INJECTION_PREFILTER`` without groups (a find-only scan)."""
+
+
+def _compile(pattern: bytes) -> re2._Regexp:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.log_errors = False
+    options.max_mem = 256 << 20  # a big DFA cache: hostile bytes visit many states
+    return re2.compile(pattern, options)
+
+
+def _scanner() -> re2._Regexp:
+    """Finds cues (no capture groups: the Python wrapper's per-match cost stays small)."""
+    global _SCAN
+    if _SCAN is None:
+        _SCAN = _compile(_FIND_ONLY)
+    return _SCAN
+
+
+def _which() -> re2._Regexp:
+    """Names the alternative of a cue already found (one group per alternative)."""
+    global _WHICH
+    if _WHICH is None:
+        _WHICH = _compile(INJECTION_PREFILTER)
+    return _WHICH
+
+
+def _quoted(text: bytes, start: int, end: int) -> bool:
+    """A cue written inside quotes: mentioned, not said. The quotes touch it (a closing quote
+    may follow one punctuation byte)."""
+    if start == 0 or text[start - 1] not in _OPEN_QUOTES:
+        return False
+    after = text[end : end + 2]
+    return bool(after) and (
+        after[0] in _CLOSE_QUOTES
+        or (after[0] in b".,!?;:" and after[-1:] != b"" and after[-1] in _CLOSE_QUOTES)
+    )
+
+
+_OPEN_QUOTES = frozenset(b"'\"`\x9c\x98")  # ' " ` and the last bytes of U+201C / U+2018
+_CLOSE_QUOTES = frozenset(b"'\"`\xe2")  # the lead byte of U+201D / U+2019
+
+
+@dataclass(slots=True)
+class CueHit:
+    family: Cue
+    weight: float
+    start: int
+    end: int
+
+
+_DENSE = 64
+"""A cue within this many bytes of the last kept cue of its alternative adds nothing: dropped."""
+
+
+def _cues(text: bytes) -> Iterator[CueHit]:
+    """The cues of ``text`` in order, lazily (a first hit stops the scan)."""
+    last: dict[bytes, int] = {}
+    which = _which()
+    for match in _scanner().finditer(text):
+        start, end = match.start(), match.end()
+        key = text[start:end]
+        if start - last.get(key, -_DENSE) < _DENSE:
+            continue  # the same cue again within a few bytes adds nothing
+        last[key] = start
+        named = which.match(text, start, end)
+        index = named.lastindex if named is not None else None
+        if index is not None:
+            yield make_cue(text, index - 1, start, end)
+
+
+class CueFilter:
+    """Turns cue matches found elsewhere (e.g. by a combined scan) into cues, as ``_cues`` does:
+    names each one's family and drops a repeat of the same cue within ``_DENSE`` bytes."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[bytes, int] = {}
+
+    def at(self, text: bytes, start: int) -> CueHit | None:
+        named = _which().match(text, start)
+        if named is None or named.lastindex is None:
+            return None
+        end = named.end()
+        key = text[start:end]
+        if start - self._last.get(key, -_DENSE) < _DENSE:
+            return None
+        self._last[key] = start
+        return make_cue(text, named.lastindex - 1, start, end)
+
+
+def make_cue(text: bytes, alternative: int, start: int, end: int) -> CueHit:
+    """The cue for a match of ``INJECTION_PREFILTER``'s alternative number ``alternative``."""
+    family, weight = _FAMILY[alternative], _WEIGHT[alternative]
+    if weight > 0 and _quoted(text, start, end):
+        weight *= _QUOTED
+    return CueHit(family, weight, start, end)
+
+
+class _Window:
+    """The cues within ``WINDOW`` bytes: per family, a count per distinct weight (few of each)."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: dict[Cue, dict[float, int]] = {}
+
+    def add(self, cue: CueHit, step: int) -> None:
+        weights = self.counts.setdefault(cue.family, {})
+        weights[cue.weight] = weights.get(cue.weight, 0) + step
+        if not weights[cue.weight]:
+            del weights[cue.weight]
+            if not weights:
+                del self.counts[cue.family]
+
+    def score(self) -> tuple[float, tuple[str, ...]]:
+        best = {f: (min(w) if f == Cue.META else max(w)) for f, w in self.counts.items()}
+        score = sum(best.values())
+        carried = [f for f in best if f not in (Cue.HIDDEN, Cue.META)]
+        if Cue.HIDDEN in best and not carried:  # a hidden carrier matters when it carries a cue
+            score -= best[Cue.HIDDEN]
+        return score, tuple(sorted(str(f) for f in carried))
+
+
+def score_injection(
+    text: bytes, threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
+) -> list[InjectionHit]:
+    """Windows of ``text`` whose cue score reaches ``threshold``, as byte spans.
+
+    A window holds the cues within ``WINDOW`` bytes of one another; it slides over the cues
+    (two pointers), so the work is linear in their number. Overlapping hits merge into one.
+    """
+    return score_cues(_cues(text), threshold, first=first)
+
+
+def score_cues(
+    cues: Iterable[CueHit], threshold: float = DEFAULT_THRESHOLD, *, first: bool = False
+) -> list[InjectionHit]:
+    """``score_injection`` over cues already found (in order), e.g. by a combined scan."""
+    hits: list[InjectionHit] = []
+    window = _Window()
+    held: deque[CueHit] = deque()
+    for cue in cues:
+        window.add(cue, 1)
+        held.append(cue)
+        while cue.start - held[0].start > WINDOW:
+            window.add(held.popleft(), -1)
+        score, families = window.score()
+        if score < threshold:
+            continue
+        start, end = held[0].start, cue.end
+        if hits and start <= hits[-1].end:
+            last = hits[-1]
+            merged = tuple(sorted(set(last.cues) | set(families)))
+            hits[-1] = InjectionHit(max(last.score, round(score, 3)), merged, last.start, end)
+        else:
+            hits.append(InjectionHit(round(score, 3), families, start, end))
+        if first:
+            break
+    return hits

@@ -1,0 +1,212 @@
+"""Repetition pollution: exact and near repeats of a short period, and long one-byte runs (tier T1).
+
+A result is polluted when a stretch of at least ``MIN_RUN`` bytes (or ``DOMINANT_RUN`` bytes
+making up half the body) repeats one unit of up to ``MAX_PERIOD`` bytes back to back at least
+``MIN_REPEATS`` times: the same sentence, token or markup over and over. The main view lower-cases
+letters and makes every other ASCII byte one separator (same length, so spans are exact); when
+anchors hint at a unit repeated with small changes, the folded view (separators dropped) judges
+near repeats that differ in spacing or punctuation. Lines that differ in a number, a name or a
+date (a CSV, ``ping``, ``ls -l``, a progress log) never repeat exactly. A unit of separators
+only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). Linear:
+one anchor every ``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within
+``MAX_PERIOD`` bytes with C-level slice compares. Pure; spans, never bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ANCHOR_STRIDE",
+    "DOMINANT_RUN",
+    "MAX_PERIOD",
+    "MIN_PERIOD",
+    "MIN_REPEATS",
+    "MIN_RUN",
+    "RepeatHit",
+    "find_repeats",
+    "fold",
+]
+
+MIN_RUN = 816
+"""Bytes a repeated stretch must cover (the spec's seal: more than 50 chunks of 16 bytes)."""
+DOMINANT_RUN = 384
+"""A shorter stretch, of at least this many bytes, counts when it is half the body or more."""
+MIN_REPEATS = 4
+"""Back-to-back copies of the unit the stretch must hold."""
+MIN_PERIOD = 8
+MAX_PERIOD = 256
+ANCHOR_STRIDE = 512
+"""A stretch of MIN_RUN bytes always holds an anchor with a whole period plus a probe after it."""
+_SMALL_STRIDE = 64  # bodies where a dominant (shorter) stretch may count
+_PROBE = 16
+_CHECK = 32
+_MAX_CANDIDATES = 64  # candidate periods looked at per anchor
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatHit:
+    """A repeated stretch: [start, end) in the scanned view, the unit's period, which view."""
+
+    start: int
+    end: int
+    period: int
+    view: str
+
+
+_UPPER = bytes(range(65, 91))
+_DROP = bytes(b for b in range(128) if not (48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122))
+_FOLD = bytes.maketrans(_UPPER, _UPPER.lower())
+_DROP_MASK = bytes(1 if b in _DROP else 0 for b in range(256))
+
+
+def fold(data: bytes) -> bytes:
+    """Lower-case ASCII letters, drop ASCII whitespace, punctuation and controls."""
+    return data.translate(_FOLD, _DROP)
+
+
+def _forward(view: bytes, at: int, period: int) -> int:
+    """The first k >= at with view[k] != view[k + period] (or len - period)."""
+    limit = len(view) - period
+    step = 64
+    while at < limit:
+        size = min(step, limit - at)
+        if view[at : at + size] == view[at + period : at + period + size]:
+            at += size
+            step *= 2
+            continue
+        if size <= 8:
+            while at < limit and view[at] == view[at + period]:
+                at += 1
+            return at
+        step = max(8, size // 4)
+    return limit
+
+
+def _backward(view: bytes, at: int, period: int) -> int:
+    """The smallest s <= at with view[k] == view[k + period] for every k in [s, at)."""
+    step = 64
+    while at > 0:
+        size = min(step, at)
+        if view[at - size : at] == view[at - size + period : at + period]:
+            at -= size
+            step *= 2
+            continue
+        if size <= 8:
+            while at > 0 and view[at - 1] == view[at - 1 + period]:
+                at -= 1
+            return at
+        step = max(8, size // 4)
+    return 0
+
+
+@dataclass(slots=True)
+class _Scan:
+    hit: RepeatHit | None = None
+    anchors: int = 0
+    distances: list[int] = field(default_factory=list)  # first recurrence of each anchor's probe
+
+
+def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
+    """Anchor scan of one view. ``raw`` (same length as ``view``) confirms separator-only units."""
+    out = _Scan()
+    size = len(view)
+    if size < DOMINANT_RUN:
+        return out
+    need = min(MIN_RUN, max(DOMINANT_RUN, (size + 1) // 2))
+    stride = ANCHOR_STRIDE if need >= MIN_RUN else _SMALL_STRIDE
+    # every candidate period of a reportable stretch repeats at least this many bytes from the
+    # anchor on (see _may_reach), so the search for candidates uses a probe that long
+    span = max(_PROBE, need - MAX_PERIOD - stride)
+    anchor = 0
+    while anchor + _PROBE < size:
+        out.anchors += 1
+        next_anchor = anchor + stride
+        short = view.find(view[anchor : anchor + _PROBE], anchor + 1, anchor + MAX_PERIOD + _PROBE)
+        if short < 0:
+            anchor = next_anchor
+            continue
+        out.distances.append(short - anchor)
+        probe = view[anchor : anchor + span]
+        stop = min(size, anchor + MAX_PERIOD + span)
+        found = view.find(probe, anchor + 1, stop)
+        tried = 0
+        while found >= 0 and tried < _MAX_CANDIDATES:
+            tried += 1
+            period = found - anchor
+            if not _may_reach(view, anchor, period, need, stride):
+                found = view.find(probe, found + 1, stop)
+                continue
+            end = _forward(view, anchor, period)
+            begin = _backward(view, anchor, period)
+            covered = end + period - begin
+            if covered >= max(need, MIN_REPEATS * period) and _confirmed(
+                view, raw, anchor, period, need
+            ):
+                out.hit = RepeatHit(begin, end + period, period, label)
+                return out
+            if end - anchor > stride:
+                next_anchor = max(next_anchor, end)
+            found = view.find(probe, found + 1, stop)
+        anchor = next_anchor
+    return out
+
+
+def _may_reach(view: bytes, anchor: int, period: int, need: int, stride: int) -> bool:
+    """One C-level compare that every stretch this anchor must report passes.
+
+    A reportable stretch (``need`` bytes or more) holds an anchor less than ``stride`` bytes
+    after its start, and from that anchor on it repeats for at least ``need - period - stride``
+    more bytes. Comparing that many bytes rules out almost every candidate period before any
+    Python-level walk; the anchor scan only reports a stretch at such an anchor.
+    """
+    size = max(_CHECK, need - period - stride)
+    return view.startswith(view[anchor : anchor + size], anchor + period)
+
+
+def _confirmed(view: bytes, raw: bytes | None, anchor: int, period: int, need: int) -> bool:
+    """A unit of separators only (spaces, punctuation) counts when the raw bytes repeat too:
+    a run of ``=`` or NUL is pollution, a stretch of mixed brackets and indentation is not."""
+    if raw is None or view[anchor : anchor + period].strip(b" "):
+        return True
+    covered = _forward(raw, anchor, period) + period - _backward(raw, anchor, period)
+    return covered >= max(need, MIN_REPEATS * period)
+
+
+_SEP = bytes(
+    32 if b in _DROP else (b + 32 if 65 <= b <= 90 else b) for b in range(256)
+)  # lower-case, every dropped byte one separator: same length, so spans map back exactly
+
+
+def _near_hint(scan: _Scan) -> bool:
+    """Most anchors' probes recur, mostly at about one distance: a unit repeated with changes."""
+    found = sorted(scan.distances)
+    if len(found) < 2 or 2 * len(found) < scan.anchors:
+        return False
+    best = lo = 0
+    for hi, distance in enumerate(found):  # the most distances within 25% + 4 of one another
+        while found[lo] * 5 // 4 + 4 < distance:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return 2 * best >= len(found)
+
+
+_SMALL_BODY = 8192  # below this the folded view is cheap: always judge near repeats
+
+
+def find_repeats(data: bytes) -> RepeatHit | None:
+    """The first polluted stretch of ``data``.
+
+    The main view keeps every position (letters lower-cased, separators made one byte), so its
+    spans are spans of ``data``. When many anchors see local repeats that do not extend, the
+    folded view (separators dropped) judges near repeats that differ in spacing or punctuation;
+    its spans are on the folded view (``view="folded"``).
+    """
+    if len(data) < DOMINANT_RUN:
+        return None
+    scan = _scan(data.translate(_SEP), "raw", data)
+    if scan.hit is not None:
+        return scan.hit
+    if len(data) > _SMALL_BODY and not _near_hint(scan):
+        return None
+    return _scan(fold(data), "folded").hit

@@ -1,0 +1,444 @@
+"""Credential detectors with each format's real structure (tier T1).
+
+One RE2 pass (Latin-1 mode, linear, no backtracking) finds every place a credential format could
+start; each candidate is then validated in Python on a bounded window: fixed prefixes and
+lengths, alphabets, GitHub's CRC32 tail, a JWT header that decodes to JSON naming an ``alg``,
+PEM armour around a private key, URL user-info passwords, and an entropy test for generic
+``api_key=`` / ``secret:`` / ``Authorization: Bearer`` assignments. Documentation placeholders
+and masked values (``sk-...``, ``<YOUR_KEY>``, ``xxxx``, ``AKIAIOSFODNN7EXAMPLE``, ``${VAR}``)
+are not secrets. Pure; a hit carries a byte span, never the bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import re2
+
+__all__ = [
+    "SECRET_FIND",
+    "SECRET_KINDS",
+    "SECRET_PREFILTER",
+    "SecretHit",
+    "candidate_at",
+    "find_secrets",
+    "is_placeholder",
+    "secret_candidates",
+    "validate_candidates",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretHit:
+    """A validated credential: its kind and its [start, end) byte span in the scanned text."""
+
+    kind: str
+    start: int
+    end: int
+
+
+_B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+# (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
+# Lengths are minimums: the validators read the whole token from the match on.
+_FORMATS: tuple[tuple[str, bytes], ...] = (
+    ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
+    ("anthropic_key", rb"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{60}"),
+    ("openai_legacy", rb"sk-[A-Za-z0-9]{20}"),
+    ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"),
+    ("github_token", rb"gh[pousr]_[A-Za-z0-9]{36}\b"),
+    ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
+    ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
+    ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
+    ("slack_token", rb"xox[abposre]-[0-9A-Za-z-]{10}"),
+    ("slack_webhook", rb"hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20}"),
+    ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
+    ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
+    ("sendgrid_key", rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("gitlab_token", rb"glpat-[A-Za-z0-9_-]{20}"),
+    ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
+    ("npm_token", rb"npm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", rb"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50}"),
+    ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
+    ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
+    # scheme://user:password@host — the password is judged below
+    # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
+    # bounds the lengths
+    ("url_credentials", rb"://[^\s:/@'\"<>]+:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
+    ("auth_header", rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+)"),
+    ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
+    # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
+    (
+        "assignment",
+        rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
+        rb"|token|private[_-]?key|credential)"
+        rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
+    ),
+)  # fmt: skip
+
+SECRET_KINDS: tuple[str, ...] = tuple(kind for kind, _ in _FORMATS)
+SECRET_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, src in _FORMATS)
+"""RE2 source (Latin-1): matches wherever a credential format could start (one group each)."""
+SECRET_FIND: bytes = b"|".join(b"(?:" + src + b")" for _, src in _FORMATS)
+"""The same without groups (a find-only scan: the Python wrapper's per-match cost stays low)."""
+
+_PLACEHOLDER_WORDS = (
+    b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
+    b"change_me", b"replace", b"insert", b"here", b"fake", b"****", b"...", b"\xe2\x80\xa6",
+    b"<", b">", b"${", b"{{", b"%s", b"todo", b"secret_key", b"my-secret", b"mysecret",
+    b"password", b"token", b"123456", b"abcdef", b"qwerty",
+    # well-known documentation examples: jwt.io's token, Stripe's docs test key, GitHub's docs
+    b"sflkxwrjsmekkf2qt4fwpmejf36pok6yjv_adqssw5c", b"4ec39hqlyjwdarjtt1zdp7dc",
+    b"16c7e42f292c6912e7710c838347ae178b4a",
+)  # fmt: skip
+
+
+_PLACEHOLDER = re.compile(b"|".join(re.escape(w) for w in _PLACEHOLDER_WORDS))
+
+
+def is_placeholder(value: bytes) -> bool:
+    """Whether a credential-shaped value is a documentation placeholder or a masked value."""
+    low = value.lower()
+    if _PLACEHOLDER.search(low) is not None:
+        return True
+    if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
+        return True
+    # long runs of one character (masking)
+    return _longest_run_at_least_6(low)
+
+
+_MASK_RUN = re.compile(rb"(.)\1{5}", re.DOTALL)  # six of one byte: masking (linear)
+
+
+def _longest_run_at_least_6(value: bytes) -> bool:
+    return _MASK_RUN.search(value) is not None
+
+
+def _entropy(value: bytes) -> float:
+    """Shannon entropy in bits per byte."""
+    size = len(value)
+    if not size:
+        return 0.0
+    return -sum(c / size * math.log2(c / size) for c in Counter(value).values())
+
+
+_LOWER = bytes(range(97, 123))
+_UPPER = bytes(range(65, 91))
+_DIGIT = bytes(range(48, 58))
+
+
+def _classes(value: bytes) -> int:
+    """How many of lower / upper / digit / other occur."""
+    rest = value.translate(None, _LOWER + _UPPER + _DIGIT)
+    return (
+        (len(value.translate(None, _LOWER)) != len(value))
+        + (len(value.translate(None, _UPPER)) != len(value))
+        + (len(value.translate(None, _DIGIT)) != len(value))
+        + bool(rest)
+    )
+
+
+def _random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bool:
+    """Long enough, high-entropy, mixing character classes, and not a placeholder."""
+    if len(value) < min_len or is_placeholder(value):
+        return False
+    if _classes(value) < 2:
+        return len(value) >= 32 and _entropy(value) >= 3.5  # e.g. long hex keys
+    return _entropy(value) >= bits
+
+
+_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
+    """The end of the run of ``chars`` starting at ``start`` (at most ``limit`` bytes)."""
+    pattern = _RUNS.get(chars)
+    if pattern is None:
+        klass = b"".join(re.escape(bytes([c])) for c in sorted(chars))
+        pattern = _RUNS[chars] = re.compile(b"[" + klass + b"]*")
+    match = pattern.match(text, start, min(len(text), start + limit))
+    return match.end() if match else start
+
+
+_RUNS: dict[frozenset[int], re.Pattern[bytes]] = {}
+_VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts a new value
+
+
+def _value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
+    """The [start, end) of an unquoted or quoted value beginning at ``start``."""
+    if text[start : start + 1] == b"\\":
+        start += 1
+    if start < len(text) and text[start] in b"\"'`":
+        start += 1
+    match = _VALUE.match(text, start, min(len(text), start + limit))
+    return start, (match.end() if match else start)
+
+
+class _Scan:
+    """Per-text memo: where the next ``-----END`` is, so hostile runs of PEM headers stay linear."""
+
+    __slots__ = ("pem_end",)
+
+    def __init__(self) -> None:
+        self.pem_end = -2  # unknown
+
+    def next_pem_end(self, text: bytes, at: int) -> int:
+        """The first ``-----END`` in [at, at + 16 KiB), or -1."""
+        if self.pem_end == -2 or 0 <= self.pem_end < at:
+            self.pem_end = text.find(b"-----END", at)
+        found = self.pem_end
+        return found if 0 <= found < at + 16384 else -1
+
+
+def _github_crc_ok(body: bytes) -> bool:
+    """GitHub's token tail: base62 CRC32 of the 30 random characters, six digits, 0-padded."""
+    random_part, tail = body[:30], body[30:36]
+    crc = binascii.crc32(random_part)
+    digits = bytearray()
+    while crc:
+        crc, rem = divmod(crc, 62)
+        digits.insert(0, _B62[rem])
+    return bytes(digits).rjust(6, b"0") == tail
+
+
+def _jwt_header_ok(token: bytes) -> bool:
+    head = token.split(b".", 1)[0]
+    try:
+        raw = base64.urlsafe_b64decode(head + b"=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return raw.lstrip().startswith(b"{") and b'"alg"' in raw
+
+
+_KEY_WORDS_BENIGN = (
+    b"page", b"csrf", b"xsrf", b"next", b"cursor", b"sync", b"public", b"_id", b"length", b"count",
+    b"izer", b"_name", b"type", b"policy", b"expire", b"max", b"min", b"limit", b"usage", b"file",
+    b"path", b"url", b"_at", b"hash", b"digest", b"version",
+)  # fmt: skip
+
+
+def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tuple[int, int] | None:
+    """The credential's span if the candidate at [start, end) is real, else None."""
+    match kind:
+        case "openai_key" | "anthropic_key" | "openai_legacy" | "google_api_key" | "stripe_key":
+            stop = _token_end(text, start, _TOKEN_CHARS)
+            token = text[start:stop]
+            body = token.split(b"-", 2)[-1] if kind != "stripe_key" else token[8:]
+            if kind == "google_api_key":
+                body = token[4:]
+            return (start, stop) if _random_looking(body, bits=3.2) else None
+        case "aws_key_id":
+            token = text[start:end]
+            return None if token.endswith(b"EXAMPLE") or is_placeholder(token) else (start, end)
+        case "github_token":
+            body = text[start + 4 : end]
+            if _github_crc_ok(body) or _random_looking(body, bits=3.5):
+                return start, end
+            return None
+        case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token" | "sendgrid_key":
+            stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
+            tail = text[start:stop][-20:]  # past every fixed prefix
+            return (start, stop) if _random_looking(tail, min_len=16, bits=3.0) else None
+        case "pypi_token" | "digitalocean_token" | "slack_webhook" | "azure_storage_key":
+            stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./+="))
+            return None if is_placeholder(text[start:stop]) else (start, stop)
+        case "slack_token":
+            stop = _token_end(text, start, _TOKEN_CHARS)
+            token = text[start:stop]
+            return None if is_placeholder(token[5:]) or _entropy(token) < 3.0 else (start, stop)
+        case "jwt":
+            stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
+            token = text[start:stop]
+            if not _jwt_header_ok(token) or is_placeholder(token.rsplit(b".", 1)[-1]):
+                return None
+            return start, stop
+        case "private_key":
+            after = text[end : end + 80].lstrip()
+            if (
+                after.startswith((b"...", b"\xe2\x80\xa6"))
+                or _ANGLE_WORDS.match(after)
+                or any(word in after[:24].lower() for word in _PEM_PLACEHOLDERS)
+            ):
+                return None
+            close = scan.next_pem_end(text, end)
+            stop = close + 8 if close >= 0 else end
+            line_end = text.find(b"-----", stop)
+            return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
+        case "url_credentials":
+            colon = text.rfind(b":", start + 3, end)
+            at = text.rfind(b"@", start, end)
+            password = text[colon + 1 : at]
+            if colon - start > 67 or len(password) > 128:
+                return None
+            if is_placeholder(password) or len(password) < 6 or _classes(password) < 2:
+                return None
+            return colon + 1, at
+        case "auth_header" | "bearer":
+            vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
+            while vstart < len(text) and text[vstart] in b" \t":
+                vstart += 1
+            vstart, vend = _value_at(text, vstart)
+            value = text[vstart:vend]
+            return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
+        case "assignment":
+            key_end = _KEY_OPERATOR.match(text, start)
+            vstart, vend = _value_at(text, key_end.end() if key_end else end)
+            value = text[vstart:vend]
+            if len(value) < 8:
+                return None
+            key = text[_key_start(text, start) : vstart].lower()
+            if _BENIGN_KEY.search(key) is not None:
+                return None
+            if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
+                return None
+            return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
+    return None
+
+
+_KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
+_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _key_start(text: bytes, at: int) -> int:
+    """Where the identifier holding ``at`` starts (looking back at most 48 bytes)."""
+    stop = max(0, at - 48)
+    while at > stop and text[at - 1] in _KEY_CHARS:
+        at -= 1
+    return at
+
+
+def _alnum_kinds(value: bytes) -> int:
+    """How many of lower / upper / digit occur (a word with dashes has one)."""
+    size = len(value)
+    return (
+        (len(value.translate(None, _LOWER)) != size)
+        + (len(value.translate(None, _UPPER)) != size)
+        + (len(value.translate(None, _DIGIT)) != size)
+    )
+
+
+_BENIGN_KEY = re.compile(b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN))
+
+
+def _dotted_name(value: bytes) -> bool:
+    """``settings.SECRET_KEY``, ``env.API_KEY``: a reference, not a value."""
+    parts = value.split(b".")
+    return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
+
+
+_SCAN: re2._Regexp | None = None
+
+
+def _scanner() -> re2._Regexp:
+    global _SCAN
+    if _SCAN is None:
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.log_errors = False
+        options.max_mem = 256 << 20
+        _SCAN = re2.compile(SECRET_PREFILTER, options)
+    return _SCAN
+
+
+def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
+    """The credential candidate (start, end, kind) starting exactly at ``start``, if any."""
+    match = _scanner().match(text, start)
+    if match is None or match.lastindex is None:
+        return None
+    return start, match.end(), SECRET_KINDS[match.lastindex - 1]
+
+
+def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
+    """Every validated credential in ``text`` (only the first one with ``first=True``)."""
+    return validate_candidates(text, _candidates(text), first=first)
+
+
+_ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
+_PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
+_ANYWHERE = frozenset({"assignment", "url_credentials"})  # matched inside a longer key / URL
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _clean_start(text: bytes, start: int) -> bool:
+    """A format starts a token: nothing word-like glued before it, except a string escape
+    (``\\n``, ``\\t``, ``\\r``) as in JSON-encoded text."""
+    if start == 0 or text[start - 1] not in _WORD:
+        return True
+    return start >= 2 and text[start - 2] == 0x5C and text[start - 1] in b"nrt"
+
+
+def validate_candidates(
+    text: bytes, candidates: Iterable[tuple[int, int, str]], *, first: bool = False
+) -> list[SecretHit]:
+    """The candidates (start, end, kind) of ``SECRET_PREFILTER`` matches that are credentials."""
+    hits: list[SecretHit] = []
+    looked: dict[str, int] = {}  # kind -> end of the last span validated for it
+    scan = _Scan()
+    for start, end, kind in candidates:
+        if start < looked.get(kind, 0):
+            continue  # inside a value already judged for this kind (hostile repeats stay linear)
+        if kind == "assignment":
+            # the assignment's match covers the start of its value, so a format there was not
+            # matched on its own: look for one in the value first, and report its kind
+            nested = _nested_format(text, start, scan)
+            if nested is not None:
+                hits.append(nested)
+                looked[kind] = nested.end
+                if first:
+                    break
+                continue
+        clean = kind in _ANYWHERE or _clean_start(text, start)
+        span = _validate(kind, text, start, end, scan) if clean else None
+        looked[kind] = span[1] if span is not None else end
+        if span is not None:
+            hits.append(SecretHit(kind, span[0], span[1]))
+            if first:
+                break
+    return hits
+
+
+_FORMAT_PREFIXES = (
+    b"sk-", b"sk_", b"rk_", b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"gh", b"AIza", b"xox", b"eyJ",
+    b"-----", b"SG.", b"glpat-", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
+)  # fmt: skip
+
+
+def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
+    """A credential that starts inside an assignment's value (a format, or a nested key)."""
+    key_end = _KEY_OPERATOR.match(text, start)
+    if key_end is None:
+        return None
+    vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
+    _, vend = _value_at(text, vstart)
+    head = text[vstart : vend + 4]
+    if not (head.startswith(_FORMAT_PREFIXES) or b"=" in head or b"://" in head):
+        return None  # nothing a format or a nested key could start with
+    for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
+        if cstart > vend:
+            break
+        span = _validate(kind, text, cstart, cend, scan)
+        if span is not None:
+            return SecretHit(kind, span[0], span[1])
+    return None
+
+
+def secret_candidates(text: bytes, pos: int = 0) -> list[tuple[int, int, str]]:
+    """Every (start, end, kind) of ``SECRET_PREFILTER`` from ``pos`` on (non-overlapping)."""
+    return list(_candidates(text, pos))
+
+
+def _candidates(
+    text: bytes, pos: int = 0, endpos: int | None = None
+) -> Iterator[tuple[int, int, str]]:
+    found = _scanner().finditer(text, pos, len(text) if endpos is None else endpos)
+    for match in found:
+        index = match.lastindex
+        if index is None:  # cannot happen: every alternative is a group
+            continue
+        yield match.start(), match.end(), SECRET_KINDS[index - 1]

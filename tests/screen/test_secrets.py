@@ -1,0 +1,197 @@
+"""Credential formats: caught with their real structure; placeholders and look-alikes admitted."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import random
+import string
+import time
+import uuid
+
+import pytest
+
+from fak.abi import Reason
+from fak.screen import Detector, find_secret, screen_bytes
+from fak.screen.secrets import SECRET_KINDS, find_secrets, is_placeholder
+
+RNG = random.Random(7)
+ALNUM = string.ascii_letters + string.digits
+B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def rand(alphabet: str, n: int) -> str:
+    return "".join(RNG.choice(alphabet) for _ in range(n))
+
+
+def github(prefix: str) -> str:
+    body = rand(ALNUM, 30)
+    crc = binascii.crc32(body.encode())
+    tail = ""
+    while crc:
+        crc, rem = divmod(crc, 62)
+        tail = B62[rem] + tail
+    return prefix + body + tail.rjust(6, "0")
+
+
+def jwt() -> str:
+    def part(obj: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    sig = base64.urlsafe_b64encode(RNG.randbytes(32)).rstrip(b"=").decode()
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': '42', 'iat': 1})}.{sig}"
+
+
+# kind -> (credential, the text it sits in)
+CASES: dict[str, str] = {
+    "openai_key": "OPENAI_API_KEY=sk-proj-" + rand(ALNUM + "-_", 60) + "T3BlbkFJ" + rand(ALNUM, 40),
+    "anthropic_key": "key: sk-ant-api03-" + rand(ALNUM + "-_", 93) + "AA",
+    "openai_legacy": "sk-" + rand(ALNUM, 20) + "T3BlbkFJ" + rand(ALNUM, 20),
+    "aws_key_id": "aws_access_key_id = ASIA" + rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+    "github_token": "token " + github("gho_"),
+    "github_pat": "GH=github_pat_11" + rand(ALNUM, 20) + "_" + rand(ALNUM, 59),
+    "google_api_key": '{"key": "AIza' + rand(ALNUM + "-_", 35) + '"}',
+    "stripe_key": "stripe.api_key = 'rk_live_" + rand(ALNUM, 40) + "'",
+    "slack_token": "SLACK=xoxb-730419582216-4410927365083-" + rand(ALNUM, 24),
+    "slack_webhook": "https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D4E/" + rand(ALNUM, 24),
+    "jwt": "Cookie: session=" + jwt(),
+    "private_key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI" + rand(ALNUM, 60) + "\n-----END",
+    "sendgrid_key": "SG." + rand(ALNUM, 22) + "." + rand(ALNUM + "-_", 43),
+    "gitlab_token": "glpat-" + rand(ALNUM, 20),
+    "huggingface_token": "HF_TOKEN=hf_" + rand(ALNUM, 34),
+    "npm_token": "//registry.npmjs.org/:_authToken=npm_" + rand(ALNUM, 36),
+    "pypi_token": "password = pypi-AgEIcHlwaS5vcmc" + rand(ALNUM, 60),
+    "digitalocean_token": "dop_v1_" + rand("0123456789abcdef", 64),
+    "azure_storage_key": "AccountKey=" + base64.b64encode(RNG.randbytes(64)).decode() + ";",
+    "url_credentials": "DATABASE_URL=postgresql://app:" + rand(ALNUM, 20) + "@db:5432/app",
+    "auth_header": "Authorization: Bearer " + rand(ALNUM + "-._", 40),
+    "bearer": "curl -H 'x: bearer " + rand(ALNUM, 32) + "'",
+    "assignment": 'client_secret: "' + rand(ALNUM + "~-", 34) + '"',
+}
+
+
+def test_every_kind_has_a_case() -> None:
+    assert set(CASES) == set(SECRET_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_each_format_is_caught_in_a_realistic_line(kind: str) -> None:
+    text = ("ok: build 4471 finished\n" + CASES[kind] + "\nbye\n").encode()
+    hits = find_secrets(text)
+    assert hits, kind
+    assert kind in {h.kind for h in hits}
+    finding = screen_bytes(text)
+    assert finding is not None
+    assert (finding.reason, finding.detector) == (Reason.SECRET_EXFIL, Detector.SECRET_PATTERN)
+    start, end = finding.span or (0, 0)
+    assert 0 <= start < end <= len(text)
+    assert b"\n" not in text[start:end] or kind == "private_key"
+
+
+def test_github_checksum_tail_is_verified() -> None:
+    good = github("ghp_")
+    assert find_secrets(good.encode())
+    # a hand-made token with the right shape but a low-entropy, wrong tail is not a credential
+    assert not find_secrets(b"ghp_" + b"abcdefghijklmnopqrstuvwxyzab" * 1 + b"00000000")
+
+
+def test_aws_pair_session_token_and_key_id() -> None:
+    key_id = "ASIA" + rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
+    secret = rand(ALNUM + "+/", 40)
+    text = f"[default]\naws_access_key_id={key_id}\naws_secret_access_key={secret}\n".encode()
+    kinds = {h.kind for h in find_secrets(text)}
+    assert {"aws_key_id", "assignment"} <= kinds
+
+
+PLACEHOLDERS = [
+    b"export OPENAI_API_KEY=sk-...",
+    b"export OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    b'api_key="<YOUR_API_KEY>"',
+    b"aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    b"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    b"GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    b"Authorization: Bearer <token>",
+    b"Authorization: Bearer $TOKEN",
+    b"Authorization: Bearer ${ACCESS_TOKEN}",
+    b"DATABASE_URL=postgres://user:password@localhost:5432/mydb",
+    b"mongodb://<username>:<password>@cluster0.example.mongodb.net",
+    b"your key: sk-proj-****************************abcd",
+    b"api_key: ${API_KEY}",
+    b"client_secret: YOUR_CLIENT_SECRET",
+    b'token = os.environ["GITHUB_TOKEN"]',
+    b"secret = settings.SECRET_KEY",
+    b"password = getpass.getpass()",
+    b"password: changeme",
+    b"STRIPE_KEY=sk_test_xxxxxxxxxxxxxxxxxxxxxxxx",
+    b"SECRET_KEY=replace-me-in-production",
+    b"xoxb-your-bot-token",
+    b"-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----",
+    b"-----BEGIN PRIVATE KEY-----\n<your key here>\n-----END PRIVATE KEY-----",
+    b'"next_page_token": "CiAKGjBpNDd2Nmp0Mj1kMHNTb2ZfMEZNeEhsbRIHdGFibGVz"',
+    # the well-known examples from jwt.io, Stripe's and GitHub's documentation
+    b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwia"
+    b"WF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    b"stripe.api_key = 'sk_test_4eC39HqLyjWDarjtT1zdp7dc'",
+    b"curl -H 'Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a'",
+    b'"api_key": "0123456789abcdef0123456789abcdef"',
+]
+
+
+@pytest.mark.parametrize("text", PLACEHOLDERS)
+def test_placeholders_and_references_are_not_secrets(text: bytes) -> None:
+    assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
+LOOKALIKES = [
+    b"-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END",
+    b"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END",
+    b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
+    ("sha256: " + hashlib.sha256(b"x").hexdigest()).encode(),
+    ("commit " + RNG.randbytes(20).hex()).encode(),
+    ("id: " + str(uuid.UUID(int=RNG.getrandbits(128)))).encode(),
+    b'<img src="data:image/png;base64,' + base64.b64encode(RNG.randbytes(300)) + b'">',
+    b'"integrity": "sha512-' + base64.b64encode(RNG.randbytes(64)) + b'"',
+    b"header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 is the JWT header",
+    b"pk_live_" + rand(ALNUM, 24).encode() + b" is the publishable key",
+    b"The password policy requires 12 characters.",
+    b"token_count: 1234, api_key_id: 77",
+]
+
+
+@pytest.mark.parametrize("text", LOOKALIKES)
+def test_public_material_hashes_ids_and_data_uris_are_admitted(text: bytes) -> None:
+    assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
+def test_is_placeholder() -> None:
+    assert is_placeholder(b"xxxxxxxx")
+    assert is_placeholder(b"<YOUR_KEY>")
+    assert is_placeholder(b"AKIAIOSFODNN7EXAMPLE")
+    assert not is_placeholder(rand(ALNUM, 32).encode().replace(b"x", b"Q"))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"sk-proj-" + b"a" * (1 << 20),
+        b"Authorization: Bearer " * 50000,
+        b"api_key=" * 100000,
+        b"postgres://u:" * 60000,
+        b"-----BEGIN PRIVATE KEY-----" * 30000,
+        b"eyJhbGciOiJI.eyJ" * 60000,
+    ],
+)
+def test_secret_scan_is_linear_on_hostile_inputs(body: bytes) -> None:
+    def best(data: bytes) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            find_secrets(data)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    small, large = best(body[: len(body) // 4]), best(body)
+    assert large < max(small, 1e-3) * 12
+    assert large < 2.0
