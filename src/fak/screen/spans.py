@@ -1,11 +1,15 @@
 """Offending spans of a result and the cut that removes them (tier T1).
 
-``offending_spans`` lists every credential and every injection window the raw-byte detectors find,
-as byte spans of the original text, each widened to the line that carries it (or, for a long
-line, to the sentence or markup around it) and never splitting a UTF-8 sequence; overlapping
-spans merge. Pollution has no span: it returns ``None`` (hold the whole result). ``cut`` puts a
-stub in place of each span. Pure; the kernel decides whether a cut result may enter context (it
-re-screens the cut bytes with the whole chain).
+``offending_spans`` lists every credential and every injection window the raw-byte detectors
+find, as byte spans of the original text, each widened to the line that carries it (a line of
+more than ``LONG_LINE`` bytes, to the finding's sentence and at least ``FOLLOW`` bytes of what
+follows, up to a sentence end; a line past ``MAX_WIDEN``, to the sentence or markup around it),
+never splitting a UTF-8 sequence; overlapping spans merge. In a JSON document (it opens with
+``{`` or ``[``) a finding inside a string value is widened only within that string, to its
+escaped lines (``\n``), and its stub is written JSON-escaped, so the document stays valid JSON
+and its other fields stay readable. Pollution has no span: it returns ``None`` (hold the whole
+result). ``cut`` puts a stub in place of each span. Pure; the kernel decides whether a cut
+result may enter context (it re-screens the cut bytes with the whole chain).
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ from fak.screen.pollution import find_repeats
 from fak.screen.secrets import find_secrets
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
 
-__all__ = ["MAX_WIDEN", "Span", "cut", "offending_spans", "widen"]
+__all__ = ["FOLLOW", "LONG_LINE", "MAX_WIDEN", "Span", "cut", "offending_spans", "widen"]
 
 MAX_WIDEN = 1024
 """A span grows to its line's ends when they lie within this many bytes; else to a sentence or
 markup boundary within ``MAX_WIDEN // 2`` bytes; else it stays as found."""
 
 _SENTENCE_END = b'.!?\n<>"'
+LONG_LINE = 120
+"""A line longer than this is cut by sentences: the finding's own and what follows it."""
+FOLLOW = 160
+"""How far past a finding in a long line the cut reaches at least (to the next sentence end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +43,7 @@ class Span:
     start: int
     end: int
     reason: Reason
+    in_json_string: bool = False  # the stub goes inside a JSON string literal: escape it
 
 
 def _utf8_start(data: bytes, at: int) -> int:
@@ -49,6 +58,66 @@ def _utf8_end(data: bytes, at: int) -> int:
     return at
 
 
+def _string_literal(data: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The content bounds of the JSON string literal holding ``[start, end)`` on its line, or
+    None when the span is not wholly inside one."""
+    at = data.rfind(b"\n", 0, start) + 1
+    opened = -1
+    while at < start:
+        byte = data[at]
+        if opened >= 0 and byte == 0x5C:  # an escape inside a string: skip the escaped byte
+            at += 2
+            continue
+        if byte == 0x22:
+            opened = at if opened < 0 else -1
+        at += 1
+    if opened < 0 or at > start:  # not inside, or the span starts inside an escape
+        return None
+    at = start
+    while at < len(data):
+        byte = data[at]
+        if byte == 0x5C:
+            at += 2
+            continue
+        if byte == 0x22 or byte == 0x0A:
+            break
+        at += 1
+    if at >= len(data) or data[at] != 0x22 or at < end:
+        return None
+    return opened + 1, at
+
+
+def _widen_in_string(data: bytes, lo: int, hi: int, start: int, end: int) -> tuple[int, int]:
+    """Grow ``[start, end)`` to the escaped lines (``\\n``) of the literal ``[lo, hi)``."""
+    left = data.rfind(b"\\n", lo, start)
+    right = data.find(b"\\n", end, hi)
+    return (left + 2 if left >= 0 else lo), (right if right >= 0 else hi)
+
+
+def _json_spans(data: bytes, spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for span in spans:
+        literal = _string_literal(data, span.start, span.end)
+        if literal is None:
+            out.append(Span(*widen(data, span.start, span.end), span.reason))
+            continue
+        start, end = _widen_in_string(data, *literal, span.start, span.end)
+        out.append(Span(start, end, span.reason, in_json_string=True))
+    return out
+
+
+def _sentences(data: bytes, lo: int, hi: int, start: int, end: int) -> tuple[int, int]:
+    """Within the line ``[lo, hi)``: back to the start of the finding's sentence, forward past
+    at least ``FOLLOW`` more bytes to a sentence end (what an instruction says next is cut with
+    it), never past the line."""
+    back = max(data.rfind(bytes([c]), lo, start) for c in b".!?")
+    first = back + 1 if back >= 0 else lo
+    reach = min(hi, end + FOLLOW)
+    ends = [i for i in (data.find(bytes([c]), reach, hi) for c in b".!?") if i >= 0]
+    last = min(ends) + 1 if ends else hi
+    return first, last
+
+
 def widen(data: bytes, start: int, end: int) -> tuple[int, int]:
     """The span grown to its carrying line (or sentence), on UTF-8 boundaries."""
     line_start = data.rfind(b"\n", max(0, start - MAX_WIDEN), start) + 1
@@ -56,6 +125,10 @@ def widen(data: bytes, start: int, end: int) -> tuple[int, int]:
         line_start = -1
     nl = data.find(b"\n", end, end + MAX_WIDEN)
     line_end = nl if nl >= 0 else (len(data) if len(data) - end <= MAX_WIDEN else -1)
+    if line_start >= 0 and line_end >= 0 and line_end - line_start > LONG_LINE:
+        # a paragraph on one line (a web page's text): its sentences, not all of it
+        first, last = _sentences(data, line_start, line_end, start, end)
+        return _utf8_start(data, first), _utf8_end(data, last)
     if line_start < 0:
         window = data[max(0, start - MAX_WIDEN // 2) : start]
         cut_at = max(window.rfind(bytes([c])) for c in _SENTENCE_END)
@@ -81,16 +154,20 @@ def offending_spans(data: bytes, settings: SourceSettings | None = None) -> list
         found += [Span(h.start, h.end, Reason.TRUST_VIOLATION) for h in hits]
     if not found:
         return None
-    widened = sorted(
-        (Span(*widen(data, s.start, s.end), s.reason) for s in found),
-        key=lambda s: (s.start, s.end),
-    )
+    if data.lstrip()[:1] in (b"{", b"["):
+        grown = _json_spans(data, found)
+    else:
+        grown = [Span(*widen(data, s.start, s.end), s.reason) for s in found]
+    widened = sorted(grown, key=lambda s: (s.start, s.end))
     merged: list[Span] = []
     for span in widened:
         if merged and span.start <= merged[-1].end:
             last = merged[-1]
             reason = last.reason if last.reason == Reason.SECRET_EXFIL else span.reason
-            merged[-1] = Span(last.start, max(last.end, span.end), reason)
+            inside = last.in_json_string and span.in_json_string
+            if inside and _string_literal(data, last.start, max(last.end, span.end)) is None:
+                inside = False  # merged across literals: no longer inside one string
+            merged[-1] = Span(last.start, max(last.end, span.end), reason, inside)
         else:
             merged.append(span)
     return merged
@@ -102,7 +179,10 @@ def cut(data: bytes, spans: list[Span], stub: Callable[[int, Span], bytes]) -> b
     at = 0
     for index, span in enumerate(spans, start=1):
         out.append(data[at : span.start])
-        out.append(stub(index, span))
+        piece = stub(index, span)
+        if span.in_json_string:
+            piece = piece.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+        out.append(piece)
         at = span.end
     out.append(data[at:])
     return b"".join(out)
