@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -167,3 +168,19 @@ def test_a_paragraph_loses_the_injection_sentences_not_the_page() -> None:
     assert adm.verdict.meta["quarantine"] == "span"
     assert adm.payload.startswith(b"This is the personal website of Dora. My e-mail is dora@")
     assert b"secure-example" not in adm.payload and b"Ignore" not in adm.payload
+
+
+def test_each_span_is_journaled_with_its_own_digest(tmp_path: Path) -> None:
+    from fak.journal import Journal, verify
+
+    path = tmp_path / "audit.jsonl"
+    journal = Journal(path)
+    policy = Policy.loads(json.dumps({"allow": ["x"], "screen": {}}), source="<t>")
+    kernel = Kernel(policy, journal=journal, pageout_bytes=0)
+    adm = kernel.admit_result(ToolResult("get_received_emails", BODY))
+    journal.close()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["kind"] for r in rows] == ["QUARANTINE", "QUARANTINE_SPAN"]
+    assert rows[0]["result_digest"] == hashlib.sha256(BODY).hexdigest()
+    assert rows[1]["result_digest"] == adm.spans[0].digest
+    assert verify(path).ok

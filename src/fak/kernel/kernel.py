@@ -670,7 +670,27 @@ class Kernel:
             case _:
                 self._count("quarantined")
                 self._journal_result("QUARANTINE", result, admission)
+                for span in admission.spans:  # a span hold: one row per span, its own digest
+                    self._journal_span(result, span.reason, span.digest)
         return admission
+
+    def _journal_span(self, result: ToolResult, reason: Reason, digest: str) -> None:
+        if self._journal is None:
+            return
+        record = {
+            "kind": "QUARANTINE_SPAN",
+            "tool": result.tool,
+            "trace_id": result.trace_id,
+            "verdict": str(VerdictKind.QUARANTINE),
+            "reason": reason.name,
+            "by": "ctxmmu",
+            "result_digest": digest,
+        }
+        try:
+            self._journal.append(record)
+        except Exception as exc:
+            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, result.tool)
+            self._count("journal_faults")
 
     def clear(self, qid: str, witness: str = "") -> None:
         """Record a witness clearance for a held result (unknown ids raise LookupError).
