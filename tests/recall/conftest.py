@@ -21,7 +21,10 @@ FLIGHTS = (
     b"Flights from JFK to MIA on 2024-05-20: HAT136 08:00 $129, HAT212 13:30 $154, "
     b"HAT301 19:45 $98 (refund fee applies to basic economy)."
 )
-SECRET = b"deploy notes\nOPENAI_API_KEY=sk-abcdefghijklmnop0123456789\nAWS=AKIAIOSFODNN7EXAMPLE\n"
+SECRET = (
+    b"deploy notes\nOPENAI_API_KEY=sk-proj-Q7vN3xK9mP2rT8wL5yB1cF4hJ6dS0aE2uZ\n"
+    b"AWS=AKIAQ3EGRTWK5NX7LB4M\n"
+)
 
 
 def record_airline(session: Session) -> None:

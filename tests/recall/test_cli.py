@@ -25,10 +25,10 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     lines = result.output.splitlines()
     assert lines[0].startswith("recorded session airline-mia: 4 pages, 2 sealed -> ")
     assert "step 1  read_refund_policy   sealed_not_cleared" in result.output
-    assert "read_file: [sealed: SECRET_EXFIL, 97 bytes]" in result.output
+    assert "read_file: [sealed: SECRET_EXFIL, 110 bytes]" in result.output
     assert "-> step 1: sealed_by_rescreen (a clearance alone never launders)" in result.output
     assert "k=3 -> steps [0, 2]" in result.output
-    assert "ignore previous" not in result.output and "sk-abc" not in result.output
+    assert "ignore previous" not in result.output and "sk-proj-Q7vN3" not in result.output
     report = orjson.loads(out.read_bytes())
     assert report["pid"] != os.getpid()  # reloaded in another process
     assert [p["status"] for p in report["pages"]] == [

@@ -87,7 +87,7 @@ def test_a_clearance_in_another_process_does_not_launder_poison(airline_dir: Pat
 def test_sealed_pages_keep_no_bytes_in_the_manifest(airline_dir: Path) -> None:
     manifest = (airline_dir / "manifest.json").read_bytes()
     assert b"ignore previous" not in manifest and b"evil.example" not in manifest
-    assert b"sk-abcdefghijklmnop" not in manifest and b"AKIAIOSFODNN7EXAMPLE" not in manifest
+    assert b"sk-proj-Q7vN3xK9" not in manifest and b"AKIAQ3EGRTWK5NX7LB4M" not in manifest
     assert b"refund_fee" in manifest  # a benign page's descriptor carries its first line
 
 

@@ -45,8 +45,8 @@ _DEMO_PAGES: tuple[tuple[str, bytes], ...] = (
     ),
     (
         "read_file",
-        b"deploy notes\nOPENAI_API_KEY=sk-abcdefghijklmnop0123456789\n"
-        b"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n",
+        b"deploy notes\nOPENAI_API_KEY=sk-proj-Q7vN3xK9mP2rT8wL5yB1cF4hJ6dS0aE2uZ\n"
+        b"AWS_ACCESS_KEY_ID=AKIAQ3EGRTWK5NX7LB4M\n",
     ),
 )
 
