@@ -20,6 +20,7 @@ _VERB_MODULES = (
     "fak.cli.wall_cmds",  # answer-shape, doctor, journal
     "fak.cli.serve_cmd",  # serve
     "fak.cli.mcp_cmd",  # mcp
+    "fak.cli.bench_cmd",  # bench
 )
 
 

@@ -1,0 +1,86 @@
+"""Verb ``bench`` (tier T4): fak's measurements as one verb; ``fak bench fleet`` for now.
+
+``fak bench fleet`` runs the agent-fleet benchmark on the in-kernel engine (arms A/B/C side by
+side, identity checks, the quarantine cell), prints the table and writes the JSON record.
+The engine is imported lazily; without the ``engine`` extra or its model the verb exits 2
+saying what to install. Exit 1 when an identity check fails (the arms did not decode the same
+tokens): the numbers would not be comparable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["register"]
+
+
+def register(group: click.Group) -> None:
+    @group.group("bench")
+    def bench() -> None:
+        """Benchmarks that print a table and write a JSON record."""
+
+    @bench.command("fleet")
+    @click.option("--prefix", "p", type=click.IntRange(min=1), default=2048, show_default=True)
+    @click.option("--turns", "t", type=click.IntRange(min=1), default=50, show_default=True)
+    @click.option("--agents", "c", type=click.IntRange(min=1), default=5, show_default=True)
+    @click.option("--decode", "d", type=click.IntRange(min=1), default=32, show_default=True)
+    @click.option("--result", "r", type=click.IntRange(min=1), default=64, show_default=True)
+    @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
+    @click.option("--no-validate", is_flag=True, help="Skip the small live arm-A cell.")
+    @click.option("--no-quarantine", is_flag=True, help="Skip the quarantine-mid-run cell.")
+    @click.option(
+        "--out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=Path("fleet.json"),
+        show_default=True,
+    )
+    def fleet(
+        p: int,
+        t: int,
+        c: int,
+        d: int,
+        r: int,
+        threads: int,
+        no_validate: bool,
+        no_quarantine: bool,
+        out: Path,
+    ) -> None:
+        """C agents share a P-token prefix for T turns (D decoded, R ingested per turn):
+        naive re-prefill (A), warm per-agent caches (B) and fak (C), side by side."""
+        try:
+            from fak.engine import load_engine
+            from fak.engine.fleet import FleetCell
+            from fak.engine.fleet_report import QUARANTINE_CELL, VALIDATE_CELL, fleet_report
+            from fak.engine.fleet_report import render as render_report
+        except ImportError as exc:
+            click.secho(f"fak bench fleet: {exc}", fg="red", err=True)
+            sys.exit(2)
+        try:
+            engine = load_engine(progress=False, threads=threads)
+        except (OSError, ValueError) as exc:
+            click.secho(f"fak bench fleet: cannot load the engine: {exc}", fg="red", err=True)
+            sys.exit(2)
+        record = fleet_report(
+            engine,
+            FleetCell(P=p, T=t, C=c, D=d, R=r),
+            validate=None if no_validate else VALIDATE_CELL,
+            quarantine=None if no_quarantine else QUARANTINE_CELL,
+            say=lambda line: click.echo(line, err=True),
+        )
+        click.echo(render_report(record))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out}")
+        checks = [record["main"]["identical_B_C"]]
+        if "validate" in record:
+            checks.append(record["validate"]["identical_A_B"])
+        if "quarantine" in record:
+            q = record["quarantine"]
+            checks += [q["identical_to_never_saw"], q["other_agents_unchanged"]]
+        if not all(checks):
+            click.secho("an identity check failed: the arms are not comparable", fg="red", err=True)
+            sys.exit(1)
