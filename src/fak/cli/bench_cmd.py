@@ -1,6 +1,8 @@
-"""Verb ``bench`` (tier T4): fak's measurements as one verb; ``fak bench fleet`` for now.
+"""Verb ``bench`` (tier T4): fak's measurements as one verb.
 
-``fak bench fleet`` runs the agent-fleet benchmark on the in-kernel engine (arms A/B/C side by
+``fak bench decide`` times the decide path in-process (vDSO on and off) against a spawned
+``fak hook`` and writes ``report.json`` (``fak.cli.bench_decide``). ``fak bench fleet`` runs
+the agent-fleet benchmark on the in-kernel engine (arms A/B/C side by
 side, identity checks, the quarantine cell), prints the table and writes the JSON record.
 The engine is imported lazily; without the ``engine`` extra or its model the verb exits 2
 saying what to install. Exit 1 when an identity check fails (the arms did not decode the same
@@ -22,6 +24,40 @@ def register(group: click.Group) -> None:
     @group.group("bench")
     def bench() -> None:
         """Benchmarks that print a table and write a JSON record."""
+
+    @bench.command("decide")
+    @click.option("--repeat", type=click.IntRange(min=1), default=2000, show_default=True)
+    @click.option("--baseline-n", type=click.IntRange(min=1), default=30, show_default=True)
+    @click.option("--no-baseline", is_flag=True, help="Skip the spawned-hook baseline.")
+    @click.option(
+        "--out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=Path("report.json"),
+        show_default=True,
+    )
+    def decide(repeat: int, baseline_n: int, no_baseline: bool, out: Path) -> None:
+        """In-process decide (vDSO on/off) vs a spawned `fak hook` per decision."""
+        from fak.cli.bench_decide import decide_report
+
+        record = decide_report(repeat=repeat, spawns=baseline_n, baseline=not no_baseline)
+        for arm in ("vdso_on", "vdso_off", "spawned_hook"):
+            if arm in record:
+                r = record[arm]
+                click.echo(f"{arm:<14} p50 {r['p50_ns']:>12,.0f} ns  p99 {r['p99_ns']:>12,.0f} ns")
+        click.echo(f"vDSO hit rate (on): {record['vdso_on']['vdso_hit_rate']:.2f}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if "gate_primary" in record:
+            click.echo(
+                f"gate_primary: {record['gate_primary']} (spawned/in-process p50 "
+                f"{record['spawned_over_inprocess_p50']:,.0f}x)"
+            )
+            (out.parent / "baseline.json").write_text(
+                json.dumps(record["spawned_hook"], indent=2) + "\n", encoding="utf-8"
+            )
+        out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out}")
+        if record.get("gate_primary") == "fail":
+            sys.exit(1)
 
     @bench.command("fleet")
     @click.option("--prefix", "p", type=click.IntRange(min=1), default=2048, show_default=True)
