@@ -174,6 +174,9 @@ def test_stream_after_a_refusal_sends_no_event(engine: Any) -> None:
 
     try:
         asyncio.run(main())
+        asyncio.run(planner.aclose())  # closing stops the worker; the next turn starts a new one
+        again = asyncio.run(planner.complete(_req(SHORT, "c", 2)))
+        assert again.usage.completion_tokens == 2
     finally:
         asyncio.run(planner.aclose())
 

@@ -101,7 +101,7 @@ class Scheduler:
             )
         with self._cond:
             if self._closed:
-                raise RuntimeError("the engine scheduler is closed")
+                raise RuntimeError("the engine scheduler is closing")
             busy = len(self._active) + len(self._pending)
             if (
                 busy >= self.max_batch
@@ -131,12 +131,18 @@ class Scheduler:
             self._cond.notify()
 
     def close(self) -> None:
-        """Stop the worker; unfinished jobs end with ``RequestCancelled``."""
+        """Stop the worker; unfinished jobs end with ``RequestCancelled``. A later ``submit``
+        starts a fresh worker."""
         with self._cond:
             self._closed = True
             self._cond.notify()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=60)
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=60)
+        with self._cond:
+            if thread is None or not thread.is_alive():
+                self._closed = False
+                self._thread = None
 
     def _retry_after(self) -> int:
         """Seconds until the soonest running request should be done (at least 1)."""
