@@ -33,6 +33,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ OUT = ROOT / "benchmarks" / "results" / "engine.json"
 PROMPT_TOKENS = 411
 DECODE_STEPS = 64
 BATCH_SESSIONS = 5
-BATCH_STEPS = 32
+BATCH_STEPS = 16
 LLAMA_CPP_VERSION = "0.3.36"
 # The VM advertises AMX but faults on it; a native build crashes with an illegal instruction.
 LLAMA_CPP_CMAKE = (
@@ -139,7 +140,11 @@ def _exact_worker(threads: int, lengths: list[int]) -> None:
             "evict_max_abs_delta": delta,
         }
 
-    _serve(run, {"exact": engine.exact, "threads": engine.threads})
+    def warm() -> None:
+        engine.decode(engine.new_cache(), 1)
+        engine.prefill(engine.new_cache(), prompt)
+
+    _serve(run, {"exact": engine.exact, "threads": engine.threads}, warm)
 
 
 def _hf_worker(threads: int, lengths: list[int]) -> None:
@@ -178,7 +183,12 @@ def _hf_worker(threads: int, lengths: list[int]) -> None:
             t2 = time.perf_counter()
         return out | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
-    _serve(run, {"attn": model.config._attn_implementation, "threads": torch.get_num_threads()})
+    def warm() -> None:
+        with torch.inference_mode():
+            model(torch.tensor([prompt]), use_cache=True, logits_to_keep=1)
+
+    info = {"attn": model.config._attn_implementation, "threads": torch.get_num_threads()}
+    _serve(run, info, warm)
 
 
 def _llama_worker(threads: int, lengths: list[int], gguf: str) -> None:
@@ -225,7 +235,11 @@ def _llama_worker(threads: int, lengths: list[int], gguf: str) -> None:
         t2 = time.perf_counter()
         return out | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
-    _serve(run, {"llama_cpp": llama_cpp.__version__, "threads": threads, "quant": "Q4_1"})
+    def warm() -> None:
+        llm.reset()
+        llm.eval(prompt)
+
+    _serve(run, {"llama_cpp": llama_cpp.__version__, "threads": threads, "quant": "Q4_1"}, warm)
 
 
 def llama_cpp_python(cache_dir: Path) -> tuple[Path | None, dict[str, Any]]:
@@ -254,8 +268,8 @@ def llama_cpp_python(cache_dir: Path) -> tuple[Path | None, dict[str, Any]]:
     return python, info
 
 
-def _serve(run: Any, info: dict[str, Any]) -> None:
-    run()  # warm-up
+def _serve(run: Any, info: dict[str, Any], warm: Any) -> None:
+    warm()  # first-call costs (allocation, kernel selection) stay out of the samples
     print(json.dumps({"ready": info}), flush=True)
     for line in sys.stdin:
         if line.strip() != "run":
@@ -269,6 +283,7 @@ class Worker:
         self, kind: str, threads: int, lengths: list[int], python: str = sys.executable
     ) -> None:
         self.kind, self.threads = kind, threads
+        self.log = tempfile.NamedTemporaryFile(prefix=f"fak-bench-{kind}-", suffix=".log")  # noqa: SIM115
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1")
         cmd = [python, __file__, "--worker", kind, "--worker-threads", str(threads)]
         cmd += ["--prefill-lengths", *map(str, lengths)]
@@ -278,7 +293,7 @@ class Worker:
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             text=True,
             env=env,
         )
@@ -289,7 +304,9 @@ class Worker:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"{self.kind} worker ({self.threads} threads) exited")
+            self.log.seek(0)
+            tail = self.log.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{self.kind} worker ({self.threads} threads) exited:\n{tail}")
         return dict(json.loads(line))
 
     def run(self) -> None:
