@@ -165,12 +165,12 @@ def _hf_worker(threads: int, lengths: list[int]) -> None:
     longs = {n: _prompt(encode, n) for n in lengths}
 
     def run() -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        res: dict[str, Any] = {}
         with torch.inference_mode():
             for n, ids in longs.items():
                 t0 = time.perf_counter()
                 model(torch.tensor([ids]), use_cache=True, logits_to_keep=1)
-                out[f"prefill_{n}_s"] = time.perf_counter() - t0
+                res[f"prefill_{n}_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             out = model(torch.tensor([prompt]), use_cache=True, logits_to_keep=1)
             t1 = time.perf_counter()
@@ -181,7 +181,7 @@ def _hf_worker(threads: int, lengths: list[int]) -> None:
                 past = out.past_key_values
                 token = int(torch.argmax(out.logits[0, -1]))
             t2 = time.perf_counter()
-        return out | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
+        return res | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
     def warm() -> None:
         with torch.inference_mode():

@@ -69,6 +69,11 @@ def register(group: click.Group) -> None:
     @click.option("--no-validate", is_flag=True, help="Skip the small live arm-A cell.")
     @click.option("--no-quarantine", is_flag=True, help="Skip the quarantine-mid-run cell.")
     @click.option(
+        "--small-checks",
+        is_flag=True,
+        help="Run the validation and quarantine cells at toy scale (a busy machine).",
+    )
+    @click.option(
         "--out",
         type=click.Path(dir_okay=False, path_type=Path),
         default=Path("fleet.json"),
@@ -83,6 +88,7 @@ def register(group: click.Group) -> None:
         threads: int,
         no_validate: bool,
         no_quarantine: bool,
+        small_checks: bool,
         out: Path,
     ) -> None:
         """C agents share a P-token prefix for T turns (D decoded, R ingested per turn):
@@ -90,7 +96,13 @@ def register(group: click.Group) -> None:
         try:
             from fak.engine import load_engine
             from fak.engine.fleet import FleetCell
-            from fak.engine.fleet_report import QUARANTINE_CELL, VALIDATE_CELL, fleet_report
+            from fak.engine.fleet_report import (
+                QUARANTINE_CELL,
+                SMALL_QUARANTINE,
+                SMALL_VALIDATE,
+                VALIDATE_CELL,
+                fleet_report,
+            )
             from fak.engine.fleet_report import render as render_report
         except ImportError as exc:
             click.secho(f"fak bench fleet: {exc}", fg="red", err=True)
@@ -103,8 +115,10 @@ def register(group: click.Group) -> None:
         record = fleet_report(
             engine,
             FleetCell(P=p, T=t, C=c, D=d, R=r),
-            validate=None if no_validate else VALIDATE_CELL,
-            quarantine=None if no_quarantine else QUARANTINE_CELL,
+            validate=None if no_validate else (SMALL_VALIDATE if small_checks else VALIDATE_CELL),
+            quarantine=None
+            if no_quarantine
+            else (SMALL_QUARANTINE if small_checks else QUARANTINE_CELL),
             say=lambda line: click.echo(line, err=True),
         )
         click.echo(render_report(record))
