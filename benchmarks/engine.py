@@ -102,9 +102,9 @@ def _exact_worker(threads: int, lengths: list[int]) -> None:
 
         out: dict[str, Any] = {}
         for n, ids in longs.items():
-            t0 = time.perf_counter()
+            l0 = time.perf_counter()
             engine.prefill(engine.new_cache(n), ids)
-            out[f"prefill_{n}_s"] = time.perf_counter() - t0
+            out[f"prefill_{n}_s"] = time.perf_counter() - l0
 
         # batched decode: 5 forks of the prompt, one batched step per token, vs solo decoding
         base = engine.new_cache(PROMPT_TOKENS)
@@ -113,13 +113,13 @@ def _exact_worker(threads: int, lengths: list[int]) -> None:
         solo = [engine.fork(base, extra=BATCH_STEPS) for _ in range(BATCH_SESSIONS)]
         nudge = [int(torch.argmax(first)) + i for i in range(BATCH_SESSIONS)]  # distinct paths
         tokens = list(nudge)
-        t0 = time.perf_counter()
+        b0 = time.perf_counter()
         batched = []
         for _ in range(BATCH_STEPS):
             logits = engine.decode_batch(forks, tokens)
             batched.append(logits)
             tokens = [int(torch.argmax(x)) for x in logits]
-        t1 = time.perf_counter()
+        b1 = time.perf_counter()
         same = True
         for i, cache in enumerate(solo):
             token = nudge[i]
@@ -129,7 +129,7 @@ def _exact_worker(threads: int, lengths: list[int]) -> None:
                 token = int(torch.argmax(got))
         for cache in forks + solo:
             cache.release()
-        out["batch_decode_s"] = t1 - t0
+        out["batch_decode_s"] = b1 - b0
         out["batch_identical"] = same
         return out | {
             "prefill_s": t1 - t0,
