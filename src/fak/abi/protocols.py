@@ -71,13 +71,18 @@ class PlannerInputError(ValueError):
     """The planner cannot serve this request as stated, and the client can fix it.
 
     ``code`` is a stable error code (e.g. ``context_length_exceeded``); the message says what to
-    change. The gateway answers it with HTTP 400, never as an internal error.
+    change. The gateway answers it with HTTP ``status`` (400 unless the planner says otherwise:
+    429 with ``retry_after`` seconds when it is full for now), never as an internal error.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(
+        self, code: str, message: str, *, status: int = 400, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)

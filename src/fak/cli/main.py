@@ -24,6 +24,7 @@ _VERB_MODULES = (
     "fak.cli.recall_cmds",  # recall (demo, inspect, tombstone)
     "fak.cli.cert_cmds",  # cert (verify, demo)
     "fak.cli.fleet_cmds",  # quarantine (the shared ledger)
+    "fak.cli.bench_cmd",  # bench
 )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from fak.engine.kvcache import KVCache
-from fak.engine.model import Transformer, decode_step, greedy, prefill
+from fak.engine.model import PREFILL_CHUNK, Transformer, decode_batch, decode_step, greedy, prefill
 from fak.engine.tokenizer import ChatFormat, GGUFTokenizer
 from fak.engine.weights import read_checkpoint
 
@@ -111,6 +111,33 @@ class Engine:
 
     def decode(self, cache: KVCache, token: int) -> torch.Tensor:
         return decode_step(self.model, cache, token)
+
+    # ---- many sessions at once (batch-invariant: each equals its solo run, witness 6) ---------
+    def fork(self, prefix: KVCache, length: int | None = None, *, extra: int = 0) -> KVCache:
+        """A session over ``prefix``'s first ``length`` rows, sharing its whole key blocks."""
+        return prefix.fork(length, extra=extra)
+
+    def decode_batch(self, caches: Sequence[KVCache], tokens: Sequence[int]) -> list[torch.Tensor]:
+        """One batched decode step: token i appended to cache i; next-token logits of each."""
+        return decode_batch(self.model, caches, tokens)
+
+    def prefill_batch(
+        self, caches: Sequence[KVCache], ids: Sequence[Sequence[int]], *, chunk: int = PREFILL_CHUNK
+    ) -> list[torch.Tensor]:
+        """Prefill each cache's own tokens, all sessions' chunks in one pass per round."""
+        if len(caches) != len(ids):
+            raise ValueError("prefill_batch needs one token list per cache")
+        if any(len(x) == 0 for x in ids):
+            raise ValueError("prefill needs at least one token")
+        todo = [torch.as_tensor(list(x), dtype=torch.int64) for x in ids]
+        out: list[torch.Tensor | None] = [None] * len(caches)
+        with torch.inference_mode():
+            for a in range(0, max(int(t.numel()) for t in todo), chunk):
+                live = [i for i, t in enumerate(todo) if a < t.numel()]
+                got = self.model.forward_batch([(caches[i], todo[i][a : a + chunk]) for i in live])
+                for i, logits in zip(live, got, strict=True):
+                    out[i] = logits
+        return [x for x in out if x is not None]
 
     def generate(
         self,

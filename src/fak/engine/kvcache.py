@@ -4,9 +4,11 @@ Per layer it holds post-RoPE keys, pre-RoPE keys and values (with a trailing one
 attention uses to form its softmax denominator in the same GEMM), plus the token id and the
 absolute position of every row. Rows are always compact: row i holds position i of the prefix
 it starts at (``start``, 0 for a whole context; a radix-tree segment starts deeper). Operations:
-clone, slice, concat, and ``evict(start, n)`` which slices a span out of every layer, compacts
-positions and re-rotates each moved survivor's key from its pre-RoPE copy in one rotation.
-It never runs the model: recomputing what attended to an evicted span is ``engine.py``'s job.
+clone, slice, concat, ``fork`` (a session over a shared prefix: whole ``ATT_BLOCK`` key blocks
+are read from the parent in place, only the block holding the divergence is copied), and
+``evict(start, n)`` which slices a span out of every layer, compacts positions and re-rotates
+each moved survivor's key from its pre-RoPE copy in one rotation. It never runs the model:
+recomputing what attended to an evicted span is ``engine.py``'s job.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import torch
 
 from fak.engine.rotary import RotaryTables, rotate
 
-__all__ = ["KVCache"]
+__all__ = ["ATT_BLOCK", "KEY_TILE", "KVCache"]
 
 # Attention reads keys in whole tiles of this many rows; capacity is kept a multiple.
 KEY_TILE = 128
+# Attention sums its key blocks of this many rows (aligned to absolute position) in a fixed
+# order, so a block gives the same bits wherever it is stored: a fork shares whole blocks.
+ATT_BLOCK = 512
 
 
 def _round_up(n: int, block: int = KEY_TILE) -> int:
@@ -34,9 +39,26 @@ class KVCache:
     capacity, head_dim + 1] (last column is 1.0); ``tokens``/``positions`` int64 [capacity].
     Rows past ``length`` hold finite stale values: the attention masks them and multiplies them
     by exact zeros, so they never change a result.
+
+    A fork (``base`` set) reads its first ``shared`` rows (a multiple of ``ATT_BLOCK``) from the
+    parent cache it was forked from, without a copy; its own tensors hold rows [shared, length)
+    at local index ``row - shared``. Public row numbers always count from the context start.
+    The parent is frozen while forks exist (``forks`` > 0): its shared rows cannot change.
     """
 
-    __slots__ = ("_length", "k", "k_raw", "positions", "rope", "start", "tokens", "v")
+    __slots__ = (
+        "_length",
+        "base",
+        "forks",
+        "k",
+        "k_raw",
+        "positions",
+        "rope",
+        "shared",
+        "start",
+        "tokens",
+        "v",
+    )
 
     def __init__(
         self,
@@ -58,6 +80,9 @@ class KVCache:
         self.rope = rope
         self.start = start
         self._length = 0
+        self.base: KVCache | None = None
+        self.shared = 0
+        self.forks = 0
 
     # ---- shape -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -84,13 +109,32 @@ class KVCache:
     def head_dim(self) -> int:
         return int(self.k.shape[3])
 
+    @property
+    def own_rows(self) -> int:
+        """Rows held in this cache's own tensors (all of them unless it is a fork)."""
+        return self._length - self.shared
+
     def token_ids(self) -> list[int]:
-        return [int(t) for t in self.tokens[: self._length].tolist()]
+        own = [int(t) for t in self.tokens[: self.own_rows].tolist()]
+        if self.base is None:
+            return own
+        return [int(t) for t in self.base.tokens[: self.shared].tolist()] + own
+
+    def row_bytes(self) -> int:
+        """Bytes one cached row costs (K, pre-RoPE K and V of every layer, token, position)."""
+        return (self.k[:, :, 0].numel() * 2 + self.v[:, :, 0].numel()) * 4 + 16
 
     def nbytes(self) -> int:
-        """Bytes of the valid rows (the resident footprint of what the cache holds)."""
-        per_row = (self.k[:, :, 0].numel() * 2 + self.v[:, :, 0].numel()) * 4 + 16
-        return per_row * self._length
+        """Bytes of the valid rows this cache holds itself (a fork's shared rows not counted)."""
+        return self.row_bytes() * self.own_rows
+
+    def key_block(self, layer: int, a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys [G, b-a, E] and values [G, b-a, E+1] of rows [a, b) inside one ATT_BLOCK."""
+        if b <= self.shared:
+            assert self.base is not None
+            return self.base.k[layer, :, a:b], self.base.v[layer, :, a:b]
+        a, b = a - self.shared, b - self.shared
+        return self.k[layer, :, a:b], self.v[layer, :, a:b]
 
     def _empty_like(self, capacity: int, start: int) -> KVCache:
         nl, kvh, _, hd = self.k.shape
@@ -100,10 +144,11 @@ class KVCache:
 
     def reserve(self, total: int) -> None:
         """Make room for ``total`` rows (grows geometrically; keeps contents)."""
+        total -= self.shared
         if total <= self.capacity:
             return
         bigger = self._empty_like(max(total, 2 * self.capacity), self.start)
-        n = self._length
+        n = self.own_rows
         bigger.k[:, :, :n] = self.k[:, :, :n]
         bigger.k_raw[:, :, :n] = self.k_raw[:, :, :n]
         bigger.v[:, :, :n] = self.v[:, :, :n]
@@ -124,6 +169,7 @@ class KVCache:
         """Store rows [at, at+T) of one layer from k/k_raw/v shaped [T, kv_heads, head_dim]."""
         n = k.shape[0]
         hd = self.head_dim
+        at -= self.shared
         self.k[layer, :, at : at + n] = k.transpose(0, 1)
         self.k_raw[layer, :, at : at + n] = k_raw.transpose(0, 1)
         self.v[layer, :, at : at + n, :hd] = v.transpose(0, 1)
@@ -131,29 +177,92 @@ class KVCache:
     def commit(self, token_ids: torch.Tensor) -> None:
         """Record the tokens whose rows the forward pass just wrote; advances ``length``."""
         n = int(token_ids.shape[0])
-        at = self._length
+        at = self.own_rows
         self.tokens[at : at + n] = token_ids
         self.positions[at : at + n] = torch.arange(self.end, self.end + n, dtype=torch.int64)
         self._length += n
 
     # ---- copies ----------------------------------------------------------------------------
     def clone(self, extra: int = 0) -> KVCache:
-        """A deep copy of the valid rows (room for ``extra`` more)."""
-        return self.slice(0, self._length, extra=extra)
+        """A deep copy of the valid rows (room for ``extra`` more); a fork's clone shares too."""
+        if self.base is None:
+            return self.slice(0, self._length, extra=extra)
+        return self.base._forked(self._length, self.shared, self, extra)
 
     def slice(self, a: int, b: int, *, extra: int = 0) -> KVCache:
         """Rows [a, b) as a new cache starting at absolute position ``start + a``."""
         if not 0 <= a <= b <= self._length:
             raise IndexError(f"slice [{a}, {b}) outside a cache of {self._length} rows")
         out = self._empty_like(b - a + extra, self.start + a)
-        n = b - a
-        out.k[:, :, :n] = self.k[:, :, a:b]
-        out.k_raw[:, :, :n] = self.k_raw[:, :, a:b]
-        out.v[:, :, :n] = self.v[:, :, a:b]
-        out.tokens[:n] = self.tokens[a:b]
-        out.positions[:n] = self.positions[a:b]
-        out._length = n
+        self._copy_rows(out, 0, a, b)
+        out._length = b - a
         return out
+
+    def _copy_rows(self, out: KVCache, at: int, a: int, b: int) -> None:
+        """Copy public rows [a, b) into ``out``'s own tensors from local row ``at`` on."""
+        if a < self.shared:
+            assert self.base is not None
+            cut = min(b, self.shared)
+            self.base._copy_rows(out, at, a, cut)
+            at, a = at + cut - a, cut
+        if a >= b:
+            return
+        n, la, lb = b - a, a - self.shared, b - self.shared
+        out.k[:, :, at : at + n] = self.k[:, :, la:lb]
+        out.k_raw[:, :, at : at + n] = self.k_raw[:, :, la:lb]
+        out.v[:, :, at : at + n] = self.v[:, :, la:lb]
+        out.tokens[at : at + n] = self.tokens[la:lb]
+        out.positions[at : at + n] = self.positions[la:lb]
+
+    def fork(self, length: int | None = None, *, extra: int = 0) -> KVCache:
+        """A new session over the first ``length`` rows, sharing whole ATT_BLOCKs without a copy.
+
+        Only the rows of the block the prefix ends in are copied (copy-on-write at the
+        divergence); the parent cannot be evicted from until every fork is released.
+        """
+        if self.base is not None:
+            raise ValueError("fork a whole cache, not a fork (clone the fork instead)")
+        if self.start != 0:
+            raise ValueError("fork a cache that starts at position 0")
+        n = self._length if length is None else length
+        if not 0 <= n <= self._length:
+            raise IndexError(f"prefix of {n} rows outside a cache of {self._length}")
+        return self._forked(n, (n // ATT_BLOCK) * ATT_BLOCK, self, extra)
+
+    def _forked(self, n: int, shared: int, src: KVCache, extra: int) -> KVCache:
+        """A fork of ``self`` sharing rows [0, shared); rows [shared, n) copied from ``src``."""
+        out = self._empty_like(n - shared + extra, 0)
+        src._copy_rows(out, 0, shared, n)
+        out.base = self if shared else None
+        out.shared = shared
+        out._length = n
+        if shared:
+            self.forks += 1
+        return out
+
+    def release(self) -> None:
+        """Drop this fork (its rows are discarded): the parent may change again once all are."""
+        if self.base is not None:
+            self.base.forks -= 1
+            self.base = None
+        self.shared = 0
+        self._length = 0
+
+    def unshare(self) -> None:
+        """Copy the shared rows into this cache's own tensors; it stops reading its parent."""
+        base = self.base
+        if base is None:
+            return
+        own = self._empty_like(self._length, 0)
+        self._copy_rows(own, 0, 0, self._length)
+        self.k, self.k_raw, self.v = own.k, own.k_raw, own.v
+        self.tokens, self.positions = own.tokens, own.positions
+        self.base, self.shared = None, 0
+        base.forks -= 1
+
+    def _frozen_check(self) -> None:
+        if self.forks:
+            raise RuntimeError("this cache is shared by forks; it cannot be changed in place")
 
     @staticmethod
     def concat(parts: Sequence[KVCache], *, extra: int = 0) -> KVCache:
@@ -161,6 +270,8 @@ class KVCache:
         if not parts:
             raise ValueError("concat needs at least one cache")
         first = parts[0]
+        if any(p.base is not None for p in parts):
+            raise ValueError("concatenate whole caches, not forks")
         total = sum(p.length for p in parts)
         out = first._empty_like(total + extra, first.start)
         at = 0
@@ -190,11 +301,15 @@ class KVCache:
         length = self._length
         if n <= 0 or start < 0 or start >= length:
             return 0
+        if start < self.shared:
+            self.unshare()
+        self._frozen_check()
         n = min(n, length - start)
         tail = length - (start + n)
+        off = self.shared
         if tail:
-            src = slice(start + n, length)
-            dst = slice(start, start + tail)
+            src = slice(start + n - off, length - off)
+            dst = slice(start - off, start - off + tail)
             self.k_raw[:, :, dst] = self.k_raw[:, :, src].clone()
             self.v[:, :, dst] = self.v[:, :, src].clone()
             self.tokens[dst] = self.tokens[src].clone()

@@ -70,7 +70,19 @@ def load_engine_planner(
     threads: int | None = None,
     budget_tokens: int = 8192,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+    max_batch: int = 8,
+    max_kv_bytes: int = 4 << 30,
 ) -> InKernelPlanner:
-    """The in-kernel ``Planner`` (kind ``inkernel``) over a freshly loaded engine."""
+    """The in-kernel ``Planner`` (kind ``inkernel``) over a freshly loaded engine.
+
+    ``max_batch`` requests are decoded together at most, and their KV reservations (prompt plus
+    budget rows each) stay under ``max_kv_bytes``; past either, a request is refused with 429.
+    """
     engine = load_engine(gguf, progress=progress, threads=threads)
-    return InKernelPlanner(engine, budget_tokens=budget_tokens, max_new_tokens=max_new_tokens)
+    return InKernelPlanner(
+        engine,
+        budget_tokens=budget_tokens,
+        max_new_tokens=max_new_tokens,
+        max_batch=max_batch,
+        max_kv_bytes=max_kv_bytes,
+    )

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import torch
 
-from fak.engine.kvcache import KEY_TILE, KVCache
+from fak.engine.kvcache import ATT_BLOCK, KEY_TILE, KVCache
 from fak.engine.numerics import MIN_ROWS_ATTENTION, PackedLinear, ProbeReport, probe
 from fak.engine.rotary import RotaryTables, rotate
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
 
-__all__ = ["Block", "Transformer", "decode_step", "greedy", "prefill"]
+__all__ = ["Block", "Transformer", "decode_batch", "decode_step", "greedy", "prefill"]
 
 PREFILL_CHUNK = 512
 
@@ -152,74 +152,136 @@ class Transformer:
         self, cache: KVCache, tokens: torch.Tensor, *, all_logits: bool = False
     ) -> torch.Tensor:
         """Append ``tokens`` [M] to ``cache``; logits [V] for the last token or [M, V] for all."""
-        cfg = self.config
-        m_new = int(tokens.shape[0])
-        at = cache.length
-        if cache.end + m_new > self.rope.max_positions:
-            raise ValueError(
-                f"context of {cache.end + m_new} tokens exceeds {self.rope.max_positions}"
-            )
-        cache.reserve(at + m_new)
-        # Batch-invariant kernels need a minimum row count: repeat the last token (same position).
-        rows = max(m_new, self.min_rows)
-        idx = torch.arange(rows).clamp_(max=m_new - 1)
-        token_rows = tokens[idx]
-        pos = cache.end + idx  # [M'] absolute positions
-        cos, sin = self.rope.cos[pos], self.rope.sin[pos]  # [M', E]
-        tiles = _query_tiles(idx + at, cfg.n_heads // cfg.n_kv_heads)
+        return self.forward_batch([(cache, tokens)], all_logits=all_logits)[0]
 
-        x = self.embed[token_rows]  # [M', D]
+    def forward_batch(
+        self, items: Sequence[tuple[KVCache, torch.Tensor]], *, all_logits: bool = False
+    ) -> list[torch.Tensor]:
+        """Append tokens to several caches in one pass; per cache, its logits as ``forward``.
+
+        Every session's rows go through the projections together (one weight stream for the
+        whole batch); attention runs per session over its own cache. Each session's rows are
+        laid out exactly as ``forward`` would lay them out alone, and every kernel involved is
+        row-invariant, so its logits do not depend on the batch it shared (witness 6).
+        """
+        cfg = self.config
+        group = cfg.n_heads // cfg.n_kv_heads
+        slots: list[_Slot] = []
+        token_rows: list[torch.Tensor] = []
+        positions: list[torch.Tensor] = []
+        offset = 0
+        for cache, tokens in items:
+            m_new = int(tokens.shape[0])
+            if m_new == 0:
+                raise ValueError("forward needs at least one token per session")
+            at = cache.length
+            if cache.end + m_new > self.rope.max_positions:
+                raise ValueError(
+                    f"context of {cache.end + m_new} tokens exceeds {self.rope.max_positions}"
+                )
+            cache.reserve(at + m_new)
+            # Batch-invariant kernels need a minimum row count: repeat the last token (same
+            # position).
+            rows = max(m_new, self.min_rows)
+            idx = torch.arange(rows).clamp_(max=m_new - 1)
+            token_rows.append(tokens[idx])
+            positions.append(cache.end + idx)  # [M'] absolute positions
+            tiles = _query_tiles(idx + at, group)
+            slots.append(_Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles))
+            offset += rows
+        pos = torch.cat(positions)
+        cos, sin = self.rope.cos[pos], self.rope.sin[pos]  # [sum M', E]
+
+        x = self.embed[torch.cat(token_rows)]  # [sum M', D]
         for layer, blk in enumerate(self.blocks):
             h = rms_norm(x, blk.attn_norm, cfg.norm_eps)
-            x = x + blk.wo(self._attention(layer, blk, h, cache, at, m_new, cos, sin, tiles))
+            x = x + blk.wo(self._attention(layer, blk, h, slots, cos, sin))
             h = rms_norm(x, blk.ffn_norm, cfg.norm_eps)
-            gate_up = blk.w_gate_up(h)  # [M', 2F]
+            gate_up = blk.w_gate_up(h)  # [sum M', 2F]
             gate, up = gate_up[:, : cfg.ffn_dim], gate_up[:, cfg.ffn_dim :]
             x = x + blk.w_down(silu(gate) * up)
-        cache.commit(tokens)
+        for slot in slots:
+            slot.cache.commit(slot.tokens)
 
         if all_logits:
-            return self.head(rms_norm(x, self.norm, cfg.norm_eps))[:m_new]
-        last = x[m_new - 1 : m_new].expand(self.min_rows, -1)
-        return self.head(rms_norm(last, self.norm, cfg.norm_eps))[0]
+            logits = self.head(rms_norm(x, self.norm, cfg.norm_eps))
+            return [logits[s.rows.start : s.rows.start + s.m_new] for s in slots]
+        last = torch.stack([x[s.rows.start + s.m_new - 1] for s in slots])  # [N, D]
+        if last.shape[0] < self.min_rows:
+            last = last[torch.arange(self.min_rows).clamp_(max=last.shape[0] - 1)]
+        logits = self.head(rms_norm(last, self.norm, cfg.norm_eps))
+        return [logits[i] for i in range(len(slots))]
 
     def _attention(
         self,
         layer: int,
         blk: Block,
-        h: torch.Tensor,  # [M', D]
-        cache: KVCache,
-        at: int,
-        m_new: int,
+        h: torch.Tensor,  # [sum M', D]
+        slots: list[_Slot],
         cos: torch.Tensor,
         sin: torch.Tensor,
-        tiles: list[_Tile],
     ) -> torch.Tensor:
         cfg = self.config
         n_h, n_g, e = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-        rows = h.shape[0]
-        qkv = blk.wqkv(h)  # [M', (H + 2G) * E]
-        qk_raw = qkv[:, : (n_h + n_g) * e].view(rows, n_h + n_g, e)
-        qk = rotate(qk_raw, cos, sin)  # [M', H + G, E]
-        v = qkv[:, (n_h + n_g) * e :].view(rows, n_g, e)
-        cache.write(layer, at, qk[:m_new, n_h:], qk_raw[:m_new, n_h:], v[:m_new])
-
         group = n_h // n_g
-        # Queries grouped by the kv head they share: [G, M' * group, E].
-        q = (qk[:, :n_h] * self.scale).view(rows, n_g, group, e).transpose(0, 1)
-        q = q.reshape(n_g, rows * group, e)
-        keys, vals = cache.k[layer], cache.v[layer]  # [G, cap, E], [G, cap, E + 1]
+        qkv = blk.wqkv(h)  # [sum M', (H + 2G) * E]
+        total = h.shape[0]
+        qk_raw = qkv[:, : (n_h + n_g) * e].view(total, n_h + n_g, e)
+        qk = rotate(qk_raw, cos, sin)  # [sum M', H + G, E]
+        v = qkv[:, (n_h + n_g) * e :].view(total, n_g, e)
+        outs = []
+        for s in slots:
+            r, m = s.rows, s.m_new
+            rows = r.stop - r.start
+            s.cache.write(layer, s.at, qk[r][:m, n_h:], qk_raw[r][:m, n_h:], v[r][:m])
+            # Queries grouped by the kv head they share: [G, M' * group, E].
+            q = (qk[r, :n_h] * self.scale).view(rows, n_g, group, e).transpose(0, 1)
+            out = self._attend(layer, s.cache, q.reshape(n_g, rows * group, e), s.tiles)
+            outs.append(out.view(n_g, rows, group * e).transpose(0, 1).reshape(rows, n_h * e))
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+    def _attend(
+        self, layer: int, cache: KVCache, q: torch.Tensor, tiles: list[_Tile]
+    ) -> torch.Tensor:
+        """Attention of one session's queries q [G, R, E] over its cache -> [G, R, E].
+
+        Keys are read in ATT_BLOCK blocks aligned to absolute position; scores are computed per
+        block, and the probability-value products are summed block by block in a fixed order,
+        so a block contributes the same bits wherever it is stored (a fork's shared blocks).
+        """
+        e = self.config.head_dim
         outs = []
         for t in tiles:
             qt = q[:, t.rows] if t.pad is None else q[:, t.pad]  # [G, R, E], R >= 4
-            scores = torch.bmm(qt, keys[:, : t.span].transpose(1, 2))  # [G, R, span]
+            blocks = [
+                cache.key_block(layer, a, min(a + ATT_BLOCK, t.span))
+                for a in range(0, t.span, ATT_BLOCK)
+            ]
+            parts = [torch.bmm(qt, k.transpose(1, 2)) for k, _ in blocks]  # [G, R, <=block]
+            scores = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)  # [G, R, span]
             scores[:, :, t.span - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
             probs = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
-            acc = torch.bmm(probs, vals[:, : t.span])  # [G, R, E + 1]: numerator | denominator
+            acc = torch.bmm(probs[:, :, : blocks[0][1].shape[1]], blocks[0][1])  # [G, R, E + 1]
+            at = blocks[0][1].shape[1]
+            for _, vals in blocks[1:]:  # numerator | denominator, block by block in order
+                n = vals.shape[1]
+                acc.add_(torch.bmm(probs[:, :, at : at + n], vals))
+                at += n
             n = t.rows.stop - t.rows.start
             outs.append(acc[:, :n, :e] / acc[:, :n, e:])
-        out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
-        return out.view(n_g, rows, group * e).transpose(0, 1).reshape(rows, n_h * e)
+        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One session's part of a batched forward: its cache, new tokens and rows in the batch."""
+
+    cache: KVCache
+    tokens: torch.Tensor  # [M]
+    at: int  # cache row of the first new token
+    m_new: int
+    rows: slice  # its rows [start, start + M') in the batch
+    tiles: list[_Tile]
 
 
 # ---- plain functions over a model and a cache -----------------------------------------------
@@ -247,6 +309,19 @@ def decode_step(model: Transformer, cache: KVCache, token: int) -> torch.Tensor:
     """Append one token; logits [V] for the next one."""
     with torch.inference_mode():
         return model.forward(cache, torch.tensor([token], dtype=torch.int64))
+
+
+def decode_batch(
+    model: Transformer, caches: Sequence[KVCache], tokens: Sequence[int]
+) -> list[torch.Tensor]:
+    """Append one token to each cache in one batched step; each cache's next-token logits."""
+    if len(caches) != len(tokens):
+        raise ValueError("decode_batch needs one token per cache")
+    with torch.inference_mode():
+        items = [
+            (c, torch.tensor([t], dtype=torch.int64)) for c, t in zip(caches, tokens, strict=True)
+        ]
+        return model.forward_batch(items)
 
 
 def greedy(

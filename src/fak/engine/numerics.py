@@ -128,7 +128,7 @@ def probe(linears: Sequence[PackedLinear], *, tile: int = 128, seed: int = 1234)
             failures.append("linear rows")
         # Attention: [G, R, 64] @ [G, 64, span] and [G, R, span] @ [G, span, 65] for spans
         # that are multiples of the key tile; only the row count varies.
-        for span in (tile, 3 * tile):
+        for span in (tile, 3 * tile, 4 * tile):  # every key-block length attention uses
             q = torch.randn(3, 300, 64, generator=gen)
             keys = torch.randn(3, span, 64, generator=gen)
             p = torch.rand(3, 300, span, generator=gen)

@@ -13,12 +13,13 @@ executes tools and only ever sees what the gateway admitted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from fak.abi import (
 )
 from fak.engine.engine import Engine
 from fak.engine.radix import RadixNode, RadixTree
+from fak.engine.scheduler import Job, Scheduler
 
 __all__ = ["InKernelPlanner", "parse_tool_calls"]
 
@@ -109,6 +111,12 @@ class _Session:
     node: RadixNode | None
 
 
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    """Run ``fn`` on the request's event loop; a loop already gone has nobody to tell."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
+
+
 def _held_back(text: str) -> int:
     """How many trailing chars might start a ``<tool_call>`` tag or an unfinished character."""
     if text.endswith("\ufffd"):
@@ -119,8 +127,28 @@ def _held_back(text: str) -> int:
     return 0
 
 
+@dataclass(slots=True)
+class _Turn:
+    """A request's planner-side state while the scheduler generates it."""
+
+    request: TurnRequest
+    layout: list[_Span]
+    ids: list[int]
+    emit: Callable[[str], None] | None
+    deliver: Callable[[PlannerTurn | BaseException], None]
+    reused: int = 0
+    text: str = ""
+    sent: int = 0
+    in_call: bool = False
+
+
 class InKernelPlanner:
-    """A Planner whose model runs in this process over kernel-owned, reusable KV caches."""
+    """A Planner whose model runs in this process over kernel-owned, reusable KV caches.
+
+    Concurrent turns are served together by a continuous-batching ``Scheduler``: at most
+    ``max_batch`` at once, their KV memory bounded by ``max_kv_bytes``; a turn that does not
+    fit is refused with ``PlannerInputError(status=429, retry_after=...)``.
+    """
 
     def __init__(
         self,
@@ -129,13 +157,22 @@ class InKernelPlanner:
         budget_tokens: int = 8192,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         max_sessions: int = 16,
+        max_batch: int = 8,
+        max_kv_bytes: int = 4 << 30,
     ) -> None:
         self.engine = engine
         self.max_sessions = max(1, max_sessions)
         self.tree = RadixTree(budget_tokens=budget_tokens)
         self.max_new_tokens = max_new_tokens
         self._sessions: dict[str, _Session] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the tree and sessions (the scheduler's thread writes)
+        self._row_bytes = engine.new_cache(1).row_bytes()
+        self.scheduler = Scheduler(
+            engine.model,
+            stop_ids=engine.stop_ids,
+            max_batch=max_batch,
+            max_kv_bytes=max_kv_bytes,
+        )
         self._counters = dict.fromkeys(
             (
                 "turns",
@@ -167,42 +204,73 @@ class InKernelPlanner:
         out["sessions"] = len(self._sessions)
         out["exact"] = int(self.engine.exact)
         out["threads"] = self.engine.threads
+        sched = self.scheduler
+        out.update(sched.counters)
+        out["active_requests"] = sched.active
+        out["max_batch"] = sched.max_batch
+        out["kv_bytes_reserved"] = sched.reserved_bytes
+        out["kv_bytes_limit"] = sched.max_kv_bytes
         return out
 
     async def complete(self, request: TurnRequest) -> PlannerTurn:
-        return await asyncio.to_thread(self._run, request, None)
+        loop = asyncio.get_running_loop()
+        result: asyncio.Future[PlannerTurn] = loop.create_future()
+
+        def deliver(outcome: PlannerTurn | BaseException) -> None:
+            def settle() -> None:
+                if result.done():
+                    return
+                if isinstance(outcome, BaseException):
+                    result.set_exception(outcome)
+                else:
+                    result.set_result(outcome)
+
+            _call_soon(loop, settle)
+
+        job = self._submit(request, None, deliver)
+        try:
+            return await result
+        finally:
+            if not job.done:  # the caller went away (client disconnect, deadline)
+                self.scheduler.cancel(job)
 
     async def stream(self, request: TurnRequest) -> AsyncIterator[PlannerEvent]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[PlannerEvent | BaseException] = asyncio.Queue()
 
         def emit(text: str) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, TextDelta(text))
+            _call_soon(loop, queue.put_nowait, TextDelta(text))
 
-        def work() -> None:
-            try:
-                turn = self._run(request, emit)
-                loop.call_soon_threadsafe(queue.put_nowait, TurnDone(turn))
-            except BaseException as exc:  # handed to the consumer, raised there
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
+        def deliver(outcome: PlannerTurn | BaseException) -> None:
+            item = outcome if isinstance(outcome, BaseException) else TurnDone(outcome)
+            _call_soon(loop, queue.put_nowait, item)
 
-        worker = threading.Thread(target=work, name="fak-engine-turn", daemon=True)
-        worker.start()
-        while True:
-            item = await queue.get()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-            if isinstance(item, TurnDone):
-                return
+        job = self._submit(request, emit, deliver)  # refused here, before any event
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, TurnDone):
+                    return
+        finally:
+            if not job.done:  # the consumer stopped early: the client went away
+                self.scheduler.cancel(job)
 
     async def aclose(self) -> None:
+        await asyncio.to_thread(self.scheduler.close)
         with self._lock:
             self._sessions.clear()
             self.tree = RadixTree(budget_tokens=self.tree.budget_tokens)
 
-    # ---- one turn (worker thread) -------------------------------------------------------------
-    def _run(self, request: TurnRequest, emit: Callable[[str], None] | None) -> PlannerTurn:
+    # ---- admission (caller's thread) ----------------------------------------------------------
+    def _submit(
+        self,
+        request: TurnRequest,
+        emit: Callable[[str], None] | None,
+        deliver: Callable[[PlannerTurn | BaseException], None],
+    ) -> Job:
         engine = self.engine
         spans, gen_prompt = engine.chat.render(_chat_messages(request), tools=_tools(request))
         ids: list[int] = []
@@ -225,21 +293,56 @@ class InKernelPlanner:
             else self.max_new_tokens
         )
         budget = min(budget, limit - len(ids))
+        turn = _Turn(request, layout, ids, emit, deliver)
+        job = Job(
+            ids=ids,
+            budget=budget,
+            reserve_bytes=self._row_bytes * (len(ids) + budget),
+            prepare=lambda: self._prepare(turn, budget),
+            on_token=lambda token: self._on_token(turn, job.tokens),
+            on_finish=lambda cache, tokens, finished: self._finish(turn, cache, tokens, finished),
+            on_error=deliver,
+        )
+        self.scheduler.submit(job)
+        return job
+
+    # ---- the scheduler's hooks (its worker thread) --------------------------------------------
+    def _prepare(self, turn: _Turn, budget: int) -> tuple[Any, int]:
+        """Evict what the session dropped, then the longest cached prefix as a fresh cache."""
+        ids = turn.ids
         with self._lock:
-            self._evict_removed_spans(request.session, layout)
+            self._evict_removed_spans(turn.request.session, turn.layout)
             node, reused = self.tree.match(ids[:-1])
             cache = self.tree.materialize(node, extra=len(ids) - reused + budget)
-            if cache is None:
-                cache = engine.new_cache(len(ids) + budget)
-            logits = engine.prefill(cache, ids[reused:])
-            produced: list[int] = []
-            text, finished = self._decode(cache, logits, budget, produced, emit)
+        if cache is None:
+            cache = self.engine.new_cache(len(ids) + budget)
+        turn.reused = reused
+        return cache, reused
+
+    def _on_token(self, turn: _Turn, produced: list[int]) -> bool:
+        """Stream the new text (never tool-call JSON); True once a tool call block closed."""
+        text = turn.text = self.engine.tokenizer.decode(produced)
+        if turn.emit is not None and not turn.in_call:
+            cut = text.find(_OPEN)
+            upto = cut if cut >= 0 else len(text) - _held_back(text)
+            turn.in_call = cut >= 0
+            if upto > turn.sent:
+                turn.emit(text[turn.sent : upto])
+                turn.sent = upto
+        return _CLOSE in text
+
+    def _finish(self, turn: _Turn, cache: Any, produced: list[int], finished: bool) -> None:
+        text = turn.text
+        if turn.emit is not None and not turn.in_call and turn.sent < len(text.rstrip("\ufffd")):
+            turn.emit(text[turn.sent :].rstrip("\ufffd"))
+        ids = turn.ids
+        with self._lock:
             leaf = self.tree.insert(cache)
-            self._remember(request.session, layout, tuple(ids), leaf)
+            self._remember(turn.request.session, turn.layout, tuple(ids), leaf)
             self._counters["turns"] += 1
             self._counters["prompt_tokens"] += len(ids)
-            self._counters["prefix_tokens_reused"] += reused
-            self._counters["tokens_prefilled"] += len(ids) - reused
+            self._counters["prefix_tokens_reused"] += turn.reused
+            self._counters["tokens_prefilled"] += len(ids) - turn.reused
             self._counters["tokens_decoded"] += len(produced)
             self._counters["lru_tokens_evicted"] += self.tree.evict_to_budget()
         prose, calls = parse_tool_calls(text)
@@ -250,48 +353,7 @@ class InKernelPlanner:
         else:
             reason = FinishReason.LENGTH
         usage = Usage(prompt_tokens=len(ids), completion_tokens=len(produced))
-        return PlannerTurn(prose, calls, reason, usage, request.model or self.model)
-
-    def _decode(
-        self,
-        cache: Any,
-        logits: Any,
-        budget: int,
-        produced: list[int],
-        emit: Callable[[str], None] | None,
-    ) -> tuple[str, bool]:
-        engine = self.engine
-        stops = set(engine.stop_ids)
-        sent = 0
-        text = ""
-        in_call = False
-
-        def closed(_: list[int]) -> bool:
-            return _CLOSE in text
-
-        tokens: Iterator[int] = engine.generate(
-            cache, logits, max_new_tokens=budget, should_stop=closed
-        )
-        finished = False
-        for token in tokens:
-            if token in stops:
-                finished = True
-                break
-            produced.append(token)
-            text = engine.tokenizer.decode(produced)
-            if _CLOSE in text:
-                finished = True
-            if emit is None or in_call:
-                continue
-            cut = text.find(_OPEN)
-            upto = cut if cut >= 0 else len(text) - _held_back(text)
-            in_call = cut >= 0
-            if upto > sent:
-                emit(text[sent:upto])
-                sent = upto
-        if emit is not None and not in_call and sent < len(text.rstrip("\ufffd")):
-            emit(text[sent:].rstrip("\ufffd"))
-        return text, finished
+        turn.deliver(PlannerTurn(prose, calls, reason, usage, turn.request.model or self.model))
 
     def _evict_removed_spans(self, session: str, layout: list[_Span]) -> None:
         """Evict, exactly, the cached branch of any span the previous context had and this lacks."""

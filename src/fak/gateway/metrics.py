@@ -44,6 +44,10 @@ ENGINE_COUNTERS = frozenset(
         "spans_evicted",
         "tokens_evicted",
         "lru_tokens_evicted",
+        "steps",
+        "batched_rows",
+        "cancelled",
+        "refused_busy",
     }
 )
 """Planner stats that only grow (exported as ``fak_engine_<name>_total``); the rest are gauges."""

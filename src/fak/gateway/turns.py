@@ -187,7 +187,7 @@ class TurnRunner:
             try:
                 turn = await self._planner.complete(admitted.turn)
             except PlannerInputError as exc:
-                raise GatewayError(400, exc.code, exc.message) from exc
+                raise _refused(exc) from exc
         return await self._finish(
             wire,
             id or self.new_id(wire),
@@ -258,4 +258,10 @@ async def _client_fixable(
         async for ev in events:
             yield ev
     except PlannerInputError as exc:
-        raise GatewayError(400, exc.code, exc.message) from exc
+        raise _refused(exc) from exc
+
+
+def _refused(exc: PlannerInputError) -> GatewayError:
+    """A planner's refusal in HTTP terms: its status (400, or 429 when full) and retry hint."""
+    headers = {"retry-after": str(exc.retry_after)} if exc.retry_after is not None else {}
+    return GatewayError(exc.status, exc.code, exc.message, headers=headers)
