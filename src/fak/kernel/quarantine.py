@@ -319,7 +319,7 @@ class QuarantineLedger:
                 self._counts["total"] += 1
                 self._counts["admitted"] += 1
             return Admission(Verdict.allow(_LEDGER), data, digest=digest)
-        if verdict.kind == VerdictKind.QUARANTINE and "span" in verdict.meta:
+        if verdict.kind == VerdictKind.QUARANTINE:  # spans from raw bytes or encoded tokens
             settings = self._screen_policy.for_source(result.tool)
             if settings.quarantine == "span":
                 partial = self._hold_spans(data, digest, verdict, result.tool, settings)

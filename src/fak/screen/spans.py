@@ -22,6 +22,7 @@ from fak.screen.injection import score_injection
 from fak.screen.pollution import find_repeats
 from fak.screen.secrets import find_secrets
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
+from fak.screen.tokens import MIN_TOKEN, decode_token, token_mask
 
 __all__ = ["FOLLOW", "LONG_LINE", "MAX_WIDEN", "Span", "cut", "offending_spans", "widen"]
 
@@ -140,6 +141,53 @@ def widen(data: bytes, start: int, end: int) -> tuple[int, int]:
     return _utf8_start(data, line_start), _utf8_end(data, line_end)
 
 
+_TOKEN_RUN = b"\x01" * MIN_TOKEN
+
+
+def _decoded_spans(data: bytes, settings: SourceSettings) -> list[Span]:
+    """Each long base64 / hex token of the raw bytes whose decoding the de-obfuscating screen
+    holds: the whole token, as written (a finding inside an encoded layer maps back to the
+    token that carries it)."""
+    from fak.screen.deobfuscate import screen_deobfuscated  # the views import the detectors
+
+    mask = token_mask(data)
+    out: list[Span] = []
+    start = 0
+    while (begin := mask.find(_TOKEN_RUN, start)) >= 0:
+        end = mask.find(b"\x00", begin + MIN_TOKEN)
+        end = len(mask) if end < 0 else end
+        for layer in decode_token(data[begin:end]):
+            hit = screen_deobfuscated(layer, settings=settings)
+            if hit is not None:
+                padded = end
+                while padded < len(data) and padded - end < 2 and data[padded] == 0x3D:
+                    padded += 1  # base64 padding goes with its token
+                out.append(Span(begin, padded, hit.reason))
+                break
+        start = end
+    return out
+
+
+def _line_spans(data: bytes, settings: SourceSettings) -> list[Span]:
+    """Each line the de-obfuscating screen holds on its own (a finding in the normalized view —
+    zero-width, homoglyph or spaced-out text — maps back to the line that carries it). A result
+    of one line yields nothing: the whole result is its line."""
+    from fak.screen.deobfuscate import screen_deobfuscated
+
+    if data.count(b"\n") == 0:
+        return []
+    out: list[Span] = []
+    start = 0
+    for line in data.split(b"\n"):
+        end = start + len(line)
+        if line.strip():
+            hit = screen_deobfuscated(line, settings=settings)
+            if hit is not None:
+                out.append(Span(start, end, hit.reason))
+        start = end + 1
+    return out
+
+
 def offending_spans(data: bytes, settings: SourceSettings | None = None) -> list[Span] | None:
     """Every credential and injection window, widened and merged; ``None`` when the result must
     be held whole (pollution, or nothing the raw-byte detectors can place)."""
@@ -153,7 +201,16 @@ def offending_spans(data: bytes, settings: SourceSettings | None = None) -> list
         hits = score_injection(data, use.injection_threshold)
         found += [Span(h.start, h.end, Reason.TRUST_VIOLATION) for h in hits]
     if not found:
-        return None
+        # nothing on the raw bytes: an encoded token may carry it (cut as the token it is)
+        decoded = _decoded_spans(data, use) or _line_spans(data, use)
+        if not decoded:
+            return None
+        if data.lstrip()[:1] in (b"{", b"["):
+            decoded = [
+                Span(d.start, d.end, d.reason, _string_literal(data, d.start, d.end) is not None)
+                for d in decoded
+            ]
+        return sorted(decoded, key=lambda s: (s.start, s.end))
     if data.lstrip()[:1] in (b"{", b"["):
         grown = _json_spans(data, found)
     else:
