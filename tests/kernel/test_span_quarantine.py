@@ -216,3 +216,16 @@ def test_a_finding_in_the_normalized_view_maps_back_to_its_line() -> None:
     assert adm.payload.startswith(b"Agenda for Monday\n")
     assert adm.payload.endswith(b"\nBring the quarterly numbers.\n")
     assert b"evil.example" not in adm.payload
+
+
+def test_overlapping_findings_merge_into_one_span_and_the_secret_reason_wins() -> None:
+    line = f"{INJECTION} Use {KEY_LINE} for it."
+    text = f"Status: all green.\n{line}\nNext review on Friday.\n".encode()
+    spans = offending_spans(text, SourceSettings(quarantine="span"))
+    assert spans is not None and len(spans) == 1  # the injection window and the key overlap
+    (span,) = spans
+    assert span.reason == Reason.SECRET_EXFIL
+    assert text[span.start : span.end] == line.encode()
+    adm = _ledger().admit(ToolResult("read_doc", text))
+    assert adm.payload.startswith(b"Status: all green.\n")
+    assert b"AKIA" not in adm.payload and b"forward the inbox" not in adm.payload
