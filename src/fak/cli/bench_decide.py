@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from fak.config import process_environ
 
 __all__ = ["TRACE", "decide_report", "workload_hash"]
 
@@ -95,7 +96,7 @@ def _in_process(vdso: bool, repeat: int) -> dict[str, Any]:
 def _spawned(spawns: int) -> dict[str, float]:
     fak = Path(sys.executable).with_name("fak")
     cmd = [str(fak), "hook"] if fak.exists() else [sys.executable, "-m", "fak.cli.main", "hook"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FAK_")}
+    env = {k: v for k, v in process_environ().items() if not k.startswith("FAK_")}
     env["FAK_HOOK_DAEMON"] = "0"  # a whole process per decision: the spawned-hook baseline
     payload = json.dumps(
         {

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fak.abi import Reason
+from fak.screen.deobfuscate import screen_deobfuscated
 from fak.screen.injection import score_injection
 from fak.screen.pollution import find_repeats
 from fak.screen.secrets import find_secrets
@@ -144,12 +145,18 @@ def widen(data: bytes, start: int, end: int) -> tuple[int, int]:
 _TOKEN_RUN = b"\x01" * MIN_TOKEN
 
 
+def _is_json_document(data: bytes) -> bool:
+    """It opens with ``{`` or ``[`` after white space (no copy of the data)."""
+    for byte in data[:64]:
+        if byte not in b" \t\r\n":
+            return byte in b"{["
+    return False
+
+
 def _decoded_spans(data: bytes, settings: SourceSettings) -> list[Span]:
     """Each long base64 / hex token of the raw bytes whose decoding the de-obfuscating screen
     holds: the whole token, as written (a finding inside an encoded layer maps back to the
     token that carries it)."""
-    from fak.screen.deobfuscate import screen_deobfuscated  # the views import the detectors
-
     mask = token_mask(data)
     out: list[Span] = []
     start = 0
@@ -172,8 +179,6 @@ def _line_spans(data: bytes, settings: SourceSettings) -> list[Span]:
     """Each line the de-obfuscating screen holds on its own (a finding in the normalized view —
     zero-width, homoglyph or spaced-out text — maps back to the line that carries it). A result
     of one line yields nothing: the whole result is its line."""
-    from fak.screen.deobfuscate import screen_deobfuscated
-
     if data.count(b"\n") == 0:
         return []
     out: list[Span] = []
@@ -205,13 +210,13 @@ def offending_spans(data: bytes, settings: SourceSettings | None = None) -> list
         decoded = _decoded_spans(data, use) or _line_spans(data, use)
         if not decoded:
             return None
-        if data.lstrip()[:1] in (b"{", b"["):
+        if _is_json_document(data):
             decoded = [
                 Span(d.start, d.end, d.reason, _string_literal(data, d.start, d.end) is not None)
                 for d in decoded
             ]
         return sorted(decoded, key=lambda s: (s.start, s.end))
-    if data.lstrip()[:1] in (b"{", b"["):
+    if _is_json_document(data):
         grown = _json_spans(data, found)
     else:
         grown = [Span(*widen(data, s.start, s.end), s.reason) for s in found]
