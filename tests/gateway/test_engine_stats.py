@@ -10,8 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from fak.cli.serve_cmd import build_planner
+from fak.cli.main import cli
+from fak.cli.serve_cmd import ByteSize, build_planner
 from fak.gateway.planner_mock import MockPlanner
 
 from .conftest import asgi_client
@@ -208,3 +210,49 @@ def test_threads_reach_the_engine_loader(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _build("m.gguf", threads=3) is sentinel
     assert _build(None) is sentinel
     assert seen == [("m.gguf", 3), (None, None)]
+
+
+def test_batch_and_kv_limits_reach_the_engine_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+    sentinel = StatsPlanner()
+
+    def load(gguf: Any = None, *, threads: int | None = None, **options: Any) -> Any:
+        seen.append(options)
+        return sentinel
+
+    _fake_engine(monkeypatch, load)
+    planner = build_planner(
+        base_url=None,
+        provider="openai",
+        model="",
+        api_key=None,
+        gguf=None,
+        mock=False,
+        upstream_client="auto",
+        timeout_s=5.0,
+        engine_options={"max_batch": 2, "max_kv_bytes": 1 << 30},
+    )
+    assert planner is sentinel
+    assert seen == [{"max_batch": 2, "max_kv_bytes": 1 << 30}]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("4GiB", 4 << 30),
+        ("512MiB", 512 << 20),
+        ("2GB", 2 * 10**9),
+        ("1000", 1000),
+        ("1.5g", 3 << 29),
+    ],
+)
+def test_kv_byte_sizes_parse(text: str, expected: int) -> None:
+    assert ByteSize().convert(text, None, None) == expected
+
+
+@pytest.mark.parametrize("text", ["", "lots", "-1GiB", "4 parsecs", "0"])
+def test_a_bad_kv_size_is_a_usage_error_naming_the_form(text: str) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--mock", "--max-kv-bytes", text])
+    assert result.exit_code == 2
+    assert "is not a size; use e.g. 4GiB" in result.output
+    assert "Traceback" not in result.output

@@ -4,9 +4,10 @@ Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-k
 variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
 ``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
 else the scripted mock with a loud warning (also when the default model cannot be loaded).
-``--threads`` goes to the engine. ``--workers N`` forks N worker processes on one listening
-socket (each builds its own kernel after the fork); N > 1 needs the shared stores
-(``FAK_CAS_URL`` / ``--cas-url``, see docs/deploy.md) and is refused on process-local ones.
+``--threads``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine. ``--workers N`` forks N
+worker processes on one listening socket (each builds its own kernel after the fork); N > 1 needs
+the shared stores (``FAK_CAS_URL`` / ``--cas-url``, see docs/deploy.md) and is refused on
+process-local ones.
 Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an empty
 ``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``,
 ``--workers`` on process-local stores).
@@ -79,8 +80,13 @@ def build_planner(
     timeout_s: float,
     threads: int | None = None,
     upstream_max_bytes: int | None = None,
+    engine_options: Mapping[str, Any] | None = None,
 ) -> Any:
-    """The planner by the precedence in the module docstring."""
+    """The planner by the precedence in the module docstring.
+
+    ``engine_options`` are keyword arguments for ``load_engine_planner`` (``max_batch``,
+    ``max_kv_bytes``); they are ignored by the upstream proxy and the mock.
+    """
     from fak.gateway.planner_mock import MockPlanner
 
     if base_url:
@@ -96,7 +102,7 @@ def build_planner(
         try:
             from fak.engine import load_engine_planner
 
-            return load_engine_planner(gguf, threads=threads)
+            return load_engine_planner(gguf, threads=threads, **dict(engine_options or {}))
         except (ImportError, OSError, AttributeError, ValueError) as exc:
             if gguf:
                 click.secho(f"error: cannot load --gguf {gguf}: {exc}", fg="red", err=True)
@@ -109,6 +115,30 @@ def build_planner(
         "canned; use --base-url to front a real model."
     )
     return MockPlanner(model=model or "mock")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 1 << 10}
+_SIZE_UNITS |= {"mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+class ByteSize(click.ParamType[int]):
+    """A byte count: ``1073741824``, ``512MiB``, ``4GiB``, ``2GB`` (k/m/g mean KiB/MiB/GiB)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower().replace(" ", "")
+        digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = text[len(digits) :]
+        try:
+            number = float(digits)
+        except ValueError:
+            number = -1.0
+        if unit not in _SIZE_UNITS or number <= 0:
+            self.fail(f"{value!r} is not a size; use e.g. 4GiB, 512MiB or a byte count", param, ctx)
+        return int(number * _SIZE_UNITS[unit])
 
 
 def _examples(origin: str, model: str) -> str:
@@ -296,6 +326,21 @@ def register(group: click.Group) -> None:
         default=None,
         help="CPU threads for the in-kernel engine (default: the engine's choice).",
     )
+    @click.option(
+        "--max-batch",
+        type=click.IntRange(min=1, max=256),
+        default=8,
+        show_default=True,
+        help="In-kernel engine: requests decoded together at most; more wait for a 429.",
+    )
+    @click.option(
+        "--max-kv-bytes",
+        type=ByteSize(),
+        default="4GiB",
+        show_default=True,
+        help="In-kernel engine: KV memory reserved for running requests (prompt + budget "
+        "rows each); a request that does not fit now gets 429, one that never can 400.",
+    )
     @click.option("--mock", is_flag=True, help="Force the scripted mock planner.")
     @click.option(
         "--upstream-client",
@@ -364,6 +409,8 @@ def register(group: click.Group) -> None:
         witness_key_env: str | None,
         gguf: str | None,
         threads: int | None,
+        max_batch: int,
+        max_kv_bytes: int,
         mock: bool,
         upstream_client: str,
         stdio: bool,
@@ -462,6 +509,7 @@ def register(group: click.Group) -> None:
                 timeout_s=settings.http_write_timeout_s,
                 threads=threads,
                 upstream_max_bytes=settings.upstream_max_bytes,
+                engine_options={"max_batch": max_batch, "max_kv_bytes": max_kv_bytes},
             )
             if not _is_loopback(host) and required is None:
                 _warn(
