@@ -173,3 +173,52 @@ def test_parse_tool_calls(engine: Any) -> None:
     _, calls = parse_tool_calls('<tool_call>[{"arguments": {}}, {"name": "c"}]</tool_call>')
     assert [(c.name, c.arguments) for c in calls] == [("c", "{}")]
     assert calls[0].id.startswith("call_")
+
+
+SYSTEM = Message(
+    Role.SYSTEM,
+    "You are a terse assistant for a shipping company. Reference table follows.\n"
+    + "\n".join(
+        f"Route {i}: port {i * 7 % 97} to port {i * 13 % 89}, {i % 9 + 1} days." for i in range(45)
+    ),
+)
+
+
+def test_sessions_over_one_prefix_fork_its_blocks_and_answer_as_alone(engine: Any) -> None:
+    """The radix tree hands a turn a fork of a stored cache: the shared system prompt's whole
+    key blocks are read in place (same storage), and every answer equals a fresh planner's."""
+    from fak.engine.kvcache import ATT_BLOCK
+
+    planner = _planner(engine)
+    forks: list[Any] = []
+    materialize = planner.tree.materialize
+
+    def spy(node: Any, *, extra: int = 0) -> Any:
+        cache = materialize(node, extra=extra)
+        forks.append(cache)
+        return cache
+
+    planner.tree.materialize = spy  # type: ignore[method-assign]
+    asks = [
+        ("a", (SYSTEM, Message(Role.USER, "How long is route 5?"))),
+        ("b", (SYSTEM, Message(Role.USER, "How long is route 12?"))),
+    ]
+    answers = {"a": _ask(planner, *asks[0][1], session="a", max_tokens=6)}
+    stored_a = planner._sessions["a"].node.store  # session a's whole cache, held by reference
+    answers["b"] = _ask(planner, *asks[1][1], session="b", max_tokens=6)
+    assert forks[0] is None  # session a had nothing to reuse
+    fork_b = forks[1]
+    assert fork_b.base is stored_a and fork_b.shared >= ATT_BLOCK  # whole blocks, not copies
+    k_b, v_b = fork_b.key_block(0, 0, ATT_BLOCK)
+    assert k_b.data_ptr() == stored_a.k[0, :, :ATT_BLOCK].data_ptr()
+    assert v_b.data_ptr() == stored_a.v[0, :, :ATT_BLOCK].data_ptr()
+    # session b again: its stored cache is itself a fork, so this turn forks a fork
+    follow = (*asks[1][1], Message(Role.ASSISTANT, answers["b"].text), USER)
+    again = _ask(planner, *follow, session="b", max_tokens=6)
+    assert forks[2].base is stored_a and forks[2].shared == fork_b.shared
+    assert _ask(_planner(engine), *asks[1][1], session="b", max_tokens=6).text == answers["b"].text
+    assert _ask(_planner(engine), *follow, session="b", max_tokens=6).text == again.text
+    stats = planner.tree.stats()
+    assert stats["stores"] <= 2  # older turns' caches are no longer held by the tree
+    per_turn_rows = sum(t.usage.prompt_tokens for t in answers.values())
+    assert stats["stored_rows"] < per_turn_rows  # the prefix is held once, not per session

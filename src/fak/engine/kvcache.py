@@ -218,16 +218,18 @@ class KVCache:
         """A new session over the first ``length`` rows, sharing whole ATT_BLOCKs without a copy.
 
         Only the rows of the block the prefix ends in are copied (copy-on-write at the
-        divergence); the parent cannot be evicted from until every fork is released.
+        divergence); the parent cannot be evicted from until every fork is released. Forking a
+        fork shares the blocks it shares from its parent and copies its own rows.
         """
-        if self.base is not None:
-            raise ValueError("fork a whole cache, not a fork (clone the fork instead)")
         if self.start != 0:
             raise ValueError("fork a cache that starts at position 0")
         n = self._length if length is None else length
         if not 0 <= n <= self._length:
             raise IndexError(f"prefix of {n} rows outside a cache of {self._length}")
-        return self._forked(n, (n // ATT_BLOCK) * ATT_BLOCK, self, extra)
+        whole = (n // ATT_BLOCK) * ATT_BLOCK
+        if self.base is not None:  # a fork of a fork reads the first parent's blocks in place
+            return self.base._forked(n, min(self.shared, whole), self, extra)
+        return self._forked(n, whole, self, extra)
 
     def _forked(self, n: int, shared: int, src: KVCache, extra: int) -> KVCache:
         """A fork of ``self`` sharing rows [0, shared); rows [shared, n) copied from ``src``."""

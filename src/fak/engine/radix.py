@@ -1,11 +1,14 @@
 """A radix prefix tree of KV caches keyed by token ids (RadixAttention-style) (tier T3).
 
-Each node owns the cache rows of its edge only (a ``KVCache`` starting at the node's depth), so
-every cached token is stored once; a session's cache is the concatenation along a root path.
-``match`` finds the longest cached prefix and, when the divergence falls inside an edge,
-splits it there (the upper part is a clone with its tail evicted, so it is exact). Memory is
-bounded by ``evict_to_budget`` (LRU over unleased leaves, collapsing upwards); ``evict_subtree``
-removes a named branch as policy, whatever its recency or leases. No model code runs here.
+Nodes split the token space as a radix tree (each token counted once, on one edge); the rows
+themselves live in the caches turns produced, held by reference: every node points at a cache
+(``store``) whose first ``depth`` rows are its path. ``materialize`` forks that store, so a new
+session reads every whole ``ATT_BLOCK`` of the prefix in place and copies only the rest (the
+block holding the divergence, and a fork's own rows): nothing is copied into the tree when a turn
+is stored, and sessions over one prefix share its blocks. ``match`` splits an edge where a
+lookup leaves it (the upper part keeps the same store: a prefix of its rows). Memory is bounded
+by ``evict_to_budget`` (LRU over unleased leaves, collapsing upwards); ``evict_subtree`` removes a
+named branch as policy, whatever its recency or leases. No model code runs here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fak.engine.kvcache import KVCache
+from fak.engine.kvcache import ATT_BLOCK, KVCache
 
 __all__ = ["RadixNode", "RadixTree"]
 
@@ -22,23 +25,25 @@ __all__ = ["RadixNode", "RadixTree"]
 @dataclass(eq=False, slots=True)
 class RadixNode:
     edge: tuple[int, ...]
-    kv: KVCache | None
+    store: KVCache | None  # a cache (start 0) whose rows [0, depth) are this node's path
+    depth: int  # tokens from the root to the end of this node's edge
     parent: RadixNode | None
     children: dict[int, RadixNode] = field(default_factory=dict)
     last_used: int = 0
     leases: int = 0
 
-    @property
-    def depth(self) -> int:
-        """Tokens from the root to the end of this node's edge."""
-        return 0 if self.kv is None else self.kv.end
+
+def _shareable(store: KVCache, depth: int) -> int:
+    """Rows a fork of ``store`` over ``depth`` rows would read in place rather than copy."""
+    whole = (depth // ATT_BLOCK) * ATT_BLOCK
+    return whole if store.base is None else min(store.shared, whole)
 
 
 class RadixTree:
     """Longest-prefix reuse of computed caches, bounded by a token budget."""
 
     def __init__(self, *, budget_tokens: int = 8192) -> None:
-        self.root = RadixNode(edge=(), kv=None, parent=None)
+        self.root = RadixNode(edge=(), store=None, depth=0, parent=None)
         self.budget_tokens = budget_tokens
         self._clock = itertools.count(1)
         self.tokens = 0  # cached rows over all nodes (each token stored once)
@@ -72,45 +77,62 @@ class RadixTree:
         return node, depth
 
     def _split(self, child: RadixNode, k: int) -> RadixNode:
-        """Cut ``child``'s edge after ``k`` tokens; returns the new upper node."""
-        assert child.kv is not None and child.parent is not None and 0 < k < len(child.edge)
-        upper_kv = child.kv.clone()
-        upper_kv.truncate(k)  # clone + evict of the tail: no survivor moves, so exact
-        lower_kv = child.kv.slice(k, child.kv.length)
-        upper = RadixNode(edge=child.edge[:k], kv=upper_kv, parent=child.parent)
+        """Cut ``child``'s edge after ``k`` tokens; returns the new upper node (same store)."""
+        assert child.parent is not None and 0 < k < len(child.edge)
+        upper = RadixNode(
+            edge=child.edge[:k],
+            store=child.store,
+            depth=child.depth - len(child.edge) + k,
+            parent=child.parent,
+        )
         upper.last_used = child.last_used
         upper.children[child.edge[k]] = child
         child.parent.children[child.edge[0]] = upper
         child.parent = upper
         child.edge = child.edge[k:]
-        child.kv = lower_kv
         self.nodes += 1
         return upper
 
     def path(self, node: RadixNode) -> list[RadixNode]:
         out: list[RadixNode] = []
         cur: RadixNode | None = node
-        while cur is not None and cur.kv is not None:
+        while cur is not None and cur is not self.root:
             out.append(cur)
             cur = cur.parent
         out.reverse()
         return out
 
     def materialize(self, node: RadixNode, *, extra: int = 0) -> KVCache | None:
-        """A fresh cache holding the whole prefix ending at ``node`` (None for the root)."""
-        parts = [n.kv for n in self.path(node) if n.kv is not None]
-        return KVCache.concat(parts, extra=extra) if parts else None
+        """A new session over the whole prefix ending at ``node`` (None for the root).
+
+        It is a fork of the node's store: whole key blocks are read in place, the rest copied.
+        """
+        if node.store is None or node.depth == 0:
+            return None
+        return node.store.fork(node.depth, extra=extra)
 
     # ---- insert -----------------------------------------------------------------------------
     def insert(self, cache: KVCache) -> RadixNode:
-        """Store a whole-context cache (start 0); returns the node ending at its last row."""
+        """Keep a whole-context cache (start 0, held by reference); returns its last row's node.
+
+        Nodes along its path move to it when it lets a fork share at least as many rows as
+        their current store, so caches of older turns stop being held by the tree.
+        """
         if cache.start != 0:
             raise ValueError("insert takes a cache that starts at position 0")
         ids = cache.token_ids()
         node, depth = self.match(ids)
+        cur: RadixNode | None = node
+        while cur is not None and cur is not self.root:
+            if cur.store is not cache and (
+                cur.store is None
+                or _shareable(cache, cur.depth) >= _shareable(cur.store, cur.depth)
+            ):
+                cur.store = cache
+            cur = cur.parent
         if depth == len(ids):
             return node
-        leaf = RadixNode(edge=tuple(ids[depth:]), kv=cache.slice(depth, len(ids)), parent=node)
+        leaf = RadixNode(edge=tuple(ids[depth:]), store=cache, depth=len(ids), parent=node)
         leaf.last_used = next(self._clock)
         node.children[ids[depth]] = leaf
         self.tokens += len(ids) - depth
@@ -134,7 +156,7 @@ class RadixTree:
             self.nodes -= 1
             stack.extend(cur.children.values())
             cur.children = {}
-            cur.kv = None
+            cur.store = None
         if node.parent is not None:
             node.parent.children.pop(node.edge[0], None)
             node.parent = None
@@ -178,9 +200,14 @@ class RadixTree:
 
     def stats(self) -> dict[str, int]:
         nodes = self._walk()
+        stores = {id(n.store): n.store for n in nodes if n.store is not None}
+        bases = {id(c.base): c.base for c in stores.values() if c.base is not None}
+        held = {**stores, **bases}
         return {
             "nodes": len(nodes),
             "tokens": self.tokens,
             "leased": sum(1 for n in nodes if n.leases),
             "budget_tokens": self.budget_tokens,
+            "stores": len(stores),
+            "stored_rows": sum(c.own_rows for c in held.values()),
         }
