@@ -141,6 +141,40 @@ def test_fork_shares_whole_blocks_and_copies_only_the_divergence_block(engine: A
     base.truncate(10)  # no forks left: the parent is free again
 
 
+def test_a_fork_of_a_fork_reads_each_block_from_the_cache_holding_it(engine: Any) -> None:
+    """A session's next turn forks the previous turn's fork: block 0 is read from the shared
+    root, block 1 from the first fork's own rows, and the logits equal a fresh prefill."""
+    import torch
+
+    from fak.engine.kvcache import ATT_BLOCK
+
+    rng = random.Random(9)
+    prefix, turn1, turn2 = _ids(engine, rng, 600), _ids(engine, rng, 600), _ids(engine, rng, 9)
+    root = engine.new_cache()
+    engine.prefill(root, prefix)
+    first = engine.fork(root, extra=len(turn1))
+    engine.prefill(first, turn1)
+    assert first.shared == ATT_BLOCK
+    second = first.fork(extra=len(turn2))
+    assert second.shared == 2 * ATT_BLOCK and second.base is first and first.forks == 1
+    assert second.nbytes() == second.row_bytes() * (len(prefix) + len(turn1) - 2 * ATT_BLOCK)
+    k0, _ = second.key_block(3, 0, ATT_BLOCK)
+    _, v1 = second.key_block(3, ATT_BLOCK, 2 * ATT_BLOCK)
+    assert k0.data_ptr() == root.k[3, :, :ATT_BLOCK].data_ptr()
+    assert v1.data_ptr() == first.v[3, :, :ATT_BLOCK].data_ptr()  # first's own rows from 512
+    assert second.token_ids() == prefix + turn1
+    got = engine.prefill(second, turn2)
+    fresh = engine.prefill(engine.new_cache(), prefix + turn1 + turn2)
+    assert torch.equal(got, fresh), _delta(got, fresh)
+    for change in (lambda: first.truncate(700), first.unshare):
+        with pytest.raises(RuntimeError, match="shared by forks"):
+            change()  # the middle of the chain cannot change under the fork reading it
+    second.release()
+    assert first.forks == 0 and root.forks == 1
+    first.unshare()
+    assert root.forks == 0 and first.token_ids() == prefix + turn1
+
+
 def test_eviction_inside_a_forks_private_rows_equals_never_saw(engine: Any) -> None:
     """Quarantine mid-run: a fork evicts one of its own results exactly, its shared blocks stay
     shared, and the result equals a context that never held the span."""

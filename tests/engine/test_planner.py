@@ -213,12 +213,14 @@ def test_sessions_over_one_prefix_fork_its_blocks_and_answer_as_alone(engine: An
     assert k_b.data_ptr() == stored_a.k[0, :, :ATT_BLOCK].data_ptr()
     assert v_b.data_ptr() == stored_a.v[0, :, :ATT_BLOCK].data_ptr()
     # session b again: its stored cache is itself a fork, so this turn forks a fork
+    stored_b = planner._sessions["b"].node.store
     follow = (*asks[1][1], Message(Role.ASSISTANT, answers["b"].text), USER)
     again = _ask(planner, *follow, session="b", max_tokens=6)
-    assert forks[2].base is stored_a and forks[2].shared == fork_b.shared
+    assert forks[2].base is stored_b and stored_b.base is stored_a
+    assert forks[2].key_block(0, 0, ATT_BLOCK)[0].data_ptr() == k_b.data_ptr()
     assert _ask(_planner(engine), *asks[1][1], session="b", max_tokens=6).text == answers["b"].text
     assert _ask(_planner(engine), *follow, session="b", max_tokens=6).text == again.text
     stats = planner.tree.stats()
-    assert stats["stores"] <= 2  # older turns' caches are no longer held by the tree
-    per_turn_rows = sum(t.usage.prompt_tokens for t in answers.values())
-    assert stats["stored_rows"] < per_turn_rows  # the prefix is held once, not per session
+    assert stats["stores"] == 3  # a's cache, b's two turns (the second reads the first's rows)
+    per_turn_rows = sum(t.usage.prompt_tokens for t in (*answers.values(), again))
+    assert stats["stored_rows"] < per_turn_rows  # the prefix is held once, not per turn

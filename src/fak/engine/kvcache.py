@@ -48,6 +48,7 @@ class KVCache:
 
     __slots__ = (
         "_length",
+        "_owners",
         "base",
         "forks",
         "k",
@@ -83,6 +84,8 @@ class KVCache:
         self.base: KVCache | None = None
         self.shared = 0
         self.forks = 0
+        # for a fork, per shared block: (cache whose own tensors hold it, that cache's ``shared``)
+        self._owners: list[tuple[KVCache, int]] = []
 
     # ---- shape -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -118,7 +121,7 @@ class KVCache:
         own = [int(t) for t in self.tokens[: self.own_rows].tolist()]
         if self.base is None:
             return own
-        return [int(t) for t in self.base.tokens[: self.shared].tolist()] + own
+        return self.base.token_ids()[: self.shared] + own
 
     def row_bytes(self) -> int:
         """Bytes one cached row costs (K, pre-RoPE K and V of every layer, token, position)."""
@@ -131,8 +134,8 @@ class KVCache:
     def key_block(self, layer: int, a: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys [G, b-a, E] and values [G, b-a, E+1] of rows [a, b) inside one ATT_BLOCK."""
         if b <= self.shared:
-            assert self.base is not None
-            return self.base.k[layer, :, a:b], self.base.v[layer, :, a:b]
+            owner, off = self._owners[a // ATT_BLOCK]
+            return owner.k[layer, :, a - off : b - off], owner.v[layer, :, a - off : b - off]
         a, b = a - self.shared, b - self.shared
         return self.k[layer, :, a:b], self.v[layer, :, a:b]
 
@@ -218,18 +221,15 @@ class KVCache:
         """A new session over the first ``length`` rows, sharing whole ATT_BLOCKs without a copy.
 
         Only the rows of the block the prefix ends in are copied (copy-on-write at the
-        divergence); the parent cannot be evicted from until every fork is released. Forking a
-        fork shares the blocks it shares from its parent and copies its own rows.
+        divergence); the parent cannot be evicted from until every fork is released. A fork can
+        be forked in turn: each shared block is read from whichever cache in the chain holds it.
         """
         if self.start != 0:
             raise ValueError("fork a cache that starts at position 0")
         n = self._length if length is None else length
         if not 0 <= n <= self._length:
             raise IndexError(f"prefix of {n} rows outside a cache of {self._length}")
-        whole = (n // ATT_BLOCK) * ATT_BLOCK
-        if self.base is not None:  # a fork of a fork reads the first parent's blocks in place
-            return self.base._forked(n, min(self.shared, whole), self, extra)
-        return self._forked(n, whole, self, extra)
+        return self._forked(n, (n // ATT_BLOCK) * ATT_BLOCK, self, extra)
 
     def _forked(self, n: int, shared: int, src: KVCache, extra: int) -> KVCache:
         """A fork of ``self`` sharing rows [0, shared); rows [shared, n) copied from ``src``."""
@@ -240,6 +240,10 @@ class KVCache:
         out._length = n
         if shared:
             self.forks += 1
+            out._owners = [
+                self._owners[i] if i < len(self._owners) else (self, self.shared)
+                for i in range(shared // ATT_BLOCK)
+            ]
         return out
 
     def release(self) -> None:
@@ -248,6 +252,7 @@ class KVCache:
             self.base.forks -= 1
             self.base = None
         self.shared = 0
+        self._owners = []
         self._length = 0
 
     def unshare(self) -> None:
@@ -255,11 +260,12 @@ class KVCache:
         base = self.base
         if base is None:
             return
+        self._frozen_check()  # forks of this one read its own tensors in place
         own = self._empty_like(self._length, 0)
         self._copy_rows(own, 0, 0, self._length)
         self.k, self.k_raw, self.v = own.k, own.k_raw, own.v
         self.tokens, self.positions = own.tokens, own.positions
-        self.base, self.shared = None, 0
+        self.base, self.shared, self._owners = None, 0, []
         base.forks -= 1
 
     def _frozen_check(self) -> None:
@@ -303,9 +309,9 @@ class KVCache:
         length = self._length
         if n <= 0 or start < 0 or start >= length:
             return 0
+        self._frozen_check()
         if start < self.shared:
             self.unshare()
-        self._frozen_check()
         n = min(n, length - start)
         tail = length - (start + n)
         off = self.shared

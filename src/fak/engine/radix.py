@@ -3,12 +3,13 @@
 Nodes split the token space as a radix tree (each token counted once, on one edge); the rows
 themselves live in the caches turns produced, held by reference: every node points at a cache
 (``store``) whose first ``depth`` rows are its path. ``materialize`` forks that store, so a new
-session reads every whole ``ATT_BLOCK`` of the prefix in place and copies only the rest (the
-block holding the divergence, and a fork's own rows): nothing is copied into the tree when a turn
-is stored, and sessions over one prefix share its blocks. ``match`` splits an edge where a
-lookup leaves it (the upper part keeps the same store: a prefix of its rows). Memory is bounded
-by ``evict_to_budget`` (LRU over unleased leaves, collapsing upwards); ``evict_subtree`` removes a
-named branch as policy, whatever its recency or leases. No model code runs here.
+session reads every whole ``ATT_BLOCK`` of the prefix in place (from whichever cache in a fork
+chain holds it) and copies only the block holding the divergence: nothing is copied into the
+tree when a turn is stored, and sessions and turns over one prefix share its blocks. ``match``
+splits an edge where a lookup leaves it (the upper part keeps the same store: a prefix of its
+rows). Memory is bounded by ``evict_to_budget`` (LRU over unleased leaves, collapsing upwards);
+``evict_subtree`` removes a named branch as policy, whatever its recency or leases. No model
+code runs here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fak.engine.kvcache import ATT_BLOCK, KVCache
+from fak.engine.kvcache import KVCache
 
 __all__ = ["RadixNode", "RadixTree"]
 
@@ -31,12 +32,6 @@ class RadixNode:
     children: dict[int, RadixNode] = field(default_factory=dict)
     last_used: int = 0
     leases: int = 0
-
-
-def _shareable(store: KVCache, depth: int) -> int:
-    """Rows a fork of ``store`` over ``depth`` rows would read in place rather than copy."""
-    whole = (depth // ATT_BLOCK) * ATT_BLOCK
-    return whole if store.base is None else min(store.shared, whole)
 
 
 class RadixTree:
@@ -115,8 +110,8 @@ class RadixTree:
     def insert(self, cache: KVCache) -> RadixNode:
         """Keep a whole-context cache (start 0, held by reference); returns its last row's node.
 
-        Nodes along its path move to it when it lets a fork share at least as many rows as
-        their current store, so caches of older turns stop being held by the tree.
+        Nodes along its path move to it (it holds their rows too, shared or its own), so the
+        tree stops holding older turns' caches directly; a fork keeps its parents alive.
         """
         if cache.start != 0:
             raise ValueError("insert takes a cache that starts at position 0")
@@ -124,11 +119,7 @@ class RadixTree:
         node, depth = self.match(ids)
         cur: RadixNode | None = node
         while cur is not None and cur is not self.root:
-            if cur.store is not cache and (
-                cur.store is None
-                or _shareable(cache, cur.depth) >= _shareable(cur.store, cur.depth)
-            ):
-                cur.store = cache
+            cur.store = cache  # its rows [0, depth) are this path's too: hold the newest only
             cur = cur.parent
         if depth == len(ids):
             return node
@@ -200,14 +191,16 @@ class RadixTree:
 
     def stats(self) -> dict[str, int]:
         nodes = self._walk()
-        stores = {id(n.store): n.store for n in nodes if n.store is not None}
-        bases = {id(c.base): c.base for c in stores.values() if c.base is not None}
-        held = {**stores, **bases}
+        held: dict[int, KVCache] = {}
+        for cache in (n.store for n in nodes):
+            while cache is not None and id(cache) not in held:  # a fork keeps its parents
+                held[id(cache)] = cache
+                cache = cache.base
         return {
             "nodes": len(nodes),
             "tokens": self.tokens,
             "leased": sum(1 for n in nodes if n.leases),
             "budget_tokens": self.budget_tokens,
-            "stores": len(stores),
+            "stores": len(held),
             "stored_rows": sum(c.own_rows for c in held.values()),
         }
