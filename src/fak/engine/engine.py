@@ -61,10 +61,14 @@ class Engine:
         gguf: str | Path | None = None,
         *,
         threads: int | None = None,
-        exact: bool = True,
+        mode: str = "exact",
         progress: LoadProgress | None = None,
     ) -> Engine:
-        """Read, dequantize and pack a GGUF (default: the embedded SmolLM2)."""
+        """Read, dequantize and pack a GGUF (default: the embedded SmolLM2).
+
+        ``mode`` is ``"exact"`` (float32 weights) or ``"fast"`` (4-bit weights, bfloat16
+        activations in the projections); both are batch-invariant with themselves.
+        """
         if threads is not None and threads > 0:
             torch.set_num_threads(threads)
 
@@ -75,10 +79,14 @@ class Engine:
         ckpt = read_checkpoint(gguf, on_tensor=on_tensor)
         tokenizer = GGUFTokenizer(ckpt.metadata)
         chat = ChatFormat(ckpt.metadata.get("tokenizer.chat_template"), tokenizer)
-        model = Transformer(ckpt, exact=exact, progress=progress)
+        model = Transformer(ckpt, mode=mode, progress=progress)
         name = ckpt.path.stem
         log.info(
-            "engine ready: %s, exact=%s, threads=%d", name, model.exact, torch.get_num_threads()
+            "engine ready: %s, mode=%s, exact=%s, threads=%d",
+            name,
+            model.mode,
+            model.exact,
+            torch.get_num_threads(),
         )
         return cls(model, tokenizer, chat, path=ckpt.path, name=name)
 
@@ -86,6 +94,11 @@ class Engine:
     def exact(self) -> bool:
         """True when the start-up probe proved the batch invariance this process relies on."""
         return self.model.exact
+
+    @property
+    def mode(self) -> str:
+        """``"exact"`` (float32 reference numerics) or ``"fast"`` (4-bit weights)."""
+        return self.model.mode
 
     @property
     def threads(self) -> int:

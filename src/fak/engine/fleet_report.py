@@ -160,6 +160,7 @@ def fleet_report(
         "model": engine.name,
         "threads": engine.threads,
         "exact": engine.exact,
+        "mode": engine.mode,
         "headline_tokens": {"cell": HEADLINE.label(), **token_counts(HEADLINE)},
     }
     record["main"] = _main_cell(engine, cell, say)
@@ -180,7 +181,7 @@ def render(record: dict[str, Any]) -> str:
     s, u, t, r = m["seconds"], m["cpu_seconds"], m["tokens"], m["ratios"]
     lines = [
         f"fleet benchmark, {record['model']}, {record['threads']} thread(s), "
-        f"exact={record['exact']}",
+        f"mode={record.get('mode', 'exact')}, exact={record['exact']}",
         f"main cell {m['cell']}",
         f"{'arm':<14}{'prefill tokens':>16}{'wall-clock s':>14}{'CPU s':>10}",
         *(

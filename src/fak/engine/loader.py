@@ -54,13 +54,14 @@ def load_engine(
     *,
     progress: bool = True,
     threads: int | None = None,
+    mode: str = "exact",
 ) -> Engine:
-    """Load a GGUF (default: the embedded SmolLM2) into an ``Engine``."""
+    """Load a GGUF (default: the embedded SmolLM2) into an ``Engine`` (``mode``: exact | fast)."""
     path = default_gguf_path() if gguf is None else Path(gguf)
     if not path.is_file():
         raise FileNotFoundError(f"GGUF file not found: {path}")
     with _progress_bar(path.name, progress) as report:
-        return Engine.load(path, threads=threads, progress=report)
+        return Engine.load(path, threads=threads, mode=mode, progress=report)
 
 
 def load_engine_planner(
@@ -72,13 +73,14 @@ def load_engine_planner(
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     max_batch: int = 8,
     max_kv_bytes: int = 4 << 30,
+    mode: str = "exact",
 ) -> InKernelPlanner:
     """The in-kernel ``Planner`` (kind ``inkernel``) over a freshly loaded engine.
 
     ``max_batch`` requests are decoded together at most, and their KV reservations (prompt plus
     budget rows each) stay under ``max_kv_bytes``; past either, a request is refused with 429.
     """
-    engine = load_engine(gguf, progress=progress, threads=threads)
+    engine = load_engine(gguf, progress=progress, threads=threads, mode=mode)
     return InKernelPlanner(
         engine,
         budget_tokens=budget_tokens,

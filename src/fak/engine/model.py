@@ -19,13 +19,32 @@ from dataclasses import dataclass
 import torch
 
 from fak.engine.kvcache import ATT_BLOCK, KEY_TILE, KVCache
-from fak.engine.numerics import MIN_ROWS_ATTENTION, PackedLinear, ProbeReport, probe
+from fak.engine.numerics import (
+    MIN_ROWS_ATTENTION,
+    Int4Linear,
+    Linear,
+    PackedLinear,
+    ProbeReport,
+    int4_available,
+    probe,
+)
 from fak.engine.rotary import RotaryTables, rotate
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
 
-__all__ = ["Block", "Transformer", "decode_batch", "decode_step", "greedy", "prefill"]
+__all__ = [
+    "MODES",
+    "Block",
+    "Transformer",
+    "decode_batch",
+    "decode_step",
+    "greedy",
+    "prefill",
+]
 
 PREFILL_CHUNK = 512
+# "exact": float32 weights, the reference numerics. "fast": 4-bit weights with bfloat16
+# activations in the projections (everything else float32); batch-invariant with itself.
+MODES = ("exact", "fast")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -83,57 +102,66 @@ class Block:
     """One decoder layer's weights: norms as tensors, projections packed once."""
 
     attn_norm: torch.Tensor  # [D]
-    wqkv: PackedLinear  # [(H + 2G) * E, D]
-    wo: PackedLinear  # [D, H * E]
+    wqkv: Linear  # [(H + 2G) * E, D]
+    wo: Linear  # [D, H * E]
     ffn_norm: torch.Tensor  # [D]
-    w_gate_up: PackedLinear  # [2F, D]
-    w_down: PackedLinear  # [D, F]
+    w_gate_up: Linear  # [2F, D]
+    w_down: Linear  # [D, F]
 
 
 class Transformer:
-    """SmolLM2 / Llama: embeddings -> N blocks -> RMSNorm -> tied head."""
+    """SmolLM2 / Llama: embeddings -> N blocks -> RMSNorm -> tied head.
+
+    ``mode`` picks the projections' numerics (``MODES``); in either, ``exact`` is True only
+    when the start-up probe proved the batch invariance that makes reuse and eviction equal a
+    recompute bit for bit (within the mode).
+    """
 
     def __init__(
         self,
         ckpt: GGUFCheckpoint,
         *,
-        exact: bool = True,
+        mode: str = "exact",
         onednn: bool = True,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"engine mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode == "fast" and not int4_available():
+            raise ValueError("fast mode needs torch's CPU int4 matmul (torch >= 2.6)")
         cfg = ckpt.config
         self.config: LlamaConfig = cfg
-        self.exact = exact
+        self.mode = mode
+
+        def linear(weight: torch.Tensor) -> Linear:
+            return Int4Linear(weight) if mode == "fast" else PackedLinear(weight, onednn=onednn)
+
         t = {name: torch.from_numpy(arr) for name, arr in ckpt.tensors.items()}
         self.embed = t["embed"].contiguous()  # [V, D]
         self.norm = t["norm"]
-        self.head = PackedLinear(t.get("head", self.embed), onednn=onednn)
+        self.head = linear(t.get("head", self.embed))
         self.blocks: list[Block] = []
         for i in range(cfg.n_layers):
             p = f"layers.{i}."
             self.blocks.append(
                 Block(
                     attn_norm=t[p + "attn_norm"],
-                    wqkv=PackedLinear(
-                        torch.cat([t[p + "wq"], t[p + "wk"], t[p + "wv"]]), onednn=onednn
-                    ),
-                    wo=PackedLinear(t[p + "wo"], onednn=onednn),
+                    wqkv=linear(torch.cat([t[p + "wq"], t[p + "wk"], t[p + "wv"]])),
+                    wo=linear(t[p + "wo"]),
                     ffn_norm=t[p + "ffn_norm"],
-                    w_gate_up=PackedLinear(
-                        torch.cat([t[p + "w_gate"], t[p + "w_up"]]), onednn=onednn
-                    ),
-                    w_down=PackedLinear(t[p + "w_down"], onednn=onednn),
+                    w_gate_up=linear(torch.cat([t[p + "w_gate"], t[p + "w_up"]])),
+                    w_down=linear(t[p + "w_down"]),
                 )
             )
             if progress is not None:
                 progress("pack", i + 1, cfg.n_layers)
         first = self.blocks[0]
-        self.numerics: ProbeReport | None = None
-        self.min_rows = 1
-        if exact:  # prove the batch invariance on this machine before promising it
-            self.numerics = probe([first.wqkv, first.wo, first.w_gate_up, first.w_down, self.head])
-            self.exact = self.numerics.ok
-            self.min_rows = self.numerics.min_rows if self.exact else 1
+        # prove the batch invariance on this machine before promising it
+        self.numerics: ProbeReport = probe(
+            [first.wqkv, first.wo, first.w_gate_up, first.w_down, self.head]
+        )
+        self.exact = self.numerics.ok
+        self.min_rows = self.numerics.min_rows if self.exact else 1
         self.rope = RotaryTables.build(cfg.head_dim, cfg.rope_theta, cfg.context_length)
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
 

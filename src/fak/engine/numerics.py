@@ -15,14 +15,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 __all__ = [
+    "INT4_GROUP",
     "MAX_K",
     "MIN_ROWS_ATTENTION",
+    "Int4Linear",
+    "Linear",
     "PackedLinear",
     "ProbeReport",
+    "int4_available",
     "onednn_available",
     "probe",
 ]
@@ -44,6 +49,15 @@ def onednn_available() -> bool:
         )
     except (AttributeError, RuntimeError):  # pragma: no cover - depends on the torch build
         return False
+
+
+class Linear(Protocol):
+    """A projection y = x @ W.T over float32 rows x [M, in] -> float32 [M, out]."""
+
+    in_features: int
+    out_features: int
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor: ...
 
 
 class PackedLinear:
@@ -86,6 +100,52 @@ class PackedLinear:
         return y
 
 
+# Fast mode quantizes weights in groups of this many along the reduction (a Q4_1 block's size).
+INT4_GROUP = 32
+
+
+def int4_available() -> bool:
+    """True when this torch build has the CPU int4 weight-only matmul fast mode uses."""
+    return hasattr(torch.ops.aten, "_weight_int4pack_mm_for_cpu") and hasattr(
+        torch.ops.aten, "_convert_weight_to_int4pack_for_cpu"
+    )
+
+
+class Int4Linear:
+    """Fast mode's projection: 4-bit weights, bfloat16 activations, float32 in and out.
+
+    W [out, in] is quantized per group of ``INT4_GROUP`` inputs with an offset and a step
+    (asymmetric, as GGUF's Q4_1 is: a Q4_1 tensor's blocks come back on the same grid, only the
+    step and offset rounded to bfloat16). torch's CPU int4 kernel streams a quarter of the
+    bytes a bfloat16 weight would; it gives each output row the same bits for any row count,
+    which the probe re-checks. Not exact against float32: that is what fast mode trades.
+    """
+
+    __slots__ = ("_packed", "_scales", "in_features", "out_features")
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        n_out, k_in = (int(d) for d in weight.shape)
+        if k_in % INT4_GROUP or n_out % 16:
+            raise ValueError(f"int4 weights need in % {INT4_GROUP} == 0 and out % 16 == 0")
+        self.out_features, self.in_features = n_out, k_in
+        groups = weight.float().reshape(n_out, k_in // INT4_GROUP, INT4_GROUP)
+        low = groups.amin(-1)
+        step = (groups.amax(-1) - low) / 15
+        step = torch.where(step > 0, step, torch.ones_like(step))
+        q = ((groups - low.unsqueeze(-1)) / step.unsqueeze(-1)).round_().clamp_(0, 15)
+        q_int = q.to(torch.int32).reshape(n_out, k_in)
+        self._packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q_int, 1)
+        # the kernel computes (q - 8) * step + zero, so zero = low + 8 * step
+        zero = low + 8 * step
+        self._scales = torch.stack([step.t(), zero.t()], dim=-1).to(torch.bfloat16).contiguous()
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = torch.ops.aten._weight_int4pack_mm_for_cpu(
+            x.to(torch.bfloat16), self._packed, INT4_GROUP, self._scales
+        )
+        return out.float()
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeReport:
     """What the start-up probe found; ``ok`` only when every check matched bit for bit.
@@ -110,14 +170,19 @@ def _rows_invariant(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     return True
 
 
-def probe(linears: Sequence[PackedLinear], *, tile: int = 128, seed: int = 1234) -> ProbeReport:
+def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> ProbeReport:
     """Check, on this process's kernels, every invariance the exact forward pass relies on.
 
     ``linears`` are the model's own projections (one of each shape is enough).
     """
     gen = torch.Generator().manual_seed(seed)
     failures: list[str] = []
-    backend = "onednn-packed" if all(lin.onednn for lin in linears) else "mkl"
+    if all(isinstance(lin, Int4Linear) for lin in linears):
+        backend = "int4-bf16"
+    elif all(getattr(lin, "onednn", False) for lin in linears):
+        backend = "onednn-packed"
+    else:
+        backend = "mkl"
     min_rows = 1
     with torch.inference_mode():
         for lin in linears:

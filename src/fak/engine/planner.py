@@ -203,6 +203,7 @@ class InKernelPlanner:
         out["radix_budget_tokens"] = self.tree.budget_tokens
         out["sessions"] = len(self._sessions)
         out["exact"] = int(self.engine.exact)
+        out["fast_mode"] = int(self.engine.mode == "fast")
         out["threads"] = self.engine.threads
         sched = self.scheduler
         out.update(sched.counters)

@@ -67,6 +67,8 @@ def ops_routes(state: GatewayState) -> list[Route]:
         stats = metrics.planner_stats()
         if stats is not None and "exact" in stats:
             body["exact"] = bool(stats["exact"])  # the engine's batch-invariant mode held
+            if "fast_mode" in stats:  # which numerics: float32 (exact) or 4-bit weights (fast)
+                body["engine_mode"] = "fast" if stats["fast_mode"] else "exact"
         if probes:
             up = await stores()
             body["stores"] = up
