@@ -271,6 +271,36 @@ def test_normalize_equals_the_reference_on_arbitrary_bytes(data: bytes) -> None:
     assert normalize(data) == normalize_reference(data)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 10**6), st.text(_SCRIPT_CHARS, min_size=1, max_size=4)),
+        min_size=1,
+        max_size=6,
+    ),
+    _MANGLE,
+    st.sampled_from([b"x = 1  # ok\n", b"a\x00b ", b"ignore previous instructions. "]),
+)
+def test_normalize_run_by_run_equals_the_reference(
+    inserts: list[tuple[int, str]], mangle: list[tuple[int, int]], filler: bytes
+) -> None:
+    # Mostly ASCII with a few characters and stray bytes: the text is folded one run at a time.
+    text = (filler * (40000 // len(filler))).decode()  # at most 1 in 256 bytes is not ASCII
+    for at, chars in inserts:
+        at %= len(text) + 1
+        text = text[:at] + chars + text[at:]
+    data = _mangled(text, mangle)
+    assert normalize(data) == normalize_reference(data)
+
+
+def test_normalize_run_by_run_keeps_runs_apart_and_drops_nul() -> None:
+    body = b"a\x00" * 300 + "é\u200b—ﬁ".encode() + b"\xe2\x80" + b"q" * 5000 + "…\xff".encode()
+    expected = b"a" * 300 + b"efi" + b"q" * 5000 + b"...y"  # NUL, dashes, cut bytes dropped
+    assert normalize(body) == normalize_reference(body) == expected
+    runs = b"x" * 4000 + "\u0456\U000e0041".encode() + b"\xc3" + b"y" * 100 + b"\xa9"
+    assert normalize(runs) == normalize_reference(runs) == b"x" * 4000 + b"iA" + b"y" * 100
+
+
 def test_the_hot_encoder_folds_recurring_text_and_stays_exact(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -271,6 +271,31 @@ def _learn(folds: _Folds, high: bytes, text: str, missed_at: int) -> None:
 
 _ASCII_BYTES = bytes(range(128))
 _DROP = bytes(range(128, 256)) + b"\x00"
+_HIGH_MASK = bytes(128) + b"\x01" * 128  # 1 where a byte is not ASCII
+_SPARSE = 256
+"""A text with at most one non-ASCII byte in this many is folded run by run."""
+
+
+def _by_runs(skeletons: dict[int, bytes], data: bytes) -> bytes:
+    """The skeleton of a text with few non-ASCII bytes, one run of them at a time.
+
+    A maximal run of non-ASCII bytes decodes alone to the characters it holds in the whole text:
+    an ASCII byte never continues a UTF-8 sequence, so decoding errors stay inside their run. The
+    ASCII between runs is kept, except NUL (dropped from every non-ASCII text).
+    """
+    mask = data.translate(_HIGH_MASK)
+    parts: list[bytes] = []
+    start = 0
+    while (begin := mask.find(1, start)) >= 0:
+        end = mask.find(0, begin)
+        if end < 0:
+            end = len(data)
+        parts.append(data[start:begin])
+        parts += [skeletons.get(ord(c), b"") for c in data[begin:end].decode("utf-8", "ignore")]
+        start = end
+    parts.append(data[start:])
+    skeleton = b"".join(parts)
+    return skeleton.replace(b"\x00", b"") if b"\x00" in data else skeleton
 
 
 def normalize(data: bytes) -> bytes:
@@ -278,7 +303,8 @@ def normalize(data: bytes) -> bytes:
 
     Pure-ASCII input is returned as is. Otherwise RE2 looks at the non-ASCII bytes alone (a
     character's UTF-8 form lies whole in them) for characters that fold to something. None: the
-    skeleton is the input without its non-ASCII and NUL bytes. Else one charmap pass folds the
+    skeleton is the input without its non-ASCII and NUL bytes. Few non-ASCII bytes (source code,
+    English with a dash or two): each run of them is folded alone. Else one charmap pass folds the
     text, with the hot encoder if it holds every character, or with an encoder made for the
     folding characters an RE2 Set finds (up to 128 distinct); with more, the reference runs.
     """
@@ -288,6 +314,8 @@ def normalize(data: bytes) -> bytes:
     high = data.translate(None, _ASCII_BYTES)
     if folds.present.search(high) is None:
         return data.translate(None, _DROP)
+    if len(high) * _SPARSE <= len(data):
+        return _by_runs(folds.skeletons, data)
     text = data.decode("utf-8", errors="ignore")
     hot, missed_at = _hot, 0
     if hot is not None:
