@@ -21,8 +21,11 @@ from fak.screen.detect import (
     Finding,
     screen_bytes,
 )
+from fak.screen.injection import INJECTION_FIND
+from fak.screen.secrets import SECRET_FIND
 from fak.screen.skeleton import normalize
 from fak.screen.sources import SourceSettings
+from fak.screen.starts import SharedStarts
 from fak.screen.tokens import (
     CANDIDATE_PATTERN,
     MIN_TOKEN,
@@ -74,17 +77,26 @@ _GAPPED = b"(?i:%s)" % b"|".join(
 @dataclass(frozen=True, slots=True)
 class _Scanners:
     """Group 1 of ``scan_*``: something a view-level detector may fire on; otherwise a token
-    that may decode. ``*_squeezed`` serve the raw bytes, which the first screen already covers."""
+    that may decode. ``*_squeezed`` serve the raw bytes, which the first screen already covers.
+    ``union`` matches wherever the first-match screen's pass or ``scan_squeezed`` does: one pass
+    over a view that both screen (see ``fak.screen.starts``)."""
 
     scan_squeezed: re2._Regexp
     level_squeezed: re2._Regexp
+    union: re2._Regexp
 
 
 @functools.cache
-def _scanners() -> _Scanners:  # compiled on first use: ~20 ms
+def _scanners() -> _Scanners:  # compiled on first use: ~40 ms
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.log_errors = False
+    options.max_mem = 256 << 20  # as the first-match screen's pass: room for the DFA's states
+    union = b"|".join((SECRET_FIND, INJECTION_FIND, _GAPPED, CANDIDATE_PATTERN))
     return _Scanners(
         compile_latin1(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN),
         compile_latin1(_GAPPED),
+        re2.compile(union, options),
     )
 
 
@@ -128,22 +140,25 @@ def _scan(
 ) -> tuple[Finding | None, list[bytes]]:
     """The view's finding, else the printable decodings of its tokens.
 
-    A view other than the raw bytes first goes through the whole first-match screen (its own
-    one-pass prefilter); a finding there carries no span, since the view does not map back to
-    the original bytes byte for byte. Then one RE2 scan meets squeezed markers and tokens: the
+    A view other than the raw bytes first goes through the whole first-match screen; a finding
+    there carries no span, since the view does not map back to the original bytes byte for byte.
+    That screen's pass and this one walk the starts of one union pass over the view (the
+    findings are those of separate passes). Then one RE2 scan meets squeezed markers and tokens: the
     squeezed check runs (once) when the scan meets one, and a token is decoded when the scan
     meets a candidate in it; when candidates come densely, the remaining tokens are all decoded
     and one search covers the rest of the view. Equal to running every check on every token.
     """
-    if screen_raw:
-        # the first-match screen now; the squeezed check only where the scan below meets a
-        # gapped marker (its translate is the expensive part)
-        hit = screen_bytes(view, settings, pollution=label != "normalized")
-        if hit is not None:
-            return replace(hit, view=label, span=None), []
-    squeeze = settings is None or settings.injection
     scanners = _scanners()
     search = scanners.scan_squeezed.search
+    if screen_raw:
+        # the first-match screen now; the squeezed check only where the scan below meets a
+        # gapped marker (its translate is the expensive part). One union pass serves both.
+        starts = SharedStarts(scanners.union, view)
+        hit = screen_bytes(view, settings, pollution=label != "normalized", starts=starts)
+        if hit is not None:
+            return replace(hit, view=label, span=None), []
+        search = starts.search(scanners.scan_squeezed)
+    squeeze = settings is None or settings.injection
     layers: list[bytes] = []
     checked = False
     done = pos = tokens = 0

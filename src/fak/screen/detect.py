@@ -36,6 +36,7 @@ from fak.screen.secrets import (
     validate_candidates,
 )
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
+from fak.screen.starts import SharedStarts
 
 __all__ = [
     "INJECTION_MARKERS",
@@ -199,16 +200,20 @@ class _Scan:
     other; each start is named by the family's grouped automaton, anchored there.
     """
 
-    __slots__ = ("data", "pos", "secrets", "use")
+    __slots__ = ("both", "data", "only", "pos", "secrets", "use")
 
-    def __init__(self, data: bytes, use: SourceSettings) -> None:
+    def __init__(self, data: bytes, use: SourceSettings, starts: SharedStarts | None) -> None:
         self.data = data
         self.use = use
         self.pos = 0
         self.secrets: list[tuple[int, int, str]] = []
+        if starts is None:
+            self.both, self.only = _both().search, _secrets_only().search
+        else:
+            self.both, self.only = starts.search(_both()), starts.search(_secrets_only())
 
     def cues(self) -> Iterator[CueHit]:
-        data, use, search = self.data, self.use, _both().search
+        data, use, search = self.data, self.use, self.both
         cue_filter = CueFilter()
         seen = 0
         while (match := search(data, self.pos)) is not None:
@@ -229,7 +234,7 @@ class _Scan:
         data, pos = self.data, self.pos
         if not self.use.secrets or pos > len(data):
             return self.secrets
-        search = _secrets_only().search
+        search = self.only
         seen = 0
         while (match := search(data, pos)) is not None:
             start = match.start()
@@ -254,18 +259,23 @@ class _OverBudget(Exception):
 
 
 def screen_bytes(
-    data: bytes, settings: SourceSettings | None = None, *, pollution: bool = True
+    data: bytes,
+    settings: SourceSettings | None = None,
+    *,
+    pollution: bool = True,
+    starts: SharedStarts | None = None,
 ) -> Finding | None:
     """The kernel's result predicate: secret, then injection, then pollution; first hit wins.
 
     ``settings`` (per source, from the manifest's ``screen`` section) switch detector families
     off or move the injection threshold; ``None`` is the default. One find-only RE2 pass finds
     credential candidates and injection cues together; the validators and the cue scoring then
-    run on what it found.
+    run on what it found. ``starts`` (a union pass over ``data`` that another scan of the same
+    bytes shares, see ``fak.screen.starts``) stands in for that pass; the finding is the same.
     """
     use = settings or DEFAULT_SETTINGS
     if use.secrets or use.injection:
-        scan = _Scan(data, use)
+        scan = _Scan(data, use, starts)
         try:
             cues = scan.cues()
             scored = score_cues(cues, use.injection_threshold, first=True)

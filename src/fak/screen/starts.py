@@ -1,0 +1,84 @@
+"""One find-only RE2 pass shared by several scans of the same view (tier T1).
+
+The de-obfuscating screen scans a view for credential and cue starts (the first-match screen's
+pattern) and then for gapped markers and tokens (its own). ``SharedStarts`` runs one pattern that
+is the union of those parts, keeps its match starts, and hands each part a ``search`` that walks
+them: a part's next match at or after ``pos`` is its anchored match at the first union start
+there where it matches — the match its own search returns, since both pick, at the leftmost
+start, the alternative RE2 prefers. When union starts come densely (each costs a Python-level
+anchored match per part), collection stops and each part searches on its own past the last start
+kept, so hostile views cost no more than separate scans. Pure; no logging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import re2
+
+__all__ = ["SharedStarts"]
+
+_DENSE_AFTER = 16
+_DENSE_SPACING = 512
+"""After 16 union starts, closer than 512 bytes apart on average, each part scans on its own: an
+anchored match per foreign start then costs more than the part's own pass over the bytes."""
+
+Search = Callable[[bytes, int], "re2._Match | None"]
+
+
+class SharedStarts:
+    """Every match start of ``union`` in ``view`` (found on demand, kept); searches for its parts.
+
+    ``union`` must match, anchored at a position, wherever one of the parts does (an alternation
+    of the parts' patterns). Each part's ``search`` must be called with non-decreasing ``pos``.
+    """
+
+    __slots__ = ("_found", "_next", "_search", "_view", "complete")
+
+    def __init__(self, union: re2._Regexp, view: bytes) -> None:
+        self._search = union.search
+        self._view = view
+        self._found: list[int] = []
+        self._next = 0  # where the union search resumes
+        self.complete = False  # every union start is in _found, or collection stopped (dense)
+
+    def _more(self) -> bool:
+        """Find the next union start; False when there is none or collection stopped."""
+        if self.complete:
+            return False
+        found = self._found
+        if len(found) >= _DENSE_AFTER and len(found) * _DENSE_SPACING > self._next:
+            self.complete = True  # dense: parts search on their own from self._next on
+            return False
+        match = self._search(self._view, self._next)
+        if match is None:
+            self._next = len(self._view) + 1
+            self.complete = True
+            return False
+        found.append(match.start())
+        self._next = match.start() + 1
+        return True
+
+    def search(self, part: re2._Regexp) -> Search:
+        """``part.search`` for ``view``, answered from the union's starts while they are kept."""
+        anchored, own = part.match, part.search
+        found = self._found
+        index = 0
+
+        def search(view: bytes, pos: int) -> re2._Match | None:
+            nonlocal index
+            while True:
+                while index < len(found) and found[index] < pos:
+                    index += 1
+                if index == len(found):
+                    if self._more():
+                        continue
+                    # every union start before self._next is in found and none of them is left
+                    resume = self._next
+                    return None if resume > len(view) else own(view, max(pos, resume))
+                at = found[index]
+                index += 1
+                if (match := anchored(view, at)) is not None:
+                    return match
+
+        return search
