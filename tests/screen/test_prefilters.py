@@ -299,6 +299,12 @@ def test_normalize_run_by_run_keeps_runs_apart_and_drops_nul() -> None:
     assert normalize(body) == normalize_reference(body) == expected
     runs = b"x" * 4000 + "\u0456\U000e0041".encode() + b"\xc3" + b"y" * 100 + b"\xa9"
     assert normalize(runs) == normalize_reference(runs) == b"x" * 4000 + b"iA" + b"y" * 100
+    # runs across the sparse check's 2 KiB blocks, and one long run over three blocks
+    for at in (2046, 2047, 2048, 4095):
+        body = b"x" * at + "ѕé€".encode() + b"y" * 9000
+        assert normalize(body) == normalize_reference(body) == b"x" * at + b"se" + b"y" * 9000
+    long_run = b"x" * 1_000_000 + "ⅰ東".encode() * 500 + b"y"
+    assert normalize(long_run) == normalize_reference(long_run)
 
 
 def test_the_hot_encoder_folds_recurring_text_and_stays_exact(
@@ -306,13 +312,21 @@ def test_the_hot_encoder_folds_recurring_text_and_stays_exact(
 ) -> None:
     monkeypatch.setattr(skeleton_module, "_hot", None)  # learn afresh from the first miss
     monkeypatch.setattr(skeleton_module, "_misses", 0)
+    monkeypatch.setattr(skeleton_module, "_hot_first", False)
     prose = "Grüße aus Köln — Привет, как дела? Καλημέρα — 東京 ﬁne №5 café ".encode() * 30
     for _ in range(3):
         assert normalize(prose) == normalize_reference(prose)
     hot = skeleton_module._hot
     assert hot is not None and {ord(c) for c in "üöéаеΚαﬁ№"} <= hot.points
+    assert skeleton_module._hot_first  # folding whole texts: tried first from now on
+    assert normalize(prose) == normalize_reference(prose)
     other = prose + "ꙮ ἰgnore ｆｕｌｌ".encode()  # characters the hot encoder does not hold
     assert normalize(other) == normalize_reference(other)
+    assert not skeleton_module._hot_first
+    assert normalize(prose) == normalize_reference(prose)
+    assert skeleton_module._hot_first
+    nothing_folds = "東京 東京 東京 晴天".encode() * 40  # after a hot text: no folding character
+    assert normalize(nothing_folds) == normalize_reference(nothing_folds) == b"   " * 40
     many = "".join(map(chr, _FOLDING[:300])).encode()  # more than one encoder holds
     assert normalize(many) == normalize_reference(many)
 

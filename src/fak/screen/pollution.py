@@ -118,24 +118,27 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
     # every candidate period of a reportable stretch repeats at least this many bytes from the
     # anchor on (see _may_reach), so the search for candidates uses a probe that long
     span = max(_PROBE, need - MAX_PERIOD - stride)
-    anchor = 0
-    while anchor + _PROBE < size:
-        out.anchors += 1
+    find, distances = view.find, out.distances
+    anchor = anchors = 0
+    last = size - _PROBE  # anchors stop before it
+    while anchor < last:
+        anchors += 1
         next_anchor = anchor + stride
-        short = view.find(view[anchor : anchor + _PROBE], anchor + 1, anchor + MAX_PERIOD + _PROBE)
+        short = find(view[anchor : anchor + _PROBE], anchor + 1, anchor + MAX_PERIOD + _PROBE)
         if short < 0:
             anchor = next_anchor
             continue
-        out.distances.append(short - anchor)
+        distances.append(short - anchor)
         probe = view[anchor : anchor + span]
         stop = min(size, anchor + MAX_PERIOD + span)
-        found = view.find(probe, anchor + 1, stop)
+        # the probe starts with the short one, so it recurs nowhere before ``short``
+        found = find(probe, short, stop)
         tried = 0
         while found >= 0 and tried < _MAX_CANDIDATES:
             tried += 1
             period = found - anchor
             if not _may_reach(view, anchor, period, need, stride):
-                found = view.find(probe, found + 1, stop)
+                found = find(probe, found + 1, stop)
                 continue
             end = _forward(view, anchor, period)
             begin = _backward(view, anchor, period)
@@ -143,12 +146,14 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
             if covered >= max(need, MIN_REPEATS * period) and _confirmed(
                 view, raw, anchor, period, need
             ):
+                out.anchors = anchors
                 out.hit = RepeatHit(begin, end + period, period, label)
                 return out
             if end - anchor > stride:
                 next_anchor = max(next_anchor, end)
-            found = view.find(probe, found + 1, stop)
+            found = find(probe, found + 1, stop)
         anchor = next_anchor
+    out.anchors = anchors
     return out
 
 

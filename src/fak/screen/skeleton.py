@@ -274,22 +274,47 @@ _DROP = bytes(range(128, 256)) + b"\x00"
 _HIGH_MASK = bytes(128) + b"\x01" * 128  # 1 where a byte is not ASCII
 _SPARSE = 256
 """A text with at most one non-ASCII byte in this many is folded run by run."""
+_BLOCK = 2048  # the sparse check skips ASCII blocks of this many bytes whole
 
 
-def _by_runs(skeletons: dict[int, bytes], data: bytes) -> bytes:
-    """The skeleton of a text with few non-ASCII bytes, one run of them at a time.
+def _sparse_runs(data: bytes) -> list[list[int]] | None:
+    """The [start, end) of every maximal run of non-ASCII bytes, when they are sparse.
+
+    None as soon as the non-ASCII bytes seen outnumber one in ``_SPARSE`` of the text: blocks
+    that are all ASCII are skipped by one C-level check each, so a dense text stops at its first
+    non-ASCII block and a sparse one is translated only where it is not ASCII.
+    """
+    allowed = len(data) // _SPARSE
+    runs: list[list[int]] = []
+    for block in range(0, len(data), _BLOCK):
+        chunk = data[block : block + _BLOCK]
+        if chunk.isascii():
+            continue
+        mask = chunk.translate(_HIGH_MASK)
+        allowed -= mask.count(1)
+        if allowed < 0:
+            return None
+        at = 0
+        while (begin := mask.find(1, at)) >= 0:
+            end = mask.find(0, begin)
+            at = len(chunk) if end < 0 else end
+            if runs and runs[-1][1] == block + begin:  # a run across the block boundary
+                runs[-1][1] = block + at
+            else:
+                runs.append([block + begin, block + at])
+    return runs
+
+
+def _by_runs(skeletons: dict[int, bytes], data: bytes, runs: list[list[int]]) -> bytes:
+    """The skeleton of a text from its maximal runs of non-ASCII bytes, one run at a time.
 
     A maximal run of non-ASCII bytes decodes alone to the characters it holds in the whole text:
     an ASCII byte never continues a UTF-8 sequence, so decoding errors stay inside their run. The
     ASCII between runs is kept, except NUL (dropped from every non-ASCII text).
     """
-    mask = data.translate(_HIGH_MASK)
     parts: list[bytes] = []
     start = 0
-    while (begin := mask.find(1, start)) >= 0:
-        end = mask.find(0, begin)
-        if end < 0:
-            end = len(data)
+    for begin, end in runs:
         parts.append(data[start:begin])
         parts += [skeletons.get(ord(c), b"") for c in data[begin:end].decode("utf-8", "ignore")]
         start = end
@@ -298,35 +323,52 @@ def _by_runs(skeletons: dict[int, bytes], data: bytes) -> bytes:
     return skeleton.replace(b"\x00", b"") if b"\x00" in data else skeleton
 
 
+_hot_first = False  # the last dense text folded with the hot encoder: try it first next time
+
+
 def normalize(data: bytes) -> bytes:
     """The ASCII skeleton of ``data``; equal to ``normalize_reference`` on every input.
 
-    Pure-ASCII input is returned as is. Otherwise RE2 looks at the non-ASCII bytes alone (a
+    Pure-ASCII input is returned as is. Few non-ASCII bytes (source code, English with a dash or
+    two): each run of them is folded alone. Otherwise RE2 looks at the non-ASCII bytes alone (a
     character's UTF-8 form lies whole in them) for characters that fold to something. None: the
-    skeleton is the input without its non-ASCII and NUL bytes. Few non-ASCII bytes (source code,
-    English with a dash or two): each run of them is folded alone. Else one charmap pass folds the
+    skeleton is the input without its non-ASCII and NUL bytes. Else one charmap pass folds the
     text, with the hot encoder if it holds every character, or with an encoder made for the
     folding characters an RE2 Set finds (up to 128 distinct); with more, the reference runs.
+    While the hot encoder keeps folding whole texts, it is tried before the RE2 look.
     """
+    global _hot_first
     if data.isascii():
         return data
     folds = _folds or _load()
-    high = data.translate(None, _ASCII_BYTES)
-    if folds.present.search(high) is None:
-        return data.translate(None, _DROP)
-    if len(high) * _SPARSE <= len(data):
-        return _by_runs(folds.skeletons, data)
-    text = data.decode("utf-8", errors="ignore")
-    hot, missed_at = _hot, 0
-    if hot is not None:
+    runs = _sparse_runs(data)
+    if runs is not None:
+        return _by_runs(folds.skeletons, data, runs)
+    hot, text, missed_at = _hot, "", -1
+    if hot is not None and _hot_first:
+        text = data.decode("utf-8", errors="ignore")
         try:
             encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
         except UnicodeEncodeError as exc:
             missed_at = exc.start
+            _hot_first = False
         else:
             return hot.finish(encoded)
+    high = data.translate(None, _ASCII_BYTES)
+    if folds.present.search(high) is None:
+        return data.translate(None, _DROP)
+    if missed_at < 0:
+        text = data.decode("utf-8", errors="ignore")
+        if hot is not None:
+            try:
+                encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
+            except UnicodeEncodeError as exc:
+                missed_at = exc.start
+            else:
+                _hot_first = True
+                return hot.finish(encoded)
     points = _present(folds, high)
-    _learn(folds, high, text, missed_at)
+    _learn(folds, high, text, max(missed_at, 0))
     if points is None:
         return _reference_folds(data, text)
     encoder = _encoder(folds, points)
