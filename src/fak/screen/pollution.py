@@ -115,8 +115,11 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
         return out
     need = min(MIN_RUN, max(DOMINANT_RUN, (size + 1) // 2))
     stride = ANCHOR_STRIDE if need >= MIN_RUN else _SMALL_STRIDE
-    # every candidate period of a reportable stretch repeats at least this many bytes from the
-    # anchor on (see _may_reach), so the search for candidates uses a probe that long
+    # A reportable stretch (``need`` bytes or more) holds an anchor less than ``stride`` bytes
+    # after its start, and from that anchor on it repeats for at least ``need - period - stride``
+    # more bytes: one C-level compare of that many bytes (at least _CHECK) rules out almost every
+    # candidate period before any Python-level walk. Every candidate period repeats at least
+    # ``span`` bytes from the anchor on, so the search for candidates uses a probe that long.
     span = max(_PROBE, need - MAX_PERIOD - stride)
     find, distances = view.find, out.distances
     anchor = anchors = 0
@@ -130,14 +133,16 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
             continue
         distances.append(short - anchor)
         probe = view[anchor : anchor + span]
-        stop = min(size, anchor + MAX_PERIOD + span)
+        stop = anchor + MAX_PERIOD + span
         # the probe starts with the short one, so it recurs nowhere before ``short``
         found = find(probe, short, stop)
         tried = 0
         while found >= 0 and tried < _MAX_CANDIDATES:
             tried += 1
             period = found - anchor
-            if not _may_reach(view, anchor, period, need, stride):
+            # that compare (the probe's own bytes already match)
+            reach = max(_CHECK, need - period - stride)
+            if reach > span and not view.startswith(view[anchor : anchor + reach], found):
                 found = find(probe, found + 1, stop)
                 continue
             end = _forward(view, anchor, period)
@@ -155,18 +160,6 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
         anchor = next_anchor
     out.anchors = anchors
     return out
-
-
-def _may_reach(view: bytes, anchor: int, period: int, need: int, stride: int) -> bool:
-    """One C-level compare that every stretch this anchor must report passes.
-
-    A reportable stretch (``need`` bytes or more) holds an anchor less than ``stride`` bytes
-    after its start, and from that anchor on it repeats for at least ``need - period - stride``
-    more bytes. Comparing that many bytes rules out almost every candidate period before any
-    Python-level walk; the anchor scan only reports a stretch at such an anchor.
-    """
-    size = max(_CHECK, need - period - stride)
-    return view.startswith(view[anchor : anchor + size], anchor + period)
 
 
 def _confirmed(view: bytes, raw: bytes | None, anchor: int, period: int, need: int) -> bool:
