@@ -66,37 +66,37 @@ def fold(data: bytes) -> bytes:
 
 
 def _forward(view: bytes, at: int, period: int) -> int:
-    """The first k >= at with view[k] != view[k + period] (or len - period)."""
+    """The first k >= at with view[k] != view[k + period] (or len - period).
+
+    Windows grow while they compare equal; in the first unequal one, the first differing byte is
+    the most significant byte of the two windows' XOR read as big-endian integers (C-level)."""
     limit = len(view) - period
-    step = 64
+    step = 128
     while at < limit:
         size = min(step, limit - at)
-        if view[at : at + size] == view[at + period : at + period + size]:
-            at += size
-            step *= 2
-            continue
-        if size <= 8:
-            while at < limit and view[at] == view[at + period]:
-                at += 1
-            return at
-        step = max(8, size // 4)
+        here, there = view[at : at + size], view[at + period : at + period + size]
+        if here != there:
+            diff = int.from_bytes(here, "big") ^ int.from_bytes(there, "big")
+            return at + size - 1 - (diff.bit_length() - 1) // 8
+        at += size
+        step *= 4
     return limit
 
 
 def _backward(view: bytes, at: int, period: int) -> int:
-    """The smallest s <= at with view[k] == view[k + period] for every k in [s, at)."""
-    step = 64
+    """The smallest s <= at with view[k] == view[k + period] for every k in [s, at).
+
+    As ``_forward``, backwards: the last differing byte of a window is the most significant
+    byte of the XOR read as little-endian integers."""
+    step = 128
     while at > 0:
         size = min(step, at)
-        if view[at - size : at] == view[at - size + period : at + period]:
-            at -= size
-            step *= 2
-            continue
-        if size <= 8:
-            while at > 0 and view[at - 1] == view[at - 1 + period]:
-                at -= 1
-            return at
-        step = max(8, size // 4)
+        here, there = view[at - size : at], view[at - size + period : at + period]
+        if here != there:
+            diff = int.from_bytes(here, "little") ^ int.from_bytes(there, "little")
+            return at - size + (diff.bit_length() - 1) // 8 + 1
+        at -= size
+        step *= 4
     return 0
 
 
