@@ -6,9 +6,12 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fak.abi import Reason
 from fak.screen import Detector, find_injection, screen_bytes
+from fak.screen import injection as injection_module
 from fak.screen.injection import DEFAULT_THRESHOLD, Cue, score_injection
 
 
@@ -199,3 +202,38 @@ def test_words_that_contain_a_verb_are_not_cues() -> None:
     # "sender" holds the German "sende"; "condividiamo" the Italian "condividi"
     body = b'[{"sender": "hr@acme-corp.com", "body": "condividiamo la sala con hr@acme.it"}]'
     assert score_injection(body, 0.01) == []
+
+
+_CUE_TEXTS = [*ATTACKS.values(), *MULTILINGUAL.values(), *BENIGN.values()]
+_AROUND = st.sampled_from(["", " ", "x", "\n", "\\n", '"', "'", "é", "\u201c", ">", "_", "9"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_AROUND, st.sampled_from(_CUE_TEXTS), _AROUND), min_size=1, max_size=4))
+def test_cues_are_named_as_the_grouped_pattern_names_them(
+    pieces: list[tuple[str, str, str]],
+) -> None:
+    # The anchored Sets name the alternative at each cue start exactly as the pattern with one
+    # group per alternative does, whatever comes right before the cue (word byte, quote, escape)
+    text = "".join(a + t + b for a, t, b in pieces).encode()
+    find, which = injection_module._scanner(), injection_module._which()
+    for start in range(len(text)):
+        if find.match(text, start) is None:
+            continue
+        named = which.match(text, start)
+        assert named is not None and named.lastindex is not None
+        assert injection_module._alternative(text, start) == named.lastindex - 1
+
+
+def test_a_set_that_reports_nothing_falls_back_to_the_grouped_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Silent:
+        def Match(self, text: object) -> None:  # the RE2 Set's method name
+            return None
+
+    body = in_email(ATTACKS["addressed_directive"])
+    expected = score_injection(body)
+    naming = injection_module._naming()
+    monkeypatch.setattr(injection_module, "_NAMING", type(naming)(Silent(), Silent()))  # type: ignore[arg-type]
+    assert expected and score_injection(body) == expected

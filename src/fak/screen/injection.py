@@ -193,6 +193,58 @@ def _which() -> re2._Regexp:
     return _WHICH
 
 
+@dataclass(frozen=True, slots=True)
+class _Naming:
+    """Two anchored RE2 Sets of the cue alternatives, to name the one a match starts with.
+
+    At a fixed start, leftmost-first alternation takes the first alternative that can match at
+    all, so the alternative is the smallest index the Set reports. ``after`` prefixes each one
+    with one arbitrary byte: matched from the byte before the start, ``\\b`` and ``^`` see the
+    same left context as in the text (a Set matches a buffer from its beginning); ``at_start``
+    serves a cue at offset 0. The Sets answer without the submatch engine a group per
+    alternative needs.
+    """
+
+    after: re2.Set
+    at_start: re2.Set
+
+
+_NAMING: _Naming | None = None
+
+
+def _naming() -> _Naming:
+    global _NAMING
+    if _NAMING is None:
+        sets = []
+        for prefix in (b"(?s:.)", b""):
+            options = re2.Options()
+            options.encoding = re2.Options.Encoding.LATIN1
+            options.log_errors = False
+            options.max_mem = 256 << 20
+            named = re2.Set.MatchSet(options)
+            for _, _, src in _CUES:
+                named.Add(prefix + b"(?:" + src + b")")
+            named.Compile()
+            sets.append(named)
+        _NAMING = _Naming(*sets)
+    return _NAMING
+
+
+def _alternative(text: bytes, start: int) -> int:
+    """The cue alternative that ``INJECTION_PREFILTER`` matches at ``start`` (a cue is there)."""
+    naming = _naming()
+    if start:
+        hits: list[int] | None = naming.after.Match(memoryview(text)[start - 1 :])
+    else:
+        hits = naming.at_start.Match(text)
+    if hits:
+        return min(hits)
+    named = _which().match(text, start)  # a Set that ran out of memory reports nothing
+    index: int | None = None if named is None else named.lastindex
+    assert index is not None, "a cue starts here"
+    return index - 1
+
+
 def _quoted(text: bytes, start: int, end: int) -> bool:
     """A cue written inside quotes: mentioned, not said. The quotes touch it (a closing quote
     may follow one punctuation byte)."""
@@ -224,17 +276,13 @@ _DENSE = 64
 def _cues(text: bytes) -> Iterator[CueHit]:
     """The cues of ``text`` in order, lazily (a first hit stops the scan)."""
     last: dict[bytes, int] = {}
-    which = _which()
     for match in _scanner().finditer(text):
         start, end = match.start(), match.end()
         key = text[start:end]
         if start - last.get(key, -_DENSE) < _DENSE:
             continue  # the same cue again within a few bytes adds nothing
         last[key] = start
-        named = which.match(text, start, end)
-        index = named.lastindex if named is not None else None
-        if index is not None:
-            yield make_cue(text, index - 1, start, end)
+        yield make_cue(text, _alternative(text, start), start, end)
 
 
 class CueFilter:
@@ -247,15 +295,15 @@ class CueFilter:
         self._last: dict[bytes, int] = {}
 
     def at(self, text: bytes, start: int) -> CueHit | None:
-        named = _which().match(text, start)
-        if named is None or named.lastindex is None:
+        found = _scanner().match(text, start)  # where the cue ends, without naming it yet
+        if found is None:
             return None
-        end = named.end()
+        end = found.end()
         key = text[start:end]
         if start - self._last.get(key, -_DENSE) < _DENSE:
             return None
         self._last[key] = start
-        return make_cue(text, named.lastindex - 1, start, end)
+        return make_cue(text, _alternative(text, start), start, end)
 
 
 def make_cue(text: bytes, alternative: int, start: int, end: int) -> CueHit:
