@@ -178,15 +178,14 @@ _SEP = bytes(
 
 def _near_hint(scan: _Scan) -> bool:
     """Most anchors' probes recur, mostly at about one distance: a unit repeated with changes."""
-    found = sorted(scan.distances)
-    if len(found) < 2 or 2 * len(found) < scan.anchors:
+    size = len(scan.distances)
+    if size < 2 or 2 * size < scan.anchors:
         return False
-    best = lo = 0
-    for hi, distance in enumerate(found):  # the most distances within 25% + 4 of one another
-        while found[lo] * 5 // 4 + 4 < distance:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return 2 * best >= len(found)
+    found = sorted(scan.distances)
+    # half of them (rounded up) within 25% + 4 of the smallest of them: some run of that many
+    # sorted distances ends within 25% + 4 of where it starts
+    half = (size + 1) // 2
+    return any(found[i + half - 1] <= found[i] * 5 // 4 + 4 for i in range(size - half + 1))
 
 
 _SMALL_BODY = 8192  # below this the folded view is cheap: always judge near repeats
