@@ -330,13 +330,16 @@ class _Window:
             if not weights:
                 del self.counts[cue.family]
 
-    def score(self) -> tuple[float, tuple[str, ...]]:
-        best = {f: (min(w) if f == Cue.META else max(w)) for f, w in self.counts.items()}
-        score = sum(best.values())
-        carried = [f for f in best if f not in (Cue.HIDDEN, Cue.META)]
-        if Cue.HIDDEN in best and not carried:  # a hidden carrier matters when it carries a cue
-            score -= best[Cue.HIDDEN]
-        return score, tuple(sorted(str(f) for f in carried))
+    def score(self) -> float:
+        counts = self.counts
+        score = sum(min(w) if f == Cue.META else max(w) for f, w in counts.items())
+        if Cue.HIDDEN in counts and not self.families():  # a hidden carrier matters when it
+            score -= max(counts[Cue.HIDDEN])  # carries a cue
+        return score
+
+    def families(self) -> tuple[str, ...]:
+        """The families that carry the score (not hidden carriers, not discussion markers)."""
+        return tuple(sorted(str(f) for f in self.counts if f not in (Cue.HIDDEN, Cue.META)))
 
 
 def score_injection(
@@ -362,9 +365,10 @@ def score_cues(
         held.append(cue)
         while cue.start - held[0].start > WINDOW:
             window.add(held.popleft(), -1)
-        score, families = window.score()
+        score = window.score()
         if score < threshold:
             continue
+        families = window.families()
         start, end = held[0].start, cue.end
         if hits and start <= hits[-1].end:
             last = hits[-1]
