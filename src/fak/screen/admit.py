@@ -8,6 +8,7 @@ not inputs, so each is an independent gate. Admitters are pure; they never log t
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar, Protocol, runtime_checkable
 
 from fak.abi import Verdict
@@ -38,10 +39,15 @@ class ResultAdmitter(Protocol):
     def admit(self, data: bytes) -> Verdict: ...
 
 
+@functools.lru_cache(maxsize=64)
+def _allowed(by: str) -> Verdict:
+    return Verdict.allow(by)  # frozen, with empty meta: one value per admitter serves every call
+
+
 def finding_verdict(finding: Finding | None, by: str) -> Verdict:
     """ALLOW for no finding, else QUARANTINE with the finding's reason and detector in meta."""
     if finding is None:
-        return Verdict.allow(by)
+        return _allowed(by)
     meta = {"detector": str(finding.detector)}
     if finding.detail:
         meta["detail"] = finding.detail
