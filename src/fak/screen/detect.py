@@ -197,7 +197,8 @@ class _Scan:
     ``cues()`` yields cues lazily while collecting candidates in ``secrets``; ``rest()`` finishes
     the pass for candidates alone once the cue scoring has what it needs. The pass resumes one
     byte after each match start, so a match of one family never hides an overlapping one of the
-    other; each start is named by the family's grouped automaton, anchored there.
+    other; each start is named by the family's own anchored match there. ``starts`` (a union
+    pass shared with another scan of the same view) stands in for both searches.
     """
 
     __slots__ = ("both", "data", "only", "pos", "secrets", "use")
