@@ -4,8 +4,9 @@
 Unicode tag characters read as the ASCII they encode, Cyrillic/Greek homoglyphs map to their
 Latin twins, everything else non-ASCII (and invalid UTF-8, and NUL) is dropped. That is a
 per-character map, so ``normalize`` computes it from a table of the characters whose skeleton is
-not empty (built once, on first use): a body without any of them needs one byte deletion, one with
-a few of them one charmap pass; NFKD runs only on bodies with too many distinct ones. Pure.
+not empty (built once, on first use): a body with few non-ASCII bytes is folded run by run, one
+without any folding character needs one byte deletion, one with a few of them one charmap pass;
+NFKD runs only on bodies with too many distinct ones. Pure.
 """
 
 from __future__ import annotations
