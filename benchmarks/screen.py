@@ -8,23 +8,30 @@ Measures, side by side in one run, four layers on the same bytes:
   memo     QuarantineLedger.admit            (the same, memo on: a repeated body is judged once)
 With --baseline REV, the de-obfuscating screen of git revision REV (its deobfuscate.py, loaded
 next to the current one) is timed too, alone and in the same admission path: before/after
-numbers from one run.
+numbers from one run. With --against REV, the whole admission path of REV's source tree (every
+module, in a child process over the same bodies) and of this tree are timed in alternating
+rounds (--rounds, default 3), and the medians are compared: before/after for changes anywhere.
 Benign corpora: API-style JSON, id-dense JSON (uuids/hashes), HTML, Python source from this
 repository and multilingual UTF-8 prose, at 1 KB .. 1 MB. Adversarial: huge single tokens, deep
 base64 nesting, near-miss secret/marker prefixes, unaligned repeats, zero-width-laden text.
 Prints a table and writes benchmarks/results/screen.json. Not a test.
 
-    .venv/bin/python benchmarks/screen.py [--quick] [--baseline 8bb87ce]
+    .venv/bin/python benchmarks/screen.py [--quick] [--baseline 8bb87ce] [--against e3e8416]
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import io
 import platform
 import random
 import statistics
+import struct
 import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -228,6 +235,59 @@ def _add_baseline(rev: str) -> None:
     LAYERS["admit_base"] = admit_fn
 
 
+_AGAINST_CHILD = """
+import statistics, struct, sys, time
+from fak.abi import ToolResult
+from fak.cas import MemoryStore
+from fak.kernel.quarantine import QuarantineLedger
+raw, budget = open(sys.argv[1], "rb").read(), float(sys.argv[2])
+bodies, at = [], 0
+while at < len(raw):
+    (size,) = struct.unpack_from("<Q", raw, at)
+    bodies.append(raw[at + 8 : at + 8 + size])
+    at += 8 + size
+ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20), memoize=False)
+def admit(body):
+    ledger.admit(ToolResult(tool="bench", payload=body))
+for body in bodies:
+    start = time.perf_counter()
+    admit(body)
+    once = max(time.perf_counter() - start, 1e-7)
+    samples = []
+    for _ in range(max(3, min(200, int(budget / once)))):
+        start = time.perf_counter()
+        admit(body)
+        samples.append(time.perf_counter() - start)
+    print(statistics.median(samples), flush=True)
+"""
+
+
+def _against(
+    rev: str, bodies: list[bytes], budget: float, rounds: int
+) -> list[tuple[float, float]]:
+    """Median seconds per admission, (REV's tree, this tree), over alternating rounds."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "src"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    theirs: list[list[float]] = [[] for _ in bodies]
+    ours: list[list[float]] = [[] for _ in bodies]
+    admit = _admit_fn()
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        packed = Path(tmp) / "bodies.bin"
+        packed.write_bytes(b"".join(struct.pack("<Q", len(b)) + b for b in bodies))
+        child = [sys.executable, "-c", _AGAINST_CHILD, str(packed), str(budget)]
+        env = {"PYTHONPATH": str(Path(tmp) / "src"), "PATH": "/usr/bin:/bin"}
+        for _ in range(rounds):
+            out = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
+            for times, line in zip(theirs, out.stdout.split(), strict=True):
+                times.append(float(line))
+            for times, body in zip(ours, bodies, strict=True):
+                times.append(_time(admit, body, budget))
+    return [(statistics.median(t), statistics.median(o)) for t, o in zip(theirs, ours, strict=True)]
+
+
 def _row(name: str, body: bytes, budget: float) -> dict[str, object]:
     row: dict[str, object] = {"input": name, "bytes": len(body)}
     for layer, factory in LAYERS.items():
@@ -242,6 +302,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes, shorter timing")
     parser.add_argument("--baseline", metavar="REV", help="also time this git revision's screen")
+    parser.add_argument(
+        "--against", metavar="REV", help="time REV's whole admission path in alternating rounds"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds for --against (median)")
     args = parser.parse_args()
     if args.baseline:
         _add_baseline(args.baseline)
@@ -249,14 +313,16 @@ def main() -> None:
     sizes = [4 << 10, 64 << 10, 1 << 20] if args.quick else SIZES
     budget = 0.05 if args.quick else 0.3
     rows: list[dict[str, object]] = []
+    bodies: list[bytes] = []
     corpora = {"json-api": json_api, "json-ids": json_ids, "html": html, "code": code}
     corpora["prose-utf8"] = prose_utf8
     for kind, make in corpora.items():
         for size in sizes:
-            rows.append(
-                {"group": "benign", **_row(f"{kind}-{size // 1024}KiB", make(size, rng), budget)}
-            )
+            bodies.append(make(size, rng))
+            name = f"{kind}-{size // 1024}KiB"
+            rows.append({"group": "benign", **_row(name, bodies[-1], budget)})
     for name, body in adversarial(rng).items():
+        bodies.append(body)
         rows.append({"group": "adversarial", **_row(name, body, budget)})
 
     columns = [f"{layer}_mb_s" for layer in LAYERS]
@@ -266,6 +332,19 @@ def main() -> None:
     for row in rows:
         cells = " ".join(f"{row[c]!s:>16}" for c in columns)
         print(f"{row['input']!s:34} {row['bytes']!s:>8} {cells}  {row['verdict']}")
+    if args.against:
+        print(f"\nadmission path, {args.against} vs this tree: median of {args.rounds} rounds")
+        print(f"{'input':34} {args.against + ' MB/s':>16} {'now MB/s':>16} {'ratio':>8}")
+        for row, body, (then, now) in zip(
+            rows, bodies, _against(args.against, bodies, budget, args.rounds), strict=True
+        ):
+            row["against"] = args.against
+            row["admit_against_mb_s"] = round(len(body) / then / 1e6, 1)
+            row["admit_rounds_mb_s"] = round(len(body) / now / 1e6, 1)
+            print(
+                f"{row['input']!s:34} {row['admit_against_mb_s']!s:>16} "
+                f"{row['admit_rounds_mb_s']!s:>16} {then / now:>7.2f}x"
+            )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "python": platform.python_version(),
@@ -273,6 +352,8 @@ def main() -> None:
         "processor": platform.processor(),
         "quick": args.quick,
         "baseline": args.baseline,
+        "against": args.against,
+        "rounds": args.rounds if args.against else None,
         "note": "median per call; MB = 1e6 bytes; 2 shared cores, other work running",
     }
     OUT.write_bytes(orjson.dumps({"meta": meta, "rows": rows}, option=orjson.OPT_INDENT_2))
