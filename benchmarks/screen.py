@@ -8,9 +8,10 @@ Measures, side by side in one run, four layers on the same bytes:
   memo     QuarantineLedger.admit            (the same, memo on: a repeated body is judged once)
 With --baseline REV, the de-obfuscating screen of git revision REV (its deobfuscate.py, loaded
 next to the current one) is timed too, alone and in the same admission path: before/after
-numbers from one run. With --against REV, the whole admission path of REV's source tree (every
-module, in a child process over the same bodies) and of this tree are timed in alternating
-rounds (--rounds, default 3), and the medians are compared: before/after for changes anywhere.
+numbers from one run. With --against REV, the whole admission path of REV's source tree and of
+this tree (every module; each in a fresh child process over the same bodies) are timed body by
+body in turn, for --rounds rounds (default 3), and the medians are compared: before/after for
+changes anywhere.
 Benign corpora: API-style JSON, id-dense JSON (uuids/hashes), HTML, Python source from this
 repository and multilingual UTF-8 prose, at 1 KB .. 1 MB. Adversarial: huge single tokens, deep
 base64 nesting, near-miss secret/marker prefixes, unaligned repeats, zero-width-laden text.
@@ -249,7 +250,8 @@ while at < len(raw):
 ledger = QuarantineLedger(MemoryStore(max_bytes=64 << 20), memoize=False)
 def admit(body):
     ledger.admit(ToolResult(tool="bench", payload=body))
-for body in bodies:
+for line in sys.stdin:  # one body index a line: time it, answer the median seconds per call
+    body = bodies[int(line)]
     start = time.perf_counter()
     admit(body)
     once = max(time.perf_counter() - start, 1e-7)
@@ -265,27 +267,46 @@ for body in bodies:
 def _against(
     rev: str, bodies: list[bytes], budget: float, rounds: int
 ) -> list[tuple[float, float]]:
-    """Median seconds per admission, (REV's tree, this tree), over alternating rounds."""
+    """Median seconds per admission, (REV's tree, this tree), over ``rounds`` rounds.
+
+    Each tree runs in a fresh child process over the same bodies (neither inherits the other
+    layers' warm or bloated caches); body by body, the two are asked in turn, so a slow spell
+    of a shared machine falls on both."""
     archive = subprocess.run(
         ["git", "archive", "--format=tar", rev, "src"], cwd=ROOT, check=True, capture_output=True
     ).stdout
-    theirs: list[list[float]] = [[] for _ in bodies]
-    ours: list[list[float]] = [[] for _ in bodies]
-    admit = _admit_fn()
+    then: list[list[float]] = [[] for _ in bodies]
+    now: list[list[float]] = [[] for _ in bodies]
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
         packed = Path(tmp) / "bodies.bin"
         packed.write_bytes(b"".join(struct.pack("<Q", len(b)) + b for b in bodies))
-        child = [sys.executable, "-c", _AGAINST_CHILD, str(packed), str(budget)]
-        env = {"PYTHONPATH": str(Path(tmp) / "src"), "PATH": "/usr/bin:/bin"}
-        for _ in range(rounds):
-            out = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
-            for times, line in zip(theirs, out.stdout.split(), strict=True):
-                times.append(float(line))
-            for times, body in zip(ours, bodies, strict=True):
-                times.append(_time(admit, body, budget))
-    return [(statistics.median(t), statistics.median(o)) for t, o in zip(theirs, ours, strict=True)]
+        command = [sys.executable, "-c", _AGAINST_CHILD, str(packed), str(budget)]
+        children = [
+            subprocess.Popen(
+                command,
+                env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for tree in (Path(tmp) / "src", ROOT / "src")
+        ]
+        try:
+            for _ in range(rounds):
+                for index in range(len(bodies)):
+                    for child, side in zip(children, (then, now), strict=True):
+                        assert child.stdin is not None and child.stdout is not None
+                        child.stdin.write(f"{index}\n")
+                        child.stdin.flush()
+                        side[index].append(float(child.stdout.readline()))
+        finally:
+            for child in children:
+                if child.stdin is not None:
+                    child.stdin.close()
+                child.wait()
+    return [(statistics.median(a), statistics.median(b)) for a, b in zip(then, now, strict=True)]
 
 
 def _row(name: str, body: bytes, budget: float) -> dict[str, object]:
