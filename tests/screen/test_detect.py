@@ -18,6 +18,7 @@ from fak.screen import (
     find_pollution,
     screen_bytes,
 )
+from fak.screen import pollution as pollution_module
 from fak.screen.injection import CueFilter, score_cues
 from fak.screen.secrets import candidate_at, validate_candidates
 
@@ -222,6 +223,46 @@ _repeats = st.builds(
 @given(_repeats)
 def test_pollution_agrees_with_the_reference(body: bytes) -> None:
     assert (find_pollution(body) is not None) == _reference_pollution(body)
+
+
+def _reference_near_hint(distances: list[int], anchors: int) -> bool:
+    """The near-repeat hint the plain way: the most distances within 25% + 4 of one another."""
+    found = sorted(distances)
+    if len(found) < 2 or 2 * len(found) < anchors:
+        return False
+    best = max(
+        sum(1 for d in found[lo:] if d <= found[lo] * 5 // 4 + 4) for lo in range(len(found))
+    )
+    return 2 * best >= len(found)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(1, 300), max_size=80), st.integers(0, 160))
+def test_the_near_repeat_hint_agrees_with_the_reference(distances: list[int], extra: int) -> None:
+    anchors = len(distances) + extra
+    scan = pollution_module._Scan(None, anchors, list(distances))
+    assert pollution_module._near_hint(scan) == _reference_near_hint(distances, anchors)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ALNUM, st.integers(1, 60), st.lists(st.integers(0, 10**6), max_size=4), st.data())
+def test_repeat_walks_stop_at_the_first_difference(
+    unit: bytes, count: int, flips: list[int], data: st.DataObject
+) -> None:
+    view = bytearray(unit * count)
+    for at in flips:
+        view[at % len(view)] ^= 1
+    body = bytes(view)
+    period = data.draw(st.integers(1, len(body)))
+    at = data.draw(st.integers(0, len(body) - period))
+    forward = at
+    while forward < len(body) - period and body[forward] == body[forward + period]:
+        forward += 1
+    backward = at
+    while backward > 0 and body[backward - 1] == body[backward - 1 + period]:
+        backward -= 1
+    assert pollution_module._forward(body, at, period) == forward
+    assert pollution_module._backward(body, at, period) == backward
 
 
 _LETTERS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
