@@ -50,6 +50,23 @@ def test_is_a_planner_and_answers(engine: Any) -> None:
     assert stats["prefix_tokens_reused"] == 0
 
 
+def test_fast_mode_planner_answers_and_says_its_mode(engine_any_mode: Any) -> None:
+    planner = _planner(engine_any_mode)
+    turn = _ask(planner, USER)
+    assert "Paris" in turn.text
+    stats = planner.stats()
+    assert stats["exact"] == 1  # the batch invariance held in either mode
+    assert stats["fast_mode"] == int(engine_any_mode.mode == "fast")
+    assert planner.engine.mode == engine_any_mode.model.mode
+
+
+def test_a_mode_that_does_not_exist_is_refused_by_name(engine: Any) -> None:
+    from fak.engine.model import Transformer
+
+    with pytest.raises(ValueError, match="exact, fast"):
+        Transformer(None, mode="turbo")  # type: ignore[arg-type]
+
+
 def test_second_turn_reuses_the_first_turns_cache(engine: Any) -> None:
     planner = _planner(engine)
     first = _ask(planner, USER)

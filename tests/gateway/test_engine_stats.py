@@ -256,3 +256,28 @@ def test_a_bad_kv_size_is_a_usage_error_naming_the_form(text: str) -> None:
     assert result.exit_code == 2
     assert "is not a size; use e.g. 4GiB" in result.output
     assert "Traceback" not in result.output
+
+
+def test_an_unknown_engine_mode_is_a_usage_error_naming_the_choices() -> None:
+    result = CliRunner().invoke(cli, ["serve", "--mock", "--engine-mode", "turbo"])
+    assert result.exit_code == 2
+    assert "'turbo' is not one of 'exact', 'fast'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_healthz_names_the_engine_mode_when_the_planner_reports_one(
+    app_factory: Callable[..., Any],
+) -> None:
+    planner = StatsPlanner()
+    planner.numbers["fast_mode"] = 1
+    _, _, hz = asyncio.run(_scrape(app_factory(planner)))
+    assert hz == {
+        "ok": True,
+        "planner": "inkernel",
+        "model": "tiny",
+        "exact": True,
+        "engine_mode": "fast",
+    }
+    planner.numbers["fast_mode"] = 0
+    _, _, hz = asyncio.run(_scrape(app_factory(planner)))
+    assert hz["engine_mode"] == "exact"
