@@ -45,7 +45,7 @@ OUT = ROOT / "benchmarks" / "results" / "engine.json"
 PROMPT_TOKENS = 411
 DECODE_STEPS = 64
 BATCH_SESSIONS = 5
-BATCH_STEPS = 16
+BATCH_STEPS = 48
 LLAMA_CPP_VERSION = "0.3.36"
 # The VM advertises AMX but faults on it; a native build crashes with an illegal instruction.
 LLAMA_CPP_CMAKE = (
