@@ -1,4 +1,4 @@
-"""The Llama forward pass, float32, in one readable file (gpt-fast style) (tier T3).
+"""The Llama forward pass in one readable file (gpt-fast style) (tier T3).
 
 Reads top to bottom: weights for one block, the block (RMSNorm -> attention -> RMSNorm -> SwiGLU
 MLP), the model, then ``prefill`` / ``decode_step`` / ``greedy`` as plain functions over an
@@ -6,8 +6,10 @@ addressable ``KVCache``. Every step is batch-invariant, so a token's logits do n
 the context was chunked: projections are oneDNN linears on pre-packed weights, attention is
 batched MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
 up to the end of its 128-row key tile), the softmax denominator comes out of the same GEMM as
-the numerator ([V | 1]), and SiLU is spelled with exp. Shapes are in the comments: M = new
-tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
+the numerator ([V | 1]), and SiLU is spelled with exp. Everything is float32 except, in fast
+mode, the projections (4-bit weights on bfloat16 activations, equally row-invariant). Shapes are
+in the comments: M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim,
+V = vocabulary.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""Batch-invariant float32 primitives and the start-up probe that proves them (tier T3).
+"""Batch-invariant projections (float32, or 4-bit for fast mode) and the probe that proves them.
 
 Exactness (reused prefix == recompute, bit for bit) needs every token's arithmetic to be the
 same whatever else shares its batch. Measured on CPU torch: oneDNN linears over pre-packed
 weights give each output row the same bits for any row count (one row included) when the
 reduction is at most 1024 long, and MKL's batched GEMMs (``bmm``) do for any row count >= 4 at a
 fixed reduction length (with or without ``MKL_CBWR=AUTO,STRICT``, which fak still requests: plain
-2-D GEMMs of the same shapes were row-dependent without it). ``probe()`` re-checks
-the shapes the model uses, on this machine, in this process; the engine refuses exact mode
-when it fails. No model code lives here.
+2-D GEMMs of the same shapes were row-dependent without it). Fast mode's int4 weight-only
+kernel (bfloat16 activations) is row-invariant too, at every reduction length the model has.
+``probe()`` re-checks the shapes the model uses, on this machine, in this process; the engine
+refuses exact (bit-for-bit) reuse when it fails. No model code lives here. Tier T3.
 """
 
 from __future__ import annotations
