@@ -95,6 +95,17 @@ def test_law_equal_bytes_give_equal_refs(a: bytes, b: bytes) -> None:
     assert store.put(a) == store.put(bytes(a))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=2048))
+def test_law_put_hashed_equals_put(data: bytes) -> None:
+    hashed, plain = MemoryStore(), MemoryStore()
+    digest = hashlib.sha256(data).hexdigest()
+    ref = hashed.put_hashed(data, digest)
+    assert ref == plain.put(data)
+    assert hashed.get(ref) == data
+    assert (digest in hashed) == (ref.kind == RefKind.BLOB)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.binary(min_size=INLINE_MAX + 1, max_size=1500), max_size=8))
 def test_law_directory_get_of_put_is_identity(

@@ -312,6 +312,9 @@ class _FailingStore(MemoryStore):
     def put_pinned(self, data: bytes) -> Ref:
         raise OSError(28, "No space left on device")
 
+    def put_hashed(self, data: bytes, digest: str) -> Ref:
+        raise OSError(28, "No space left on device")
+
 
 def test_a_quarantine_overrides_an_allow_whatever_the_order() -> None:
     for chain in (

@@ -55,11 +55,21 @@ class MemoryStore:
         """
         return self._put(data, pin=True)
 
-    def _put(self, data: bytes, *, pin: bool) -> Ref:
+    def put_hashed(self, data: bytes, digest: str) -> Ref:
+        """``put`` for a caller that has just hashed these very bytes in this process.
+
+        The quarantine ledger names every result by its sha256 before it screens it; paging the
+        benign bytes out then need not hash them a second time (~37 us per 64 KiB here). The
+        digest is trusted: pass only one computed from ``data`` itself.
+        """
+        return self._put(data, pin=False, digest=digest)
+
+    def _put(self, data: bytes, *, pin: bool, digest: str | None = None) -> Ref:
         data = bytes(data)
         if len(data) <= INLINE_MAX:
             return make_ref(data)
-        digest = hashlib.sha256(data).hexdigest()
+        if digest is None:
+            digest = hashlib.sha256(data).hexdigest()
         with self._lock:
             self._puts += 1
             if digest in self._blobs:

@@ -374,7 +374,8 @@ class QuarantineLedger:
         if len(stub) >= POINTER_MAX:
             return None
         try:
-            ref = self._store.put(data)
+            put_hashed = getattr(self._store, "put_hashed", None)  # skips a second sha256
+            ref = put_hashed(data, digest) if callable(put_hashed) else self._store.put(data)
         except Exception as exc:  # benign bytes: admitting them whole is the safe fallback
             _log.warning("page-out failed (%s); admitting %d bytes whole", type(exc), len(data))
             return None
