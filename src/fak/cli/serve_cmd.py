@@ -6,9 +6,8 @@ variable holding the upstream key); else ``--gguf`` or an installed engine with 
 else the scripted mock with a loud warning (also when the default model cannot be loaded).
 ``--threads``, ``--engine-mode``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine.
 ``--workers N`` forks N worker processes on one listening socket (each builds its own kernel
-after the fork); N > 1 needs
-the shared stores (``FAK_CAS_URL`` / ``--cas-url``, see docs/deploy.md) and is refused on
-process-local ones.
+after the fork); N > 1 needs the shared stores (``FAK_CAS_URL`` / ``--cas-url``, see
+docs/deploy.md) and is refused on process-local ones.
 Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an empty
 ``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``,
 ``--workers`` on process-local stores).
@@ -333,7 +332,7 @@ def register(group: click.Group) -> None:
         default="exact",
         show_default=True,
         help="In-kernel engine numerics: exact (float32 weights) or fast (4-bit weights, "
-        "bfloat16 projections; about 2x the decode speed, not bit-equal to float32). Both keep "
+        "bfloat16 projections; ~2.5x the decode speed, not bit-equal to float32). Both keep "
         "reuse and eviction bit-exact within the mode.",
     )
     @click.option(
