@@ -27,6 +27,7 @@ from fak.screen.skeleton import normalize
 from fak.screen.sources import SourceSettings
 from fak.screen.starts import SharedStarts
 from fak.screen.tokens import (
+    BIG_DFA,
     CANDIDATE_PATTERN,
     MIN_TOKEN,
     compile_latin1,
@@ -88,15 +89,11 @@ class _Scanners:
 
 @functools.cache
 def _scanners() -> _Scanners:  # compiled on first use: ~40 ms
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1
-    options.log_errors = False
-    options.max_mem = 256 << 20  # as the first-match screen's pass: room for the DFA's states
     union = b"|".join((SECRET_FIND, INJECTION_FIND, _GAPPED, CANDIDATE_PATTERN))
     return _Scanners(
         compile_latin1(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN),
         compile_latin1(_GAPPED),
-        re2.compile(union, options),
+        compile_latin1(union, BIG_DFA),  # as the first-match screen's pass
     )
 
 

@@ -37,6 +37,7 @@ from fak.screen.secrets import (
 )
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
 from fak.screen.starts import SharedStarts
+from fak.screen.tokens import BIG_DFA, compile_latin1
 
 __all__ = [
     "INJECTION_MARKERS",
@@ -169,11 +170,7 @@ _BOTH: re2._Regexp | None = None
 def _both() -> re2._Regexp:
     global _BOTH
     if _BOTH is None:
-        options = re2.Options()
-        options.encoding = re2.Options.Encoding.LATIN1
-        options.log_errors = False
-        options.max_mem = 256 << 20  # room for the combined automaton's states
-        _BOTH = re2.compile(SECRET_FIND + b"|" + INJECTION_FIND, options)
+        _BOTH = compile_latin1(SECRET_FIND + b"|" + INJECTION_FIND, BIG_DFA)
     return _BOTH
 
 
@@ -183,11 +180,7 @@ _SECRETS_ONLY: re2._Regexp | None = None
 def _secrets_only() -> re2._Regexp:
     global _SECRETS_ONLY
     if _SECRETS_ONLY is None:
-        options = re2.Options()
-        options.encoding = re2.Options.Encoding.LATIN1
-        options.log_errors = False
-        options.max_mem = 256 << 20
-        _SECRETS_ONLY = re2.compile(SECRET_FIND, options)
+        _SECRETS_ONLY = compile_latin1(SECRET_FIND, BIG_DFA)
     return _SECRETS_ONLY
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import re2
 
+from fak.screen.tokens import BIG_DFA, compile_latin1, latin1_options
+
 __all__ = [
     "DEFAULT_THRESHOLD",
     "INJECTION_FIND",
@@ -170,11 +172,7 @@ INJECTION_FIND: bytes = _FIND_ONLY
 
 
 def _compile(pattern: bytes) -> re2._Regexp:
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1
-    options.log_errors = False
-    options.max_mem = 256 << 20  # a big DFA cache: hostile bytes visit many states
-    return re2.compile(pattern, options)
+    return compile_latin1(pattern, BIG_DFA)
 
 
 def _scanner() -> re2._Regexp:
@@ -217,11 +215,7 @@ def _naming() -> _Naming:
     if _NAMING is None:
         sets = []
         for prefix in (b"(?s:.)", b""):
-            options = re2.Options()
-            options.encoding = re2.Options.Encoding.LATIN1
-            options.log_errors = False
-            options.max_mem = 256 << 20
-            named = re2.Set.MatchSet(options)
+            named = re2.Set.MatchSet(latin1_options(BIG_DFA))
             for _, _, src in _CUES:
                 named.Add(prefix + b"(?:" + src + b")")
             named.Compile()

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import re2
 
+from fak.screen.tokens import BIG_DFA, compile_latin1
+
 __all__ = [
     "SECRET_FIND",
     "SECRET_KINDS",
@@ -338,11 +340,7 @@ _SCAN: re2._Regexp | None = None
 def _scanner() -> re2._Regexp:
     global _SCAN
     if _SCAN is None:
-        options = re2.Options()
-        options.encoding = re2.Options.Encoding.LATIN1
-        options.log_errors = False
-        options.max_mem = 256 << 20
-        _SCAN = re2.compile(SECRET_PREFILTER, options)
+        _SCAN = compile_latin1(SECRET_PREFILTER, BIG_DFA)
     return _SCAN
 
 

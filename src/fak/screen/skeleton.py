@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import re2
 
+from fak.screen.tokens import latin1_options
+
 if TYPE_CHECKING:
     from _codecs import _EncodingMap
 
@@ -171,10 +173,7 @@ def _load() -> _Folds:
             # Byte literals in Latin-1 mode: RE2 shares their common prefixes, and a match is
             # exactly an occurrence of a character's UTF-8 form, however the bytes around it look.
             literals = [re2.escape(chr(point).encode()) for point in points]
-            options = re2.Options()
-            options.encoding = re2.Options.Encoding.LATIN1
-            options.max_mem = 32 << 20  # room for one DFA state per folding character
-            options.log_errors = False
+            options = latin1_options(32 << 20)  # one DFA state per folding character
             which = re2.Set.SearchSet(options)
             for literal in literals:
                 which.Add(literal)
@@ -327,6 +326,15 @@ def _by_runs(skeletons: dict[int, bytes], data: bytes, runs: list[list[int]]) ->
 _hot_first = False  # the last dense text folded with the hot encoder: try it first next time
 
 
+def _fold_hot(hot: _Encoder, text: str) -> bytes | int:
+    """The hot encoder's skeleton of ``text``, or the index of the first character it lacks."""
+    try:
+        encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return hot.finish(encoded)
+
+
 def normalize(data: bytes) -> bytes:
     """The ASCII skeleton of ``data``; equal to ``normalize_reference`` on every input.
 
@@ -348,26 +356,21 @@ def normalize(data: bytes) -> bytes:
     hot, text, missed_at = _hot, "", -1
     if hot is not None and _hot_first:
         text = data.decode("utf-8", errors="ignore")
-        try:
-            encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
-        except UnicodeEncodeError as exc:
-            missed_at = exc.start
-            _hot_first = False
-        else:
-            return hot.finish(encoded)
+        folded = _fold_hot(hot, text)
+        if isinstance(folded, bytes):
+            return folded
+        missed_at, _hot_first = folded, False
     high = data.translate(None, _ASCII_BYTES)
     if folds.present.search(high) is None:
         return data.translate(None, _DROP)
     if missed_at < 0:
         text = data.decode("utf-8", errors="ignore")
         if hot is not None:
-            try:
-                encoded, _ = codecs.charmap_encode(text, "strict", hot.encoding_map)
-            except UnicodeEncodeError as exc:
-                missed_at = exc.start
-            else:
+            folded = _fold_hot(hot, text)
+            if isinstance(folded, bytes):
                 _hot_first = True
-                return hot.finish(encoded)
+                return folded
+            missed_at = folded
     points = _present(folds, high)
     _learn(folds, high, text, max(missed_at, 0))
     if points is None:

@@ -17,11 +17,13 @@ from collections.abc import Iterator
 import re2
 
 __all__ = [
+    "BIG_DFA",
     "CANDIDATE_PATTERN",
     "MIN_TOKEN",
     "compile_latin1",
     "decode_token",
     "decoded_tokens",
+    "latin1_options",
     "token_bounds",
     "token_mask",
 ]
@@ -202,12 +204,24 @@ CANDIDATE_PATTERN = _BASE64_PREFIX + b"|" + _hex_pattern()
 """Matches inside (or at the separator before) every token that has a printable reading."""
 
 
-def compile_latin1(pattern: bytes) -> re2._Regexp:
-    """An RE2 regex over raw bytes (Latin-1 mode: never UTF-8 decoded), logging nothing."""
+BIG_DFA = 256 << 20
+"""``max_mem`` for the screen's large automata: hostile bytes visit many DFA states."""
+
+
+def latin1_options(max_mem: int = 0) -> re2.Options:
+    """RE2 options over raw bytes (Latin-1 mode: never UTF-8 decoded), logging nothing;
+    ``max_mem`` raises the automaton's memory budget (0: RE2's default)."""
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1
     options.log_errors = False
-    return re2.compile(pattern, options)
+    if max_mem:
+        options.max_mem = max_mem
+    return options
+
+
+def compile_latin1(pattern: bytes, max_mem: int = 0) -> re2._Regexp:
+    """An RE2 regex over raw bytes with ``latin1_options``."""
+    return re2.compile(pattern, latin1_options(max_mem))
 
 
 @functools.cache
