@@ -5,6 +5,7 @@ streaming from a real ``fak serve`` process at the same time."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -189,15 +191,13 @@ def _free_port() -> int:
     return port
 
 
-def test_two_openai_sdk_streams_against_fak_serve_are_served_concurrently(engine: Any) -> None:
-    """A real ``fak serve`` process on the engine: the second client's first token arrives
-    before the first client's stream has finished."""
-    import openai
-
+@contextlib.contextmanager
+def _fak_serve(*flags: str) -> Iterator[str]:
+    """A real ``fak serve`` process on the in-kernel engine; its base URL once the model is up."""
     port = _free_port()
     cmd = [sys.executable, "-m", "fak.cli.main", "serve", "--access-log", "off", "--threads", "2"]
     proc = subprocess.Popen(
-        [*cmd, "--addr", f"127.0.0.1:{port}"],
+        [*cmd, *flags, "--addr", f"127.0.0.1:{port}"],
         env=dict(os.environ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -214,6 +214,41 @@ def test_two_openai_sdk_streams_against_fak_serve_are_served_concurrently(engine
                 pass
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def test_fak_serve_in_fast_mode_answers_the_official_openai_sdk(engine: Any) -> None:
+    """``fak serve --engine-mode fast`` end to end: healthz names the mode, the SDK gets text.
+
+    (``engine`` only makes the test skip where the engine or its model is not installed.)"""
+    import openai
+
+    with _fak_serve("--engine-mode", "fast") as url:
+        health = httpx.get(url + "/healthz").json()
+        assert health["engine_mode"] == "fast" and health["exact"] is True
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=300)
+        with client:
+            reply = client.chat.completions.create(
+                model="",
+                messages=[{"role": "user", "content": "Name three colors."}],
+                max_tokens=24,
+            )
+        text = reply.choices[0].message.content or ""
+        assert len(text.split()) >= 3 and reply.usage is not None
+        assert reply.usage.completion_tokens > 2
+        metrics = httpx.get(url + "/metrics").text
+        assert re.search(r"^fak_engine_fast_mode 1(\.0)?$", metrics, flags=re.M), metrics[:2000]
+
+
+def test_two_openai_sdk_streams_against_fak_serve_are_served_concurrently(engine: Any) -> None:
+    """A real ``fak serve`` process on the engine: the second client's first token arrives
+    before the first client's stream has finished."""
+    import openai
+
+    with _fak_serve() as url:
         marks: dict[str, float] = {}
         texts: dict[str, str] = {}
         started = threading.Event()
@@ -249,6 +284,3 @@ def test_two_openai_sdk_streams_against_fak_serve_are_served_concurrently(engine
         metrics = httpx.get(url + "/metrics").text
         seen = re.search(r"^fak_engine_max_batch_seen (\S+)$", metrics, flags=re.M)
         assert seen is not None and float(seen.group(1)) == 2
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
