@@ -14,6 +14,7 @@ V = vocabulary.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,8 +35,8 @@ from fak.engine.rotary import RotaryTables, rotate
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
 
 __all__ = [
-    "MODES",
     "Block",
+    "EngineMode",
     "Transformer",
     "decode_batch",
     "decode_step",
@@ -44,9 +45,13 @@ __all__ = [
 ]
 
 PREFILL_CHUNK = 512
-# "exact": float32 weights, the reference numerics. "fast": 4-bit weights with bfloat16
-# activations in the projections (everything else float32); batch-invariant with itself.
-MODES = ("exact", "fast")
+
+
+class EngineMode(enum.StrEnum):
+    """The projections' numerics; both modes are batch-invariant with themselves."""
+
+    EXACT = "exact"  # float32 weights: the reference numerics
+    FAST = "fast"  # 4-bit weights on bfloat16 activations (everything else float32)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -114,7 +119,7 @@ class Block:
 class Transformer:
     """SmolLM2 / Llama: embeddings -> N blocks -> RMSNorm -> tied head.
 
-    ``mode`` picks the projections' numerics (``MODES``); in either, ``exact`` is True only
+    ``mode`` picks the projections' numerics (``EngineMode``); in either, ``exact`` is True only
     when the start-up probe proved the batch invariance that makes reuse and eviction equal a
     recompute bit for bit (within the mode).
     """
@@ -123,20 +128,23 @@ class Transformer:
         self,
         ckpt: GGUFCheckpoint,
         *,
-        mode: str = "exact",
+        mode: str = EngineMode.EXACT,
         onednn: bool = True,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"engine mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if mode == "fast" and not int4_available():
+        if mode not in tuple(EngineMode):
+            names = ", ".join(EngineMode)
+            raise ValueError(f"engine mode must be one of {names}, not {mode!r}")
+        if mode == EngineMode.FAST and not int4_available():
             raise ValueError("fast mode needs torch's CPU int4 matmul (torch >= 2.6)")
         cfg = ckpt.config
         self.config: LlamaConfig = cfg
-        self.mode = mode
+        self.mode = EngineMode(mode)
 
         def linear(weight: torch.Tensor) -> Linear:
-            return Int4Linear(weight) if mode == "fast" else PackedLinear(weight, onednn=onednn)
+            if self.mode == EngineMode.FAST:
+                return Int4Linear(weight)
+            return PackedLinear(weight, onednn=onednn)
 
         t = {name: torch.from_numpy(arr) for name, arr in ckpt.tensors.items()}
         self.embed = t["embed"].contiguous()  # [V, D]
