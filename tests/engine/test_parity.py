@@ -50,7 +50,7 @@ def test_chat_greedy_matches_hf_and_reads_as_english(engine: Any, hf_model: Any)
     assert "sky" in text.lower() or "light" in text.lower(), text
 
 
-def test_fast_mode_agrees_with_hf_on_the_next_token(engine_any_mode: Any, hf_model: Any) -> None:
+def test_each_mode_agrees_with_hf_on_the_next_token(engine_any_mode: Any, hf_model: Any) -> None:
     """Fast mode (4-bit weights) is not exact: it must still pick HF's token almost always.
 
     Measured here: 96 % of positions agree on a 400-token paragraph; the bound leaves room for
