@@ -41,7 +41,7 @@ from typing import Any
 
 import fak
 from fak.abi import Context, ToolCall
-from fak.cli.hookd import stop_deciders
+from fak.hooks.daemon import stop_deciders
 from fak.kernel import Kernel
 from fak.policy import Policy
 

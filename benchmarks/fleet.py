@@ -2,7 +2,7 @@
 
 C agents share a P-token prefix; T turns; each turn decodes D tokens, then ingests R private
 result tokens. Exact prefill token counts come from the closed forms in
-``fak.engine.fleet.token_counts``; B and C run live (their generated tokens must be identical),
+``fak.bench.fleet.token_counts``; B and C run live (their generated tokens must be identical),
 A is extrapolated from a measured prefill-cost curve anchored to B's live prefix prefill, and a
 small cell runs A live to check the extrapolation (anchored/live). The quarantine cell evicts
 one agent's poisoned result mid-run through the kernel's result gate and checks that every

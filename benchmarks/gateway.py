@@ -303,9 +303,7 @@ def main() -> None:
     try:
         up_port = free_port()
         procs.append(
-            spawn(
-                [PY, "-m", "fak.gateway.mock_upstream", "--port", str(up_port), "--fixed-tool-call"]
-            )
+            spawn([PY, "-m", "fak.testing.upstream", "--port", str(up_port), "--fixed-tool-call"])
         )
         upstream = f"http://127.0.0.1:{up_port}"
         arms["direct"] = upstream + "/v1"
@@ -480,9 +478,7 @@ def shared_cell(args: argparse.Namespace) -> None:
         redis_url, dsn, stops = _stores(tmp)
         up_port = free_port()
         procs.append(
-            spawn(
-                [PY, "-m", "fak.gateway.mock_upstream", "--port", str(up_port), "--fixed-tool-call"]
-            )
+            spawn([PY, "-m", "fak.testing.upstream", "--port", str(up_port), "--fixed-tool-call"])
         )
         upstream = f"http://127.0.0.1:{up_port}/v1"
         arms["direct"] = upstream

@@ -29,8 +29,8 @@ from fak.gateway.accesslog import AccessLog
 from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.http import json_response
 from fak.gateway.metrics import Metrics
-from fak.gateway.mock_upstream import _outcome, tool_call_turn
 from fak.kernel import build_kernel
+from fak.testing.upstream import _outcome, tool_call_turn
 from fak.wire import openai_chat
 from gateway import payloads
 

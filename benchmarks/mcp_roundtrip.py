@@ -35,8 +35,8 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from fak.gateway.mcp_server import build_mcp_server, mcp_asgi_app
-from fak.gateway.mcp_tools import McpTools
+from fak.gateway.mcp.server import build_mcp_server, mcp_asgi_app
+from fak.gateway.mcp.tools import McpTools
 from fak.gateway.server import LoopbackServer
 from fak.kernel import Kernel
 from fak.policy import Policy

@@ -1,7 +1,7 @@
 """Settings, built once from flags, an explicitly passed environ and files (tier T2).
 
 This is the only module that reads process environment variables (apart from
-``fak.cli.hookclient``, the hook's launcher, which cannot afford this module's imports), and only
+``fak.hooks.client``, the hook's launcher, which cannot afford this module's imports), and only
 through ``Settings.from_environ(environ)`` where the caller passes the mapping (the CLI passes
 ``os.environ``; tests pass a dict). Library code receives a ``Settings`` or plain arguments;
 ``Settings.current()`` is the process's settings, for library defaults (a bare ``Kernel()``

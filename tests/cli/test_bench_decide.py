@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from fak.cli.bench_decide import SLICE, TRACE, workload_hash
+from fak.bench.decide import SLICE, TRACE, workload_hash
 from fak.cli.main import cli
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fak.cli.hookd import stop_deciders
+from fak.hooks.daemon import stop_deciders
 from fak.journal import verify
 
 ROOT = Path(__file__).resolve().parents[2]

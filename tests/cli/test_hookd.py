@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from fak.cli import hookd
-from fak.cli.hook_cmd import HookState, answer
-from fak.cli.hookclient import MAGIC, request_frame, socket_path
-from fak.cli.hookd import stop_deciders
+from fak.hooks import daemon as hookd
+from fak.hooks.client import MAGIC, request_frame, socket_path
+from fak.hooks.daemon import stop_deciders
+from fak.hooks.decider import HookState, answer
 
 LAUNCHER = [sys.executable, "-m", "fak.cli.launch", "hook"]
 POLICY = {"allow": ["Read"], "deny": {"Write": "POLICY_BLOCK"}}
@@ -237,7 +237,7 @@ def test_the_launcher_is_light(tmp_path: Path) -> None:
     """The fast path imports neither click nor the library it hands the call to."""
     probe = (
         "import sys\n"
-        "from fak.cli import hookclient\n"
+        "from fak.hooks import client as hookclient\n"
         "heavy = [m for m in ('click', 'fak.policy', 'fak.kernel', 'json', 'pydantic') "
         "if m in sys.modules]\n"
         "print(heavy)\n"

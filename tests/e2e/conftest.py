@@ -58,7 +58,7 @@ def agent_env(home: Path, **extra: str) -> dict[str, str]:
 def _no_decider_outlives_its_test(tmp_path: Path) -> Iterator[None]:
     """Hook deciders the agents started (in the test's run dir or its home's cache) stop."""
     yield
-    from fak.cli.hookd import stop_deciders
+    from fak.hooks.daemon import stop_deciders
 
     for run_dir in (tmp_path / "run", *tmp_path.glob("**/.cache/fak/run")):
         if run_dir.is_dir():

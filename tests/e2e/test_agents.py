@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from fak.gateway.mock_upstream import MockUpstream
 from fak.gateway.server import LoopbackServer
 from fak.journal import verify
+from fak.testing.upstream import MockUpstream
 
 from .conftest import agent, agent_env
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from fak.gateway.mock_upstream import MockUpstream
 from fak.gateway.server import LoopbackServer
 from fak.journal import read_rows, verify
+from fak.testing.upstream import MockUpstream
 
 from .conftest import BIN, agent, agent_env
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.engine
 
 
 def test_headline_token_counts_match_the_closed_forms() -> None:
-    from fak.engine.fleet import FleetCell, token_counts
+    from fak.bench.fleet import FleetCell, token_counts
 
     counts = token_counts(FleetCell(P=2048, T=50, C=5, D=32, R=64))
     assert (counts["A"], counts["B"], counts["C"]) == (1_100_000, 25_920, 17_728)
@@ -21,7 +21,7 @@ def test_headline_token_counts_match_the_closed_forms() -> None:
 
 
 def test_arms_decode_identical_tokens_and_count_prefill_exactly(engine: Any) -> None:
-    from fak.engine.fleet import FleetCell, run_a, run_b, run_c, token_counts
+    from fak.bench.fleet import FleetCell, run_a, run_b, run_c, token_counts
 
     cell = FleetCell(P=520, T=2, C=2, D=3, R=5)  # the prefix spans one whole shared block
     a, b, c = run_a(engine, cell), run_b(engine, cell), run_c(engine, cell)
@@ -37,8 +37,8 @@ def test_arms_decode_identical_tokens_and_count_prefill_exactly(engine: Any) -> 
 
 
 def test_quarantine_mid_run_equals_never_saw(engine: Any) -> None:
-    from fak.engine.fleet import FleetCell, Quarantine, run_b, run_c
-    from fak.engine.fleet_report import POISON
+    from fak.bench.fleet import FleetCell, Quarantine, run_b, run_c
+    from fak.bench.fleet_report import POISON
     from fak.kernel import Kernel
 
     cell = FleetCell(P=40, T=4, C=3, D=3, R=6)

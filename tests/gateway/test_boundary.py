@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from fak.abi import FinishReason, PlannerTurn, ProposedCall, Role, ToolResult, Usage
-from fak.gateway.planner_mock import MockPlanner
 from fak.kernel import Kernel
 from fak.policy import Policy
+from fak.testing.planner import MockPlanner
 
 from .conftest import SECRET, asgi_client
 

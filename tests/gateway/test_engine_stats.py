@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from fak.cli.main import cli
 from fak.cli.serve_cmd import ByteSize, build_planner
-from fak.gateway.planner_mock import MockPlanner
+from fak.testing.planner import MockPlanner
 
 from .conftest import asgi_client
 

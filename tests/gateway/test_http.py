@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fak.gateway.planner_mock import MockPlanner
+from fak.testing.planner import MockPlanner
 
 from .conftest import AccessLines, asgi_client
 from .scripts import agent_script

@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from fak.gateway.planner_mock import MockPlanner
-from fak.gateway.routes_native import file_events
+from fak.gateway.routes.native import file_events
 from fak.journal import Journal, read_rows, rows_after
 from fak.kernel import Kernel
 from fak.policy import Policy
+from fak.testing.planner import MockPlanner
 
 pytestmark = pytest.mark.gateway
 JSON = {"content-type": "application/json"}

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from fak.gateway.mock_upstream import MockUpstream
-from fak.gateway.planner_proxy import ProxyPlanner
-from fak.gateway.upstream import AiohttpUpstream, HttpxUpstream
+from fak.gateway.upstream.client import AiohttpUpstream, HttpxUpstream
+from fak.gateway.upstream.planner import ProxyPlanner
+from fak.testing.upstream import MockUpstream
 
 pytestmark = pytest.mark.gateway
 

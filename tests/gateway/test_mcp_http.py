@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from fak.gateway.mcp_server import McpHttpEndpoint, mcp_asgi_app
+from fak.gateway.mcp.server import McpHttpEndpoint, mcp_asgi_app
 from fak.gateway.server import LoopbackServer
 from fak.kernel import Kernel
 from fak.policy import Policy

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS
 
-from fak.gateway.mcp_server import build_mcp_server
-from fak.gateway.mcp_tools import TOOL_SPECS, McpTools
+from fak.gateway.mcp.server import build_mcp_server
+from fak.gateway.mcp.tools import TOOL_SPECS, McpTools
 from fak.journal import MemoryJournal
 from fak.kernel import Kernel
 from fak.policy import Policy

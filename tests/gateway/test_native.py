@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from fak.gateway.planner_mock import MockPlanner
-from fak.gateway.routes_native import file_events
+from fak.gateway.routes.native import file_events
 from fak.kernel import Kernel
 from fak.policy import Policy
+from fak.testing.planner import MockPlanner
 
 from .conftest import SECRET, asgi_client
 

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from fak.abi import FinishReason, PlannerTurn, ProposedCall, Usage
-from fak.gateway.mock_upstream import MockUpstream
-from fak.gateway.planner_proxy import ProxyPlanner
-from fak.gateway.upstream import HttpxUpstream
+from fak.gateway.upstream.client import HttpxUpstream
+from fak.gateway.upstream.planner import ProxyPlanner
+from fak.testing.upstream import MockUpstream
 
 from .conftest import POISON, SECRET, AccessLines
 

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from fak.abi import Role
-from fak.gateway.planner_mock import MockPlanner
+from fak.testing.planner import MockPlanner
 
 from .conftest import POISON, SECRET, closing
 from .scripts import agent_script

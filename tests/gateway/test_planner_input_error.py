@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from fak.abi import PlannerEvent, PlannerInputError, PlannerTurn, TurnRequest
-from fak.gateway.planner_mock import MockPlanner
+from fak.testing.planner import MockPlanner
 
 pytestmark = pytest.mark.gateway
 

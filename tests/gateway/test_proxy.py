@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from fak.abi import FinishReason, PlannerTurn, Usage
-from fak.gateway.mock_upstream import MockUpstream
-from fak.gateway.planner_proxy import ProxyPlanner
-from fak.gateway.upstream import AiohttpUpstream, HttpxUpstream
+from fak.gateway.upstream.client import AiohttpUpstream, HttpxUpstream
+from fak.gateway.upstream.planner import ProxyPlanner
+from fak.testing.upstream import MockUpstream
 
 from .conftest import POISON, SECRET
 from .scripts import agent_script
@@ -261,7 +261,7 @@ def test_models_embeddings_moderations_are_forwarded(
 def test_without_an_upstream_embeddings_answer_404(
     app_factory: Callable[..., Any], serve_app: Callable[[Any], str]
 ) -> None:
-    from fak.gateway.planner_mock import MockPlanner
+    from fak.testing.planner import MockPlanner
 
     url = serve_app(app_factory(MockPlanner()))
     r = httpx.post(url + "/v1/embeddings", json={"model": "e", "input": "x"})

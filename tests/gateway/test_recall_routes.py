@@ -13,10 +13,10 @@ import openai
 import pytest
 from mcp import Client
 
-from fak.gateway.planner_mock import MockPlanner
 from fak.kernel import Kernel
 from fak.policy import Policy
 from fak.recall import DirectoryImage, ResolveStatus, Session
+from fak.testing.planner import MockPlanner
 
 from .conftest import POISON, SECRET, closing
 

@@ -13,12 +13,12 @@ import openai
 import pytest
 
 from fak.abi import FinishReason, PlannerTurn, ProposedCall, Role, TurnRequest, Usage
-from fak.gateway.mock_upstream import MockUpstream
-from fak.gateway.planner_mock import default_rule
-from fak.gateway.planner_proxy import ProxyPlanner
-from fak.gateway.upstream import HttpxUpstream
+from fak.gateway.upstream.client import HttpxUpstream
+from fak.gateway.upstream.planner import ProxyPlanner
 from fak.kernel import Kernel
 from fak.policy import Policy
+from fak.testing.planner import default_rule
+from fak.testing.upstream import MockUpstream
 
 from .conftest import POISON, SECRET, closing
 

@@ -97,10 +97,10 @@ def test_serve_process_answers_with_auth_and_warns_on_a_public_bind() -> None:
 
 def test_the_gateway_app_serves_mcp_at_slash_mcp_behind_its_auth() -> None:
     from fak.gateway.app import build_app
-    from fak.gateway.planner_mock import MockPlanner
     from fak.gateway.server import LoopbackServer
     from fak.gateway.state import GatewayOptions
     from fak.kernel import Kernel
+    from fak.testing.planner import MockPlanner
 
     app = build_app(Kernel(), MockPlanner(), GatewayOptions(require_key="k1"))
     headers = {"authorization": "Bearer k1", "accept": "application/json, text/event-stream"}
@@ -181,7 +181,7 @@ def test_serve_stdio_is_fak_mcp() -> None:
 
 
 def test_a_doubled_v1_says_how_to_set_the_base_url(serve_app: Any, app_factory: Any) -> None:
-    from fak.gateway.planner_mock import MockPlanner
+    from fak.testing.planner import MockPlanner
 
     url = serve_app(app_factory(MockPlanner()))
     r = httpx.post(url + "/v1/v1/messages", json={"model": "m", "max_tokens": 5, "messages": []})

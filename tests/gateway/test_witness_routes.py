@@ -19,9 +19,9 @@ from fak.abi import (
     TurnRequest,
     VerdictKind,
 )
-from fak.gateway.planner_mock import MockPlanner
 from fak.kernel import Kernel
 from fak.policy import Policy
+from fak.testing.planner import MockPlanner
 
 from .conftest import asgi_client, closing
 

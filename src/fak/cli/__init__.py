@@ -1,1 +1,1 @@
-"""The ``fak`` command (tier T4): thin verbs that build objects, then call the library."""
+"""The ``fak`` command (tier T5): thin verbs that build objects, then call the library."""

@@ -1,7 +1,7 @@
-"""Verb ``bench`` (tier T4): fak's measurements as one verb.
+"""Verb ``bench`` (tier T5): fak's measurements as one verb.
 
 ``fak bench decide`` times the decide path in-process (vDSO on and off) against a spawned
-``fak hook`` and writes ``report.json`` (``fak.cli.bench_decide``). ``fak bench fleet`` runs
+``fak hook`` and writes ``report.json`` (``fak.bench.decide``). ``fak bench fleet`` runs
 the agent-fleet benchmark on the in-kernel engine (arms A/B/C side by
 side, identity checks, the quarantine cell), prints the table and writes the JSON record.
 The engine is imported lazily; without the ``engine`` extra or its model the verb exits 2
@@ -37,7 +37,7 @@ def register(group: click.Group) -> None:
     )
     def decide(repeat: int, baseline_n: int, no_baseline: bool, out: Path) -> None:
         """In-process decide (vDSO on/off) vs a spawned `fak hook` per decision."""
-        from fak.cli.bench_decide import decide_report
+        from fak.bench.decide import decide_report
 
         record = decide_report(repeat=repeat, spawns=baseline_n, baseline=not no_baseline)
         for arm in ("vdso_on", "vdso_off", "spawned_hook"):
@@ -102,16 +102,16 @@ def register(group: click.Group) -> None:
         """C agents share a P-token prefix for T turns (D decoded, R ingested per turn):
         naive re-prefill (A), warm per-agent caches (B) and fak (C), side by side."""
         try:
-            from fak.engine import load_engine
-            from fak.engine.fleet import FleetCell
-            from fak.engine.fleet_report import (
+            from fak.bench.fleet import FleetCell
+            from fak.bench.fleet_report import (
                 QUARANTINE_CELL,
                 SMALL_QUARANTINE,
                 SMALL_VALIDATE,
                 VALIDATE_CELL,
                 fleet_report,
             )
-            from fak.engine.fleet_report import render as render_report
+            from fak.bench.fleet_report import render as render_report
+            from fak.engine import load_engine
         except ImportError as exc:
             click.secho(f"fak bench fleet: {exc}", fg="red", err=True)
             sys.exit(2)

@@ -1,4 +1,4 @@
-"""The deletion-certificate verbs (tier T4): ``fak cert verify`` and ``fak cert demo``.
+"""The deletion-certificate verbs (tier T5): ``fak cert verify`` and ``fak cert demo``.
 
 ``cert verify CERT --journal J`` re-checks a ``fak.deletioncert/v1`` certificate and exits 0 when
 valid, 1 naming the first failed check (``[FAK-CERT-...] reason``), 2 on usage. ``cert demo``

@@ -1,4 +1,4 @@
-"""The fleet's operator verbs (tier T4): ``quarantine clear`` and ``quarantine status``.
+"""The fleet's operator verbs (tier T5): ``quarantine clear`` and ``quarantine status``.
 
 With N workers the quarantine ledger lives in Redis (``FAK_CAS_URL``), so an operator clears a
 held result there, once, for every worker: the witness is whoever may reach the store, never the

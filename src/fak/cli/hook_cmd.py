@@ -1,7 +1,7 @@
-"""Verb ``hook`` (tier T4): fak as an agent's own pre/post tool hook.
+"""Verb ``hook`` (tier T5): fak as an agent's own pre/post tool hook.
 
 Reads one hook call on stdin — Claude Code's ``PreToolUse`` / ``PostToolUse`` object, or fak's
-own ``{tool, args, meta}`` — and answers in that client's terms (``fak.gateway.agent_hooks``).
+own ``{tool, args, meta}`` — and answers in that client's terms (``fak.hooks.protocol``).
 Exit 0 lets the call run (or the result through); exit 2 blocks. Anything that goes wrong —
 input that is not a hook call, an unreadable policy, a journal that cannot be opened, a fault
 anywhere — is a refusal with exit 2 and the reason on stderr, never exit 1, which Claude Code
@@ -12,20 +12,10 @@ journaled; quarantined result bytes go to ``FAK_BLOB_DIR`` (default: the user ca
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-_T = TypeVar("_T")
-
-if TYPE_CHECKING:
-    from fak.config import Settings
-    from fak.gateway.agent_hooks import HookAnswer, HookInput
-    from fak.kernel import Kernel
-    from fak.policy import Policy
-
-__all__ = ["HookState", "answer", "register"]
+__all__ = ["register"]
 
 
 @click.command()
@@ -46,6 +36,7 @@ def hook(policy_path: str | None, fmt: str) -> None:
     import os
 
     from fak.config import process_environ
+    from fak.hooks.decider import answer
 
     raw = sys.stdin.buffer.read()
     done = answer(raw, policy_path=policy_path, fmt=fmt, cwd=os.getcwd(), environ=process_environ())
@@ -53,176 +44,6 @@ def hook(policy_path: str | None, fmt: str) -> None:
     sys.stderr.write(done.stderr)
     sys.stdout.flush()
     sys.exit(done.exit_code)
-
-
-class HookState:
-    """What a resident decider keeps between hook calls: compiled policies and kernels, keyed
-    by everything they are built from (a policy file's identity includes its size and mtime, so
-    an edited manifest is reloaded). Without one, every call builds its own."""
-
-    __slots__ = ("_entries", "_limit")
-
-    def __init__(self, limit: int = 32) -> None:
-        self._entries: dict[object, object] = {}
-        self._limit = limit
-
-    def get(self, key: object, build: Callable[[], _T]) -> _T:
-        if key in self._entries:
-            value = self._entries.pop(key)
-            self._entries[key] = value  # most recently used last
-            return value  # type: ignore[return-value]
-        made = build()
-        if len(self._entries) >= self._limit:
-            self._entries.pop(next(iter(self._entries)))
-        self._entries[key] = made
-        return made
-
-
-def answer(
-    raw: bytes,
-    *,
-    policy_path: str | None,
-    fmt: str,
-    cwd: str,
-    environ: Mapping[str, str],
-    state: HookState | None = None,
-) -> HookAnswer:
-    """The answer to one hook call: ``raw`` is the hook's stdin, ``cwd`` and ``environ`` are
-    the calling process's. Never raises: every failure is a blocking refusal."""
-    from fak.gateway.agent_hooks import HookError, answer_failure
-
-    try:
-        return _decide(raw, policy_path, fmt, cwd, environ, state or HookState(limit=4))
-    except HookError as exc:
-        return answer_failure(str(exc))
-    except Exception as exc:  # fail closed, in the client's own terms
-        return answer_failure(f"{type(exc).__name__}: {exc}"[:300])
-
-
-def _policy(policy_path: str | None, cwd: str, state: HookState) -> Policy:
-    import os
-
-    from fak.gateway.agent_hooks import HookError
-    from fak.policy import Policy, PolicyError, default_manifest
-
-    if not policy_path:
-        return state.get(("default-policy", cwd), lambda: Policy(default_manifest(), root=cwd))
-    path = os.path.join(cwd, os.path.expanduser(policy_path))
-    try:
-        st = os.stat(path)
-        key = ("policy", path, st.st_ino, st.st_size, st.st_mtime_ns, cwd)
-        return state.get(key, lambda: Policy.load(path, root=cwd))
-    except (OSError, PolicyError) as exc:
-        problem = exc.problems[0] if isinstance(exc, PolicyError) else str(exc)
-        raise HookError(f"the policy {policy_path} cannot be loaded: {problem}") from exc
-
-
-def _decide(
-    raw: bytes,
-    policy_path: str | None,
-    fmt: str,
-    cwd: str,
-    environ: Mapping[str, str],
-    state: HookState,
-) -> HookAnswer:
-    from fak.abi import ToolCall, ToolResult
-    from fak.config import Settings
-    from fak.gateway.agent_hooks import answer_post, answer_pre, read_hook, response_text
-    from fak.policy import CompiledFloor
-
-    hook_in = read_hook(raw, fmt)
-    policy = _policy(policy_path, cwd, state)
-    settings = Settings.from_environ(environ)
-    if hook_in.event == "PreToolUse":
-        call = ToolCall(
-            hook_in.tool,
-            hook_in.args,
-            trace_id=hook_in.session,
-            call_id=hook_in.call_id,
-            meta=hook_in.meta,
-        )
-        if settings.audit_journal:
-            verdict = _kernel(settings, policy, state).decide(call)  # journaled like every entry
-        else:
-            verdict = state.get(("floor", policy), lambda: CompiledFloor(policy)).decide(call)
-        if verdict.admits and hook_in.format == "claude-code":
-            held = _prescreen_read(hook_in, cwd, settings, environ, policy, state)
-            if held is not None:
-                return held
-        return answer_pre(hook_in, verdict)
-    kernel = _result_kernel(settings, environ, policy, state)
-    admission = kernel.admit_result(
-        ToolResult(
-            hook_in.tool,
-            response_text(hook_in.response),
-            call_id=hook_in.call_id,
-            trace_id=hook_in.session,
-        )
-    )
-    return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
-
-
-_READ_TOOLS = frozenset({"Read"})
-_PRESCREEN_MAX = 8 * 1024 * 1024
-
-
-def _prescreen_read(
-    hook_in: HookInput,
-    cwd: str,
-    settings: Settings,
-    environ: Mapping[str, str],
-    policy: Policy,
-    state: HookState,
-) -> HookAnswer | None:
-    """Screen a text file *before* Claude Code reads it: its PostToolUse answer cannot take a
-    built-in tool's output back out of the context (measured with 2.1.328), so a file that
-    would be quarantined is refused at PreToolUse instead, and its bytes go to the CAS."""
-    from pathlib import Path
-
-    from fak.abi import ToolResult, Verdict, VerdictKind
-    from fak.gateway.agent_hooks import answer_pre
-
-    args = hook_in.args
-    if hook_in.tool not in _READ_TOOLS or not isinstance(args, dict):
-        return None
-    raw_path = args.get("file_path")
-    if not isinstance(raw_path, str) or not raw_path:
-        return None
-    path = Path(hook_in.cwd or cwd) / Path(raw_path).expanduser()
-    try:
-        if not path.is_file() or path.stat().st_size > _PRESCREEN_MAX:
-            return None
-        data = path.read_bytes()
-        data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None  # unreadable or not text: the Read itself will say so
-    kernel = _result_kernel(settings, environ, policy, state)
-    admission = kernel.admit_result(
-        ToolResult(hook_in.tool, data, call_id=hook_in.call_id, trace_id=hook_in.session)
-    )
-    held = admission.verdict
-    if held.kind not in (VerdictKind.QUARANTINE, VerdictKind.DENY):
-        return None
-    detector = held.meta.get("detector", "screen")
-    claim = f"the file's content is held out ({detector}, quarantine_id={admission.quarantine_id})"
-    return answer_pre(hook_in, Verdict.deny(held.reason, "ctxmmu", claim=claim))
-
-
-def _result_kernel(
-    settings: Settings, environ: Mapping[str, str], policy: Policy, state: HookState
-) -> Kernel:
-    """The kernel that screens results: held bytes go to the durable hook CAS."""
-    return _kernel(settings.with_overrides(blob_dir=settings.hook_blob_dir(environ)), policy, state)
-
-
-def _kernel(settings: Settings, policy: Policy, state: HookState) -> Kernel:
-    from fak.journal import JournalCorruptError, open_error_line
-    from fak.kernel import build_kernel
-
-    try:
-        return state.get(("kernel", settings, policy), lambda: build_kernel(settings, policy))
-    except (OSError, JournalCorruptError) as exc:
-        raise RuntimeError(open_error_line(str(settings.audit_journal), exc)) from exc
 
 
 def register(group: click.Group) -> None:

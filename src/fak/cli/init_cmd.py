@@ -1,4 +1,4 @@
-"""Verb ``init`` (tier T4): put fak in front of an agent in the current project.
+"""Verb ``init`` (tier T5): put fak in front of an agent in the current project.
 
 ``fak init claude-code`` writes ``.fak/claude-code-policy.json`` (the pack) and, unless the
 project already has one, ``.claude/settings.json`` with ``fak hook`` as the PreToolUse and

@@ -1,4 +1,4 @@
-"""The ``fak`` executable (tier T4): ``fak hook`` takes the launcher's fast path, every other
+"""The ``fak`` executable (tier T5): ``fak hook`` takes the launcher's fast path, every other
 verb the full command line (``fak.cli.main``), so a hook call never pays for importing click and
 every verb."""
 
@@ -11,9 +11,11 @@ __all__ = ["main"]
 
 def main() -> None:
     if sys.argv[1:2] == ["hook"]:
-        from fak.cli.hookclient import run
+        from fak.hooks.client import run
 
-        sys.exit(run(sys.argv[2:]))
+        code = run(sys.argv[2:])
+        if code is not None:
+            sys.exit(code)
     from fak.cli.main import main as full
 
     full()

@@ -1,4 +1,4 @@
-"""Entry point of the ``fak`` command (tier T4).
+"""Entry point of the ``fak`` command (tier T5).
 
 Verbs live in modules named for what they do; each exposes ``register(group)``. This module only
 assembles them, so adding a verb never touches another verb's module.

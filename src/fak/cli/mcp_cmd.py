@@ -1,4 +1,4 @@
-"""Verb ``mcp`` (tier T4): fak's MCP tools over stdio, and ``mcp proxy`` in front of MCP servers.
+"""Verb ``mcp`` (tier T5): fak's MCP tools over stdio, and ``mcp proxy`` in front of MCP servers.
 
 Builds the kernel from settings (``FAK_AUDIT_JOURNAL`` and the other ``FAK_*`` names) and an
 optional strict ``--policy`` manifest, registers the tools named by ``--tools`` on it, then hands
@@ -101,7 +101,7 @@ def register(group: click.Group) -> None:
         try:
             import anyio
 
-            from fak.gateway.mcp_server import serve_stdio
+            from fak.gateway.mcp.server import serve_stdio
         except ImportError as exc:
             _fail(f"needs the gateway extra ({exc.name}): pip install 'fak[gateway]'", 2)
         kernel = _kernel(policy_path)

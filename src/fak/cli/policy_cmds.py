@@ -1,4 +1,4 @@
-"""Verbs ``preflight``, ``policy`` and ``agent`` (tier T4): parse flags, call the library.
+"""Verbs ``preflight``, ``policy`` and ``agent`` (tier T5): parse flags, call the library.
 
 Exit codes: ``preflight`` 0 for any verdict, 1 on a bad policy/schema file or journal, 2 on usage;
 ``policy`` 0 with a summary, 1 on a bad manifest, 2 on usage; ``agent --offline`` 0. Library
@@ -222,7 +222,7 @@ def agent(offline: bool, as_json: bool) -> None:
         )
     import dataclasses
 
-    from fak.kernel.offline_demo import run_offline_demo
+    from fak.cli.offline_demo import run_offline_demo
 
     report = run_offline_demo()
     if as_json:

@@ -1,4 +1,4 @@
-"""The recall verbs (tier T4): ``fak recall`` (the demo), ``recall inspect``, ``recall tombstone``.
+"""The recall verbs (tier T5): ``fak recall`` (the demo), ``recall inspect``, ``recall tombstone``.
 
 ``fak recall`` records the spec's airline session (two benign results, one injection, one
 leaked secret) through the result gate, persists it as a core image, reloads it in a *fresh

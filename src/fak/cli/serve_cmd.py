@@ -1,4 +1,4 @@
-"""The ``fak serve`` verb (tier T4): build a kernel, a planner and the gateway app, then serve.
+"""The ``fak serve`` verb (tier T5): build a kernel, a planner and the gateway app, then serve.
 
 Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-key-env`` names the
 variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
@@ -87,11 +87,11 @@ def build_planner(
     ``engine_options`` are keyword arguments for ``load_engine_planner`` (``max_batch``,
     ``max_kv_bytes``, ``mode``); they are ignored by the upstream proxy and the mock.
     """
-    from fak.gateway.planner_mock import MockPlanner
+    from fak.testing.planner import MockPlanner
 
     if base_url:
-        from fak.gateway.planner_proxy import ProxyPlanner
-        from fak.gateway.upstream import default_upstream
+        from fak.gateway.upstream.client import default_upstream
+        from fak.gateway.upstream.planner import ProxyPlanner
 
         limit = {} if upstream_max_bytes is None else {"max_body_bytes": upstream_max_bytes}
         client = default_upstream(upstream_client, timeout_s=timeout_s, **limit)
@@ -460,7 +460,7 @@ def register(group: click.Group) -> None:
         )
 
         from fak.gateway.app import build_app
-        from fak.gateway.routes_native import file_events
+        from fak.gateway.routes.native import file_events
         from fak.gateway.server import bind
         from fak.gateway.server import serve as run_server
         from fak.gateway.state import GatewayOptions

@@ -1,4 +1,4 @@
-"""The wall's verbs (tier T4): ``answer-shape``, ``doctor`` and ``journal verify``.
+"""The wall's verbs (tier T5): ``answer-shape``, ``doctor`` and ``journal verify``.
 
 Thin wrappers: read the input, call ``fak.screen`` / ``fak.kernel.quarantine`` / ``fak.journal``,
 print a line (or JSON) and exit with the documented code. ``answer-shape``: 0 in shape,

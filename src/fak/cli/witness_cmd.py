@@ -1,4 +1,4 @@
-"""``fak witness`` (tier T4): list, approve and revoke the calls a running gateway holds.
+"""``fak witness`` (tier T5): list, approve and revoke the calls a running gateway holds.
 
 The holds live in the serving process's kernel, so these verbs talk to it over HTTP (stdlib
 ``urllib``: no extra needed): ``GET /v1/fak/witness``, ``POST /v1/fak/witness/{id}``,

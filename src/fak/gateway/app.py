@@ -28,10 +28,10 @@ from fak.gateway.errors import GatewayError, error_body
 from fak.gateway.http import GatewayMiddleware, KeyCheck, TraceIds
 from fak.gateway.metrics import Metrics
 from fak.gateway.origin import Cors, HostCheck
-from fak.gateway.routes_native import native_routes
-from fak.gateway.routes_ops import ops_routes
-from fak.gateway.routes_recall import recall_routes
-from fak.gateway.routes_turns import turn_routes
+from fak.gateway.routes.native import native_routes
+from fak.gateway.routes.ops import ops_routes
+from fak.gateway.routes.recall import recall_routes
+from fak.gateway.routes.turns import turn_routes
 from fak.gateway.state import GatewayOptions, GatewayState
 from fak.gateway.turns import TurnRunner
 from fak.kernel import Kernel
@@ -160,7 +160,7 @@ def build_app(
     routes += recall_routes(state)
     mcp_endpoint = None
     if o.mcp and isinstance(kernel, Kernel):
-        from fak.gateway.mcp_server import McpHttpEndpoint
+        from fak.gateway.mcp.server import McpHttpEndpoint
 
         proxy = o.mcp_proxy
         mcp_endpoint = McpHttpEndpoint(

@@ -39,7 +39,7 @@ class GatewayOptions:
     events: Callable[[int, int], list[dict[str, Any]]] | None = None  # (since, limit) -> rows
     access_log: Callable[[bytes], Any] | None = None
     ids: Callable[[], str] | None = None
-    mcp: bool = True  # serve the MCP Streamable-HTTP endpoint at /mcp (fak.gateway.mcp_server)
+    mcp: bool = True  # serve the MCP Streamable-HTTP endpoint at /mcp (fak.gateway.mcp.server)
     mcp_proxy: Any = None  # a fak.gateway.mcp.McpProxy: /mcp serves it instead of fak's own tools
     # Host names every route answers to: None = loopback names only; ("*",) = any (a public
     # bind behind its own auth); other names are added to the loopback ones (FAK_ALLOWED_HOSTS)

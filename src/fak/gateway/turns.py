@@ -34,7 +34,7 @@ from fak.abi import (
 from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
-from fak.gateway.planner_proxy import ForwardedDone, Passthrough, ProxyPlanner
+from fak.gateway.upstream.planner import ForwardedDone, Passthrough, ProxyPlanner
 from fak.wire import Adjudication, ParsedRequest, ResultAdmission, TurnOutcome
 
 __all__ = ["TurnRunner", "Wire"]

@@ -1,4 +1,5 @@
-"""fak's MCP proxy (tier T3): fak in front of the MCP servers a client already runs.
+"""All of fak's MCP (tier T3): fak as an MCP server (``server``, its tool bodies in ``tools``)
+and fak's MCP proxy in front of the MCP servers a client already runs (the rest).
 
 ``McpProxy`` serves one MCP server to the client (stdio or Streamable HTTP) on the official SDK
 and holds a supervised client session to each downstream server in an ``mcpServers`` config;

@@ -35,8 +35,8 @@ from fak.abi.replies import Reply, ReplyBuilder, envelope, new_trace_id, reply_f
 from fak.gateway.mcp.catalog import Catalog, ToolState
 from fak.gateway.mcp.config import ProxyConfig
 from fak.gateway.mcp.downstream import Downstream, DownstreamHooks, DownstreamUnavailable
-from fak.gateway.mcp_server import serve_server_stdio, tool_definitions, tool_result
-from fak.gateway.mcp_tools import McpTools
+from fak.gateway.mcp.server import serve_server_stdio, tool_definitions, tool_result
+from fak.gateway.mcp.tools import McpTools
 from fak.kernel import Kernel
 from fak.kernel.outcome import held_as_deny
 from fak.policy import args_digest

@@ -1,4 +1,4 @@
-"""The scripted mock planner (tier T3): deterministic turns with no model and no network.
+"""The scripted mock planner (tier T4): deterministic turns with no model and no network.
 
 Used when ``fak serve`` has no ``--base-url`` and no engine, and in tests. Without a script it
 follows one rule: a user line ``call <tool> <json-args>`` proposes that call; after tool results

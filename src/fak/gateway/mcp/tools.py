@@ -5,7 +5,7 @@ refused, so a misspelt ``args`` never silently becomes "no arguments"), makes ex
 call (decide / syscall / admit_result / page_in, journaled by the kernel) and answers a
 ``ToolAnswer``: the Reply, its trace id and timing. It never raises, never echoes held bytes
 (quarantine answers carry the stub and id only) and never logs arguments or results. No SDK
-types here: ``fak.gateway.mcp_server`` wraps answers for the wire.
+types here: ``fak.gateway.mcp.server`` wraps answers for the wire.
 """
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ class McpTools:
         return ReplyBuilder().success(report, code=_SYSTEM_OK)
 
     def _context_change(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
-        from fak.gateway.routes_recall import change_request
+        from fak.gateway.routes.recall import change_request
 
         body = {k: v for k, v in arguments.items() if k != "trace_id"}
         try:

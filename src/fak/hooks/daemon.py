@@ -1,8 +1,8 @@
-"""The resident hook decider (tier T4): ``python -m fak.cli.hookd --socket PATH``.
+"""The resident hook decider (tier T3): ``python -m fak.hooks.daemon --socket PATH``.
 
-Started by ``fak.cli.hookclient`` on first use, one per user, interpreter and fak version. It
+Started by ``fak.hooks.client`` on first use, one per user, interpreter and fak version. It
 listens on a Unix socket in a directory only its user can enter, answers only peers of its own
-uid, and decides each call with ``fak.cli.hook_cmd.answer`` over the caller's cwd and
+uid, and decides each call with ``fak.hooks.decider.answer`` over the caller's cwd and
 environment, keeping compiled policies and kernels warm in a ``HookState``. Calls are answered
 one at a time (the kernels and the journal see one writer). It exits after
 ``FAK_HOOKD_IDLE_S`` seconds without a call (default 600), on SIGTERM/SIGINT, and as soon as
@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from fak.cli.hook_cmd import HookState, answer
-from fak.cli.hookclient import MAGIC, private_dir
+from fak.hooks.client import MAGIC, private_dir
+from fak.hooks.decider import HookState, answer
 
 __all__ = ["Decider", "main", "parse_request", "stop_deciders"]
 
@@ -193,7 +193,7 @@ def stop_deciders(run_dir: str | Path, *, wait_s: float = 5.0) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fak.cli.hookd", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fak.hooks.daemon", description=__doc__)
     parser.add_argument("--socket", required=True, help="The Unix socket to listen on.")
     args = parser.parse_args(argv)
     path: str = args.socket

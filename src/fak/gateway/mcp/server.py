@@ -5,7 +5,7 @@
 admit its result), ``fak_admit`` (screen a result the client ran) and ``fak_page_in``. Every answer
 is the reply-system envelope as JSON text; a refusal is a value (``isError: false``). ``isError`` is
 true only when no decision was reached: malformed input at this layer (I) or a fault (E, naming
-the exception type only). Tool bodies live in ``fak.gateway.mcp_tools``; this module owns the
+the exception type only). Tool bodies live in ``fak.gateway.mcp.tools``; this module owns the
 SDK wiring and never logs arguments, results or held bytes.
 """
 
@@ -30,7 +30,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from fak.gateway.mcp_tools import TOOL_SPECS, McpTools, ToolAnswer
+from fak.gateway.mcp.tools import TOOL_SPECS, McpTools, ToolAnswer
 from fak.kernel import Kernel
 from fak.recall import CoherencePlane
 from fak.wire.strictjson import DuplicateKey, InvalidJson, loads_strict

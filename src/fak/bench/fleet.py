@@ -1,4 +1,4 @@
-"""The agent-fleet workload: one shared prefix, C agents, T turns, three ways to serve it (T3).
+"""The agent-fleet workload: one shared prefix, C agents, T turns: three ways to serve it (tier T4).
 
 C agents share a P-token prefix; each turn decodes D tokens greedily (every one fed back), then
 each agent ingests R private result tokens (between turns, T-1 times). Token ids are generated

@@ -1,4 +1,4 @@
-"""The fleet benchmark as one report: arms side by side, identity checks, the quarantine cell (T3).
+"""The fleet benchmark as one report: arms side by side, identity checks, quarantine (T4).
 
 ``fleet_report`` runs the cells of ``fleet.py`` on one loaded engine and returns a JSON-able
 record; ``render`` turns it into the table ``benchmarks/fleet.py`` and ``fak bench fleet``
@@ -11,8 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fak.engine.engine import Engine
-from fak.engine.fleet import (
+from fak.bench.fleet import (
     FleetCell,
     Quarantine,
     anchored_a,
@@ -22,6 +21,7 @@ from fak.engine.fleet import (
     run_c,
     token_counts,
 )
+from fak.engine.engine import Engine
 
 __all__ = [
     "HEADLINE",

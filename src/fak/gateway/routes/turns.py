@@ -24,9 +24,9 @@ from fak.abi import TextDelta
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import EventStream, json_response, read_json
-from fak.gateway.planner_proxy import ANTHROPIC_VERSION, Passthrough
 from fak.gateway.state import GatewayState
 from fak.gateway.turns import Wire
+from fak.gateway.upstream.planner import ANTHROPIC_VERSION, Passthrough
 from fak.wire import (
     ParsedRequest,
     TurnOutcome,

@@ -1,16 +1,16 @@
-"""``fak hook``'s launcher (tier T4): hand the call to a resident decider in a few milliseconds.
+"""``fak hook``'s launcher (tier T3): hand the call to a resident decider in a few milliseconds.
 
 An agent runs its hook once per tool call, so the hook's start-up is paid on every call. The
 full library (policy compiler, screens, journal) takes a few hundred milliseconds to import;
 this module imports nothing beyond what the interpreter has already loaded, plus ``_socket``.
 It forwards the call (stdin, working directory, options and the ``FAK_*`` / cache variables) to
-``fak.cli.hookd``, a per-user process that keeps the compiled policies and kernels warm and
+``fak.hooks.daemon``, a per-user process that keeps the compiled policies and kernels warm and
 decides with exactly the code ``fak hook`` runs in-process, and prints its answer.
 
 Whenever the decider is not there (first call, stopped, stale, a socket directory that is not
 private to this user, ``FAK_HOOK_DAEMON=0``) or does not answer in time
 (``FAK_HOOK_TIMEOUT_S``, default 20), the call is decided in this process by the same
-``fak.cli.hook_cmd.answer`` and a decider is started for the next call; with
+``fak.hooks.decider.answer`` and a decider is started for the next call; with
 ``FAK_HOOK_DAEMON=require`` only the decider answers (started and waited for, else the call is
 refused). Every failure ends in the client's blocking signal (exit 2), never exit 1.
 
@@ -163,7 +163,7 @@ def _start_decider(path: str) -> None:
         log = open(path[: -len(".sock")] + ".log", "ab")  # noqa: SIM115 - handed to the child
         with log:
             subprocess.Popen(
-                [sys.executable, "-m", "fak.cli.hookd", "--socket", path],
+                [sys.executable, "-m", "fak.hooks.daemon", "--socket", path],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -186,7 +186,7 @@ def _write(code: int, out: bytes, err: bytes) -> int:
 
 def _in_process(raw: bytes, policy: str, fmt: str) -> int:
     try:
-        from fak.cli.hook_cmd import answer
+        from fak.hooks.decider import answer
 
         done = answer(raw, policy_path=policy or None, fmt=fmt, cwd=os.getcwd(), environ=os.environ)
         return _write(done.exit_code, done.stdout.encode(), done.stderr.encode())
@@ -194,15 +194,12 @@ def _in_process(raw: bytes, policy: str, fmt: str) -> int:
         return _refuse(f"{type(exc).__name__}: {exc}")
 
 
-def run(argv: list[str]) -> int:
-    """``fak hook ARGV``: the exit code to leave with."""
+def run(argv: list[str]) -> int | None:
+    """``fak hook ARGV``: the exit code to leave with, or None when the full command line must
+    answer (help, typos and new options: it exits 2 on misuse)."""
     parsed = _parse(argv)
-    if parsed is None:  # help, typos and new options: the full CLI answers (exit 2 on misuse)
-        from fak.cli.main import main
-
-        sys.argv = [sys.argv[0], "hook", *argv]
-        main()
-        return 0
+    if parsed is None:
+        return None
     policy, fmt = parsed
     try:
         raw = _read_stdin()

@@ -27,7 +27,7 @@ from fak.abi import ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import KeyCheck, json_response, read_json
-from fak.gateway.routes_turns import context
+from fak.gateway.routes.turns import context
 from fak.gateway.state import GatewayState
 from fak.journal import RowError, rows_after
 from fak.wire import WireVerdict

@@ -1,4 +1,4 @@
-"""The offline agent demo behind ``fak agent --offline``: one scripted task, three wirings (T2).
+"""The offline agent demo behind ``fak agent --offline``: one task, three wirings (tier T5).
 
 A deterministic scripted "model" books a flight for a customer. One tool result carries a
 planted prompt injection telling the model to delete the account; one proposed call uses

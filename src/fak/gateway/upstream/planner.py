@@ -19,7 +19,12 @@ import orjson
 
 from fak.abi import PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
 from fak.gateway.errors import GatewayError, upstream_status_error
-from fak.gateway.upstream import UpstreamClient, UpstreamFailure, UpstreamReply, UpstreamUnreachable
+from fak.gateway.upstream.client import (
+    UpstreamClient,
+    UpstreamFailure,
+    UpstreamReply,
+    UpstreamUnreachable,
+)
 from fak.wire import (
     ParsedRequest,
     SSEDecoder,

@@ -1,12 +1,12 @@
 """A recording mock of an OpenAI-compatible (Chat Completions and Responses) and an Anthropic
-upstream (tier T3).
+upstream (tier T4).
 
 Shipped in the package so users can test their setup too. Every request body it receives is
 kept (bounded) so a test can prove what did, and did not, reach the upstream. Replies come from
 a script (a ``PlannerTurn`` per request, or a function of the parsed request) rendered in the
 caller's wire, streamed or not; ``fail_with`` makes it answer an error status, ``garbage``
 an unparseable body. ``fixed`` skips parsing and returns the same pre-rendered turn (the
-benchmark's mode). Run it standalone: ``python -m fak.gateway.mock_upstream --port 9000``.
+benchmark's mode). Run it standalone: ``python -m fak.testing.upstream --port 9000``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fak.abi import FinishReason, PlannerTurn, ProposedCall, TurnRequest, Usage
-from fak.gateway.planner_mock import default_rule
+from fak.testing.planner import default_rule
 from fak.wire import (
     TurnOutcome,
     WireError,
