@@ -1,4 +1,4 @@
-"""Issue 8 regressions in the kernel: settings reach a bare Kernel(); held bytes are bounded."""
+"""Kernel hardening: settings reach a bare Kernel(); held bytes are bounded."""
 
 from __future__ import annotations
 

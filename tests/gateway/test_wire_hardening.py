@@ -1,4 +1,4 @@
-"""Issue 8 regressions on the wires and the upstream: findings 1, 8, 11 and 12.
+"""Wire and upstream hardening (findings 1, 8, 11 and 12 of the first hostile run).
 
 Every upstream here is a real server on a loopback socket; fak is reached over a real socket too.
 """
