@@ -89,7 +89,7 @@ async def _route_error(request: Request, exc: Exception) -> Response:
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
-    _log.error("internal error on %s: %s", request.url.path, type(exc).__name__)
+    _log.error("internal error on %s: %s", request.url.path[:200], type(exc).__name__)
     return Response(
         error_body(
             500, "internal_error", "internal gateway error", anthropic=_is_anthropic(request)

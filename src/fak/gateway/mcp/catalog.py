@@ -126,7 +126,11 @@ class Catalog:
         try:
             journal.append(record)
         except Exception as exc:
-            _log.error("journal append failed (%s) tool=%s", type(exc).__name__, record.get("tool"))
+            _log.error(
+                "journal append failed (%s) tool=%s",
+                type(exc).__name__,
+                str(record.get("tool"))[:200],
+            )
 
     def _judge(self, server: str, tool: types.Tool, digest: str, exposed: str) -> Entry:
         verdict = self._kernel.ledger.screen(_screen_text(tool))

@@ -30,6 +30,7 @@ from fak.abi.replies import (
     reply_for_verdict,
 )
 from fak.config import Settings
+from fak.gateway.accesslog import FIELD_LIMIT
 from fak.kernel import Admission, Kernel, PageInRefused, WitnessError, outcome_reply
 from fak.recall import CoherencePlane, RecallError
 
@@ -314,7 +315,12 @@ class McpTools:
             data = {"field": bad.field_name, "problem": bad.problem}
             reply = ReplyBuilder().invalid(bad.code, data)
         except Exception as exc:  # the safety net: a fault is a value too, never a traceback
-            _log.error("mcp tool %s failed: %s trace_id=%s", name, type(exc).__name__, trace_id)
+            _log.error(
+                "mcp tool %s failed: %s trace_id=%s",
+                name[:FIELD_LIMIT],
+                type(exc).__name__,
+                trace_id[:FIELD_LIMIT],
+            )
             is_error = True
             code = _DECISION_FAULT if name in ("fak_adjudicate", "fak_syscall") else _SYSTEM_CRASH
             reply = ReplyBuilder().error(code, {"exception": type(exc).__name__})
@@ -322,7 +328,9 @@ class McpTools:
             is_error = True
         trace_id = trace_id or new_trace_id()
         elapsed = (self._clock() - start) * 1000.0
-        _log.debug("mcp %s -> %s trace_id=%s", name, reply.code, trace_id)
+        _log.debug(
+            "mcp %s -> %s trace_id=%s", name[:FIELD_LIMIT], reply.code, trace_id[:FIELD_LIMIT]
+        )
         return ToolAnswer(reply, trace_id, elapsed, is_error)
 
     # -- tool bodies -----------------------------------------------------------------------
