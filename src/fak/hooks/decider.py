@@ -191,4 +191,23 @@ def _kernel(settings: Settings, policy: Policy, state: HookState) -> Kernel:
     try:
         return state.get(("kernel", settings, policy), lambda: build_kernel(settings, policy))
     except (OSError, JournalCorruptError) as exc:
+        blob_dir = settings.blob_dir
+        if isinstance(exc, OSError) and blob_dir and _under(exc.filename, blob_dir):
+            why = exc.strerror or type(exc).__name__
+            msg = (
+                f"[FAK-BLOB-DIR] cannot use the blob directory {blob_dir} ({why}); point "
+                "FAK_BLOB_DIR at a directory this user can write"
+            )
+            raise RuntimeError(msg) from exc
         raise RuntimeError(open_error_line(str(settings.audit_journal), exc)) from exc
+
+
+def _under(filename: object, directory: str) -> bool:
+    """``filename`` (an OSError's) is ``directory`` or inside it."""
+    import os
+
+    if not isinstance(filename, str | bytes):
+        return False
+    name = os.fsdecode(filename)
+    base = os.path.abspath(directory)
+    return os.path.abspath(name) == base or os.path.abspath(name).startswith(base + os.sep)
