@@ -131,8 +131,28 @@ def _decide(
     return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
 
 
-_READ_TOOLS = frozenset({"Read"})
-_PRESCREEN_MAX = 8 * 1024 * 1024
+_READ_TOOLS = frozenset({"Read", "NotebookRead"})
+_SEARCH_TOOLS = frozenset({"Grep", "Glob"})
+
+
+def _view(hook_in: HookInput, cwd: str) -> str | None:
+    """What the reading tool of this call will show the model (``fak.hooks.prescreen``)."""
+    from pathlib import Path
+
+    from fak.hooks import prescreen
+
+    args = hook_in.args
+    if not isinstance(args, dict):
+        return None
+    here = Path(hook_in.cwd or cwd)
+    if hook_in.tool in _READ_TOOLS:
+        raw_path = args.get("file_path") or args.get("notebook_path")
+        if not isinstance(raw_path, str) or not raw_path:
+            return None
+        return prescreen.read_view(here / Path(raw_path).expanduser(), args)
+    if hook_in.tool == "Grep":
+        return prescreen.grep_view(here, args)
+    return prescreen.glob_view(here, args)
 
 
 def _prescreen_read(
@@ -143,37 +163,33 @@ def _prescreen_read(
     policy: Policy,
     state: HookState,
 ) -> HookAnswer | None:
-    """Screen a text file *before* Claude Code reads it: its PostToolUse answer cannot take a
-    built-in tool's output back out of the context (measured with 2.1.328), so a file that
-    would be quarantined is refused at PreToolUse instead, and its bytes go to the CAS."""
-    from pathlib import Path
-
-    from fak.abi import ToolResult, Verdict, VerdictKind
+    """Screen what a reading tool will show *before* Claude Code runs it: its PostToolUse
+    answer cannot take a built-in tool's output back out of the context (measured with
+    2.1.328), so a view that would be quarantined is refused at PreToolUse instead, and its
+    bytes go to the CAS. A search too large to screen is refused with a reason to narrow it."""
+    from fak.abi import Reason, ToolResult, Verdict, VerdictKind
+    from fak.hooks.prescreen import TooMuchToScreen
     from fak.hooks.protocol import answer_pre
 
-    args = hook_in.args
-    if hook_in.tool not in _READ_TOOLS or not isinstance(args, dict):
+    if hook_in.tool not in _READ_TOOLS and hook_in.tool not in _SEARCH_TOOLS:
         return None
-    raw_path = args.get("file_path")
-    if not isinstance(raw_path, str) or not raw_path:
-        return None
-    path = Path(hook_in.cwd or cwd) / Path(raw_path).expanduser()
     try:
-        if not path.is_file() or path.stat().st_size > _PRESCREEN_MAX:
-            return None
-        data = path.read_bytes()
-        data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None  # unreadable or not text: the Read itself will say so
+        view = _view(hook_in, cwd)
+    except TooMuchToScreen as exc:
+        return answer_pre(hook_in, Verdict.deny(Reason.POLICY_BLOCK, "ctxmmu", claim=str(exc)))
+    if not view:
+        return None
     kernel = _result_kernel(settings, environ, policy, state)
     admission = kernel.admit_result(
-        ToolResult(hook_in.tool, data, call_id=hook_in.call_id, trace_id=hook_in.session)
+        ToolResult(
+            hook_in.tool, view.encode("utf-8"), call_id=hook_in.call_id, trace_id=hook_in.session
+        )
     )
     held = admission.verdict
     if held.kind not in (VerdictKind.QUARANTINE, VerdictKind.DENY):
         return None
     detector = held.meta.get("detector", "screen")
-    claim = f"the file's content is held out ({detector}, quarantine_id={admission.quarantine_id})"
+    claim = f"the content is held out ({detector}, quarantine_id={admission.quarantine_id})"
     return answer_pre(hook_in, Verdict.deny(held.reason, "ctxmmu", claim=claim))
 
 
