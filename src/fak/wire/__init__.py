@@ -1,9 +1,12 @@
 """Pure translation between client wires and the canonical turn IR (tier T1, no I/O).
 
-One module per wire: ``openai_chat`` (Chat Completions), ``openai_responses`` (Responses API),
-``anthropic`` (Messages). Shared pieces: ``extension`` (the ``fak`` object, deny summary,
-``[fak]`` note), ``outcome`` (what parsers return and renderers take), ``sse`` (event framing),
-``errors`` (``WireError``). Nothing here opens a socket, reads a file or logs a payload.
+One package per wire: ``openai_chat`` (Chat Completions), ``openai_responses`` (Responses API),
+``anthropic`` (Messages), each by direction: ``server`` (we are the server: parse the request,
+render the response, its events and errors) and ``client`` (we are an upstream's client: render
+the request, parse the response, accumulate the stream). Shared pieces: ``extension`` (the
+``fak`` object, deny summary, ``[fak]`` note), ``outcome`` (what parsers return and renderers
+take), ``sse`` (event framing), ``errors`` (``WireError``), ``fields`` and ``strictjson``
+(strict field and JSON reading). Nothing here opens a socket, reads a file or logs a payload.
 """
 
 from fak.wire import anthropic, openai_chat, openai_responses
