@@ -27,12 +27,14 @@ from fak.wire.fields import as_object, req_str
 from fak.wire.outcome import ParsedRequest
 
 __all__ = [
+    "ANTHROPIC_VERSION",
     "MessagesStreamAccumulator",
     "parse_response",
     "render_request",
     "usage_extra",
 ]
 
+ANTHROPIC_VERSION = "2023-06-01"  # the anthropic-version header fak sends upstream
 BAD_UPSTREAM = "upstream_bad_response"
 BAD_TOOL_CALLS = "upstream_bad_tool_calls"
 _STOP_IN = {
