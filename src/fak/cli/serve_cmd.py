@@ -30,6 +30,7 @@ from typing import Any
 import click
 
 from fak.config import Settings, process_environ
+from fak.wire import WireName
 
 __all__ = ["build_planner", "register"]
 
@@ -288,8 +289,8 @@ def register(group: click.Group) -> None:
     @click.option("--base-url", default=None, help="Upstream model URL (OpenAI: include /v1).")
     @click.option(
         "--provider",
-        type=click.Choice(["openai", "openai-responses", "anthropic"]),
-        default="openai",
+        type=click.Choice([str(w) for w in WireName]),
+        default=str(WireName.OPENAI_CHAT),
         show_default=True,
         help="Upstream wire: Chat Completions, the Responses API (Codex, reasoning models), "
         "or Anthropic Messages.",

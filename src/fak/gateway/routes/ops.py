@@ -26,6 +26,7 @@ from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response, read_json
 from fak.gateway.metrics import CONTENT_TYPE
 from fak.gateway.state import GatewayState
+from fak.wire import WireName
 
 __all__ = ["ops_routes", "store_probes"]
 
@@ -89,7 +90,7 @@ def ops_routes(state: GatewayState) -> list[Route]:
 
     def proxy_or_404(what: str) -> None:
         proxy = runner.proxy
-        if proxy is None or proxy.provider != "openai":
+        if proxy is None or proxy.provider is not WireName.OPENAI_CHAT:
             raise GatewayError(
                 404,
                 "no_upstream",
@@ -99,7 +100,7 @@ def ops_routes(state: GatewayState) -> list[Route]:
 
     async def models(request: Request) -> Response:
         proxy = runner.proxy
-        if proxy is not None and proxy.provider == "openai":
+        if proxy is not None and proxy.provider is WireName.OPENAI_CHAT:
             reply = await proxy.forward_raw("GET", "/models", None)
             return Response(reply.body, media_type="application/json")
         owner = "fak" if planner.kind == "mock" else planner.kind

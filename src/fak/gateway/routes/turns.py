@@ -25,12 +25,12 @@ from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import EventStream, json_response, read_json
 from fak.gateway.state import GatewayState
-from fak.gateway.turns import Wire
 from fak.gateway.upstream.planner import ANTHROPIC_VERSION, Passthrough
 from fak.wire import (
     ParsedRequest,
     TurnOutcome,
     WireError,
+    WireName,
     anthropic,
     openai_chat,
     openai_responses,
@@ -116,10 +116,10 @@ def turn_routes(state: GatewayState) -> list[Route]:
         ctx = context(request)
         deadline = _deadline(state)
         if not parsed.turn.stream:
-            outcome = await _bounded(runner.complete(Wire.CHAT, parsed, ctx), deadline)
+            outcome = await _bounded(runner.complete(WireName.OPENAI_CHAT, parsed, ctx), deadline)
             return json_response(openai_chat.render_response(outcome))
-        id = runner.new_id(Wire.CHAT)
-        gen = runner.stream(Wire.CHAT, parsed, ctx, id=id)
+        id = runner.new_id(WireName.OPENAI_CHAT)
+        gen = runner.stream(WireName.OPENAI_CHAT, parsed, ctx, id=id)
         first = await _first(gen, deadline)
         chunks = openai_chat.ChatChunks(id, runner.now(), runner.model_for(parsed))
 
@@ -151,10 +151,12 @@ def turn_routes(state: GatewayState) -> list[Route]:
         ctx = context(request)
         deadline = _deadline(state)
         if not parsed.turn.stream:
-            outcome = await _bounded(runner.complete(Wire.RESPONSES, parsed, ctx), deadline)
+            outcome = await _bounded(
+                runner.complete(WireName.OPENAI_RESPONSES, parsed, ctx), deadline
+            )
             return json_response(openai_responses.render_response(outcome))
-        id = runner.new_id(Wire.RESPONSES)
-        gen = runner.stream(Wire.RESPONSES, parsed, ctx, id=id)
+        id = runner.new_id(WireName.OPENAI_RESPONSES)
+        gen = runner.stream(WireName.OPENAI_RESPONSES, parsed, ctx, id=id)
         first = await _first(gen, deadline)
         events = openai_responses.ResponseEvents(id, runner.model_for(parsed), runner.now())
 
@@ -177,7 +179,7 @@ def turn_routes(state: GatewayState) -> list[Route]:
     # -- Anthropic Messages --------------------------------------------------------------
     def passthrough(request: Request, body: Any, raw: bytes | None) -> Passthrough | None:
         proxy = runner.proxy
-        if proxy is None or proxy.provider != "anthropic":
+        if proxy is None or proxy.provider is not WireName.ANTHROPIC:
             return None
         if not anthropic.forwardable_as_is(body):
             raw = None  # rebuild from what was parsed and screened; the headers still travel
@@ -198,14 +200,14 @@ def turn_routes(state: GatewayState) -> list[Route]:
         pt = passthrough(request, body, raw)
         if not parsed.turn.stream:
             outcome = await _bounded(
-                runner.complete(Wire.ANTHROPIC, parsed, ctx, passthrough=pt), deadline
+                runner.complete(WireName.ANTHROPIC, parsed, ctx, passthrough=pt), deadline
             )
             return json_response(anthropic.render_response(outcome))
-        id = runner.new_id(Wire.ANTHROPIC)
+        id = runner.new_id(WireName.ANTHROPIC)
         events = anthropic.MessageEvents(id, runner.model_for(parsed))
 
         async def collect() -> TurnOutcome:
-            async for item in runner.stream(Wire.ANTHROPIC, parsed, ctx, id=id, passthrough=pt):
+            async for item in runner.stream(WireName.ANTHROPIC, parsed, ctx, id=id, passthrough=pt):
                 if isinstance(item, TurnOutcome):
                     return item
             raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
