@@ -94,9 +94,9 @@ def _decide(
     environ: Mapping[str, str],
     state: HookState,
 ) -> HookAnswer:
-    from fak.abi import ToolCall, ToolResult
+    from fak.abi import ToolCall
     from fak.config import Settings
-    from fak.hooks.protocol import answer_post, answer_pre, read_hook, response_text
+    from fak.hooks.protocol import answer_post, answer_pre, read_hook
     from fak.policy import CompiledFloor
 
     hook_in = read_hook(raw, fmt)
@@ -120,13 +120,8 @@ def _decide(
                 return held
         return answer_pre(hook_in, verdict)
     kernel = _result_kernel(settings, environ, policy, state)
-    admission = kernel.admit_result(
-        ToolResult(
-            hook_in.tool,
-            response_text(hook_in.response),
-            call_id=hook_in.call_id,
-            trace_id=hook_in.session,
-        )
+    admission = kernel.admit_value(  # an object or list response is screened decoded
+        hook_in.tool, hook_in.response, call_id=hook_in.call_id, trace_id=hook_in.session
     )
     return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
 

@@ -26,7 +26,6 @@ __all__ = [
     "answer_post",
     "answer_pre",
     "read_hook",
-    "response_text",
 ]
 
 BLOCK: Final = 2
@@ -166,10 +165,3 @@ def answer_failure(message: str) -> HookAnswer:
     stderr (fak's shape also prints its MALFORMED line on stdout)."""
     line = json.dumps({"kind": "DENY", "reason": "MALFORMED", "by": "hook"})
     return HookAnswer(BLOCK, line + "\n", f"fak: refused: {message}\n")
-
-
-def response_text(response: Any) -> bytes:
-    """The bytes of a tool response to screen: text as is, anything else as JSON."""
-    if isinstance(response, str):
-        return response.encode("utf-8", "replace")
-    return json.dumps(response, ensure_ascii=False, sort_keys=True).encode("utf-8", "replace")

@@ -39,6 +39,7 @@ from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import Admission, QuarantineLedger, screen_policy_for
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
+from fak.kernel.views import decoded_view, serialized
 from fak.kernel.witness import Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
@@ -673,6 +674,21 @@ class Kernel:
                 for span in admission.spans:  # a span hold: one row per span, its own digest
                     self._journal_span(result, span.reason, span.digest)
         return admission
+
+    def admit_value(
+        self, tool: str, value: object, *, call_id: str = "", trace_id: str = ""
+    ) -> Admission:
+        """The one admission of a result of any shape: text, bytes or a JSON value. A JSON
+        value travels as its canonical serialization and is screened as that and as what the
+        model reads of it (every key and string leaf decoded, base64 text leaves opened)."""
+        if isinstance(value, bytes | bytearray | memoryview):
+            payload, view = bytes(value), None
+        elif isinstance(value, str):
+            payload, view = value.encode("utf-8", "replace"), None
+        else:
+            payload = serialized(value)
+            view = decoded_view(value).encode("utf-8", "replace")
+        return self.admit_result(ToolResult(tool, payload, call_id, trace_id, view=view))
 
     def _journal_span(self, result: ToolResult, reason: Reason, digest: str) -> None:
         if self._journal is None:

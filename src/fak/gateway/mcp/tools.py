@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-import orjson
-
-from fak.abi import ToolCall, ToolResult, Verdict, VerdictKind
+from fak.abi import ToolCall, Verdict, VerdictKind
 from fak.abi.replies import (
     Reply,
     ReplyBuilder,
@@ -353,9 +351,8 @@ class McpTools:
         value = arguments.get("result")
         if value is None:
             raise _BadInput(_REQUEST_MALFORMED, "result", "result is required: the tool's output")
-        # a structured result is screened as its compact JSON text
-        payload = value.encode("utf-8") if isinstance(value, str) else orjson.dumps(value)
-        admission = self._kernel.admit_result(ToolResult(tool, payload, trace_id=trace_id))
+        # a structured result is screened as its JSON text and as its decoded keys and leaves
+        admission = self._kernel.admit_value(tool, value, trace_id=trace_id)
         return _admission_reply(admission, tool)
 
     def _witness(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
