@@ -171,12 +171,15 @@ TOOL_SPECS: Final = (
     ToolSpec(
         "fak_revoke",
         "Revoke a witness",
-        "Retire a witness id: cached answers admitted under it are evicted, clearances it gave "
-        "(and recall pages cleared under it) are taken back, calls presenting it are refused, "
-        "and the trust epoch moves on.",
+        "Operator only: retire a witness id: cached answers admitted under it are evicted, "
+        "clearances it gave (and recall pages cleared under it) are taken back, calls presenting "
+        "it are refused, and the trust epoch moves on. Needs the witness key, as fak_witness.",
         _schema(
-            {"witness": {"type": "string", "minLength": 1, "description": "The witness id."}},
-            ("witness",),
+            {
+                "witness": {"type": "string", "minLength": 1, "description": "The witness id."},
+                "key": {"type": "string", "minLength": 1, "description": "The witness key."},
+            },
+            ("witness", "key"),
         ),
         False,
     ),
@@ -355,12 +358,20 @@ class McpTools:
         admission = self._kernel.admit_value(tool, value, trace_id=trace_id)
         return _admission_reply(admission, tool)
 
-    def _witness(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
-        ident = _string(arguments, "id", required=True)
+    def _unkeyed(self, arguments: Mapping[str, Any]) -> str:
+        """Why the call's witness key does not open approvals and revocations ('' if it does)."""
         key = _string(arguments, "key", required=True)
         expected = self._witness_key
-        if not expected or not hmac.compare_digest(key.encode(), expected.encode()):
-            why = "no witness key configured" if not expected else "wrong witness key"
+        if not expected:
+            return "no witness key configured"
+        if not hmac.compare_digest(key.encode(), expected.encode()):
+            return "wrong witness key"
+        return ""
+
+    def _witness(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
+        ident = _string(arguments, "id", required=True)
+        why = self._unkeyed(arguments)
+        if why:
             return ReplyBuilder().denied(_HELD, {"id": ident, "reason": "UNWITNESSED", "why": why})
         try:
             hold = self._kernel.approve_witness(ident, "mcp")
@@ -370,6 +381,10 @@ class McpTools:
 
     def _revoke(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
         ident = _string(arguments, "witness", required=True)
+        why = self._unkeyed(arguments)  # the id is in model-visible text: the key is the guard
+        if why:
+            data = {"witness": ident, "reason": "UNWITNESSED", "why": why}
+            return ReplyBuilder().denied(_HELD, data)
         try:
             report = self._kernel.revoke_witness(ident)
         except WitnessError as exc:
