@@ -489,6 +489,16 @@ class Kernel:
         if used is not None:
             self._count("witness_admits")
             meta = {**verdict.meta, "witness": used.id, "held_by": verdict.by}
+            rest = self._fold_unwitnessed(call)
+            if rest.kind == VerdictKind.TRANSFORM and rest.new_args is not None:
+                # the approval answers the hold, not the fold: the redactions still apply
+                new_args = rest.new_args
+                again = self._fold_unwitnessed(call, new_args)
+                if again.kind == VerdictKind.TRANSFORM and again.new_args is not None:
+                    new_args = again.new_args
+                elif again.kind not in (VerdictKind.ALLOW, VerdictKind.TRANSFORM):
+                    return again
+                return Verdict.transform(new_args, f"witness:{used.id}", meta=meta)
             return Verdict.allow(f"witness:{used.id}", meta=meta)
         hold = self._witness.hold(call.tool, digest, verdict.claim)
         if hold is None:  # the book is full of live holds: refuse rather than forget one
@@ -500,6 +510,23 @@ class Kernel:
             "expires_unix": f"{hold.expires:.0f}",
         }
         return Verdict.require_witness(verdict.claim, verdict.by, meta=meta)
+
+    def _fold_unwitnessed(self, call: ToolCall, args: Mapping[str, Any] | None = None) -> Verdict:
+        """The fold of every rung's answer but the holds (REQUIRE_WITNESS): what an approved
+        call must still go through (a redaction is a TRANSFORM). ALLOW when nothing else spoke."""
+        if args is not None:
+            call = ToolCall(
+                call.tool, args, call.caller, call.trace_id, call.call_id, call.meta, call.context
+            )
+        _, traces = self._state.decider.explain(call)
+        best: Verdict | None = None
+        for trace in traces:
+            answer = trace.verdict
+            if answer.kind in (VerdictKind.REQUIRE_WITNESS, VerdictKind.DEFER):
+                continue
+            if best is None or answer.rank > best.rank:
+                best = answer
+        return best if best is not None else Verdict.allow("witness")
 
     # -- witnesses --------------------------------------------------------------------------
     @property
