@@ -6,7 +6,7 @@ forked workers on one socket; ``follower`` keeps a fleet's workers on one policy
 the flags, the planner choice (only it may import the engine) and the exit codes.
 """
 
-from fak.gateway.serving.assembly import StartError, StartStage, is_loopback, serve
+from fak.gateway.serving.assembly import StartError, StartStage, serve
 from fak.gateway.serving.config import AccessLogSink, ServeConfig
 from fak.gateway.serving.follower import EpochFeed, follow_policy, trust_feed
 from fak.gateway.serving.workers import Console, run_workers
@@ -19,7 +19,6 @@ __all__ = [
     "StartError",
     "StartStage",
     "follow_policy",
-    "is_loopback",
     "run_workers",
     "serve",
     "trust_feed",

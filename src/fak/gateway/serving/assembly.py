@@ -31,7 +31,7 @@ from fak.journal import JournalCorruptError
 from fak.kernel import Kernel, build_kernel
 from fak.policy import Policy, PolicyError
 
-__all__ = ["StartError", "StartStage", "is_loopback", "serve"]
+__all__ = ["StartError", "StartStage", "serve"]
 
 PlannerFactory = Callable[[], Planner]
 
@@ -55,7 +55,7 @@ class StartError(Exception):
         self.cause = cause
 
 
-def is_loopback(host: str) -> bool:
+def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -171,7 +171,7 @@ def _serve_worker(
     if reloader is not None and settings.cas_url:
         follow_policy(kernel, reloader, trust_feed(settings.cas_url), console.warn)
     planner = planner_factory()
-    loopback = is_loopback(host)
+    loopback = _is_loopback(host)
     if not loopback and config.require_key is None:
         console.warn(
             f"binding {host}:{config.port} with NO client key: anyone who can reach it can use "
