@@ -67,7 +67,7 @@ class TurnRunner:
         *,
         ids: Callable[[], str] = _token,
         clock: Callable[[], float] = time.time,
-        max_tool_calls: int = 1024,
+        max_tool_calls: int,
         workers: int = 2,
     ) -> None:
         self._boundary = boundary

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from fak.config import Settings
+
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "AiohttpUpstream",
@@ -34,7 +36,7 @@ __all__ = [
     "default_upstream",
 ]
 
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = Settings().upstream_max_bytes  # FAK_UPSTREAM_MAX_BYTES' default
 
 
 class UpstreamFailure(Exception):
