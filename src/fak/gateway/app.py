@@ -169,6 +169,7 @@ def build_app(
             body_cap=o.body_cap,
             server=proxy.server if proxy is not None else None,
             plane=plane,
+            witness_key=o.witness_key,
         )
         if proxy is not None:
             from fak.gateway.mcp.metrics import ProxyCollector

@@ -76,6 +76,7 @@ class McpProxy:
         *,
         name: str = PROXY_NAME,
         session_context: bool = False,
+        witness_key: str | None = None,
     ) -> None:
         self.kernel = kernel
         self.config = config
@@ -94,7 +95,7 @@ class McpProxy:
         self._resources: dict[str, str] = {}  # uri -> server
         self._journal_threaded = kernel.journal is not None
         self._started = False
-        self._tools = McpTools(kernel)
+        self._tools = McpTools(kernel, witness_key=witness_key)
         self._page_in_tool = next(t for t in tool_definitions() if t.name == PAGE_IN)
         self.server = self._build_server(name)
 

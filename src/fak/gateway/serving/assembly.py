@@ -149,7 +149,8 @@ def _mcp_proxy(config: ServeConfig, kernel: Kernel, environ: Mapping[str, str]) 
     from fak.gateway.mcp import McpProxy, ProxyConfigError, load_proxy_config_file
 
     try:
-        return McpProxy(kernel, load_proxy_config_file(config.mcp_proxy_config, environ))
+        proxy_config = load_proxy_config_file(config.mcp_proxy_config, environ)
+        return McpProxy(kernel, proxy_config, witness_key=config.witness_key)
     except ProxyConfigError as exc:
         raise StartError(StartStage.MCP_PROXY, exc) from exc
 
