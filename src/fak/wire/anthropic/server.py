@@ -86,6 +86,57 @@ def _text_blocks(value: Any, where: str) -> str:
     return "\n\n".join(texts)
 
 
+def _document_text(b: Mapping[str, Any], where: str) -> str | None:
+    """The text a document block puts before the model (title, context and a text or content
+    source), or None when its source is not text (a PDF, a URL: nothing fak can screen)."""
+    source = b.get("source")
+    if not isinstance(source, Mapping):
+        return None
+    kind = source.get("type")
+    if kind == "text" and isinstance(source.get("data"), str):
+        body = source["data"]
+    elif kind == "content":
+        body = _tool_result_text(source.get("content"), f"{where}.source.content")
+    else:
+        return None
+    extras = [b[k] for k in ("title", "context") if isinstance(b.get(k), str) and b[k]]
+    return "\n\n".join([*extras, body])
+
+
+def _held_note(kind: str) -> str:
+    what = "an image" if kind == "image" else "a document"
+    return f"[fak] {what} in this tool result was held out: fak cannot screen it"
+
+
+def _tool_result_text(value: Any, where: str) -> str:
+    """A tool result's content as the model reads it: text blocks with their citations' cited
+    text, documents with text sources opened; an image or a binary document becomes a note
+    (never forwarded unseen: a request holding one is rebuilt, not passed through)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if not isinstance(value, list):
+        raise WireError(INVALID, f"{where} must be a string or an array of blocks", where)
+    texts: list[str] = []
+    for i, raw in enumerate(value):
+        b = as_object(raw, f"{where}[{i}]")
+        kind = b.get("type")
+        if kind == "text":
+            texts.append(req_str(b, "text", f"{where}[{i}]"))
+            for c in b.get("citations") or ():
+                if isinstance(c, Mapping) and isinstance(c.get("cited_text"), str):
+                    texts.append(c["cited_text"])
+        elif kind == "document":
+            opened = _document_text(b, f"{where}[{i}]")
+            texts.append(opened if opened is not None else _held_note("document"))
+        elif kind == "image":
+            texts.append(_held_note("image"))
+        else:
+            raise _unsupported(kind, f"{where}[{i}]")
+    return "\n\n".join(texts)
+
+
 def _user(content: Any, at: str, names: dict[str, str]) -> list[Message]:
     if isinstance(content, str):
         return [Message(Role.USER, content)]
@@ -111,7 +162,7 @@ def _user(content: Any, at: str, names: dict[str, str]) -> list[Message]:
         out.append(
             Message(
                 Role.TOOL,
-                _text_blocks(b.get("content"), f"{where}.content"),
+                _tool_result_text(b.get("content"), f"{where}.content"),
                 tool_call_id=call_id,
                 name=names.get(call_id, "tool_result"),
             )
@@ -299,7 +350,6 @@ _BLOCK_KEYS = {
     "document": frozenset({"type", "source", "cache_control", "title", "context", "citations"}),
 }
 _TEXT_ONLY = frozenset({"text"})
-_TEXT_OR_MEDIA = frozenset({"text", "image", "document"})
 # per-message keys besides role and content: per-turn settings, no content (Claude Code 2.1)
 _MESSAGE_KEYS = frozenset({"role", "content", "output_config"})
 
@@ -318,9 +368,25 @@ def _blocks_known(value: Any, allowed: frozenset[str] | None = None) -> bool:
             return False
         if not keys.issuperset(block):
             return False
-        if kind == "tool_result" and not _blocks_known(block.get("content"), _TEXT_OR_MEDIA):
+        if kind == "tool_result" and not _plain_result(block.get("content")):
             return False
     return True
+
+
+def _plain_result(content: Any) -> bool:
+    """A tool result whose client bytes hold nothing the screen did not read as they are:
+    text blocks without citations (a document, an image or a citation sends it rebuilt)."""
+    if isinstance(content, str) or content is None:
+        return True
+    if not isinstance(content, list):
+        return False
+    return all(
+        isinstance(b, Mapping)
+        and b.get("type") == "text"
+        and _BLOCK_KEYS["text"].issuperset(b)
+        and not b.get("citations")
+        for b in content
+    )
 
 
 def forwardable_as_is(body: Any) -> bool:
