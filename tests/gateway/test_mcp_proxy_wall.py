@@ -92,3 +92,18 @@ def test_D6_one_result_is_one_group_commit(tmp_path: Path, monkeypatch: pytest.M
     rows = (tmp_path / "audit.jsonl").read_text().splitlines()
     assert len(rows) == 200  # one ADMIT row per block, journaled
     assert len(syncs) <= 3  # ... made durable together, not 200 fsyncs
+
+
+def test_N2_a_tool_or_prompt_description_split_by_escapes_is_caught() -> None:
+    from fak.gateway.mcp.catalog import Catalog
+    from fak.gateway.mcp.config import OnChange
+
+    kernel = Kernel()
+    catalog = Catalog(kernel, separator="__", on_change=OnChange.ADMIT_AND_LOG)
+    schema = {"type": "object", "properties": {"q": {"type": "string", "description": INJECT}}}
+    tool = types.Tool(name="search", description="Search.", input_schema=schema)
+    entry = catalog._judge("docs", tool, "sha256:x", "docs__search")
+    assert entry.state.value == "poisoned"
+    prompt = types.Prompt(name="p", description=f"Summarize. {INJECT}")
+    assert not _proxy(kernel)._clean_definition(prompt)
+    assert _proxy(kernel)._clean_definition(types.Prompt(name="p", description="Summarize."))

@@ -26,6 +26,7 @@ import orjson
 from fak.abi import VerdictKind
 from fak.gateway.mcp.config import OnChange
 from fak.kernel import Kernel
+from fak.kernel.views import decoded_view
 
 __all__ = ["Catalog", "Entry", "ToolState", "tool_digest"]
 
@@ -62,12 +63,13 @@ def tool_digest(tool: types.Tool) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def _screen_text(tool: types.Tool) -> bytes:
-    """Every string the model will read in the tool's definition."""
+def _screen_texts(tool: types.Tool) -> tuple[bytes, bytes]:
+    """Every string the model will read in the tool's definition: as JSON, and decoded (keys
+    and leaves one per line, so an escaped line break splits nothing)."""
     parts: list[Any] = [tool.name, tool.title or "", tool.description or "", tool.input_schema]
     if tool.annotations is not None and tool.annotations.title:
         parts.append(tool.annotations.title)
-    return orjson.dumps(parts)
+    return orjson.dumps(parts), decoded_view(parts).encode("utf-8", "replace")
 
 
 class Catalog:
@@ -133,7 +135,10 @@ class Catalog:
             )
 
     def _judge(self, server: str, tool: types.Tool, digest: str, exposed: str) -> Entry:
-        verdict = self._kernel.ledger.screen(_screen_text(tool))
+        as_json, decoded = _screen_texts(tool)
+        verdict = self._kernel.ledger.screen(as_json)
+        if verdict.kind == VerdictKind.ALLOW:
+            verdict = self._kernel.ledger.screen(decoded)
         if verdict.kind != VerdictKind.ALLOW:
             self.poisoned += 1
             return Entry(exposed, server, tool, digest, ToolState.POISONED, verdict.reason.name)

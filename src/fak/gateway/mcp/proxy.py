@@ -41,6 +41,7 @@ from fak.gateway.mcp.server import serve_server_stdio, tool_definitions, tool_re
 from fak.gateway.mcp.tools import McpTools
 from fak.kernel import Kernel
 from fak.kernel.outcome import held_as_deny
+from fak.kernel.views import decoded_view
 from fak.policy import args_digest
 
 __all__ = ["PROXY_NAME", "McpProxy", "serve_proxy_stdio"]
@@ -309,6 +310,16 @@ class McpProxy:
         note = f'{{"_dropped":true,"type":"unknown","by":"{_BY}"}}'
         return types.TextContent(type="text", text=note), False
 
+    def _clean_definition(self, definition: Any) -> bool:
+        """A listed definition (a prompt) whose every string passes the screen, as JSON and
+        decoded; it is not admitted (nothing is held), only judged."""
+        dumped = definition.model_dump(mode="json", by_alias=True, exclude_none=True)
+        ledger = self.kernel.ledger
+        for text in (orjson.dumps(dumped), decoded_view(dumped).encode("utf-8", "replace")):
+            if ledger.screen(text).kind != VerdictKind.ALLOW:
+                return False
+        return True
+
     def _media(self, block: Any) -> tuple[Any, bool]:
         if self.config.images:
             return block, True
@@ -513,6 +524,8 @@ class McpProxy:
                 with contextlib.suppress(DownstreamUnavailable, MCPError):
                     page = await downstream.list_prompts()
                     for prompt in page.prompts:
+                        if not proxy._clean_definition(prompt):  # hidden, like a poisoned tool
+                            continue
                         exposed = f"{server}{proxy.config.separator}{prompt.name}"
                         found.append(prompt.model_copy(update={"name": exposed}))
             return types.ListPromptsResult(prompts=found)
@@ -531,6 +544,9 @@ class McpProxy:
                     types.INTERNAL_ERROR, f"server {server!r} unavailable; restarting"
                 ) from exc
             tool = f"{server}{proxy.config.separator}prompt"
+            if result.description:
+                shown, _ = proxy._admit(tool, result.description, new_trace_id())
+                result = result.model_copy(update={"description": shown})
             messages = []
             for message in result.messages:
                 block, _ = proxy._wall_block(tool, message.content, new_trace_id())
