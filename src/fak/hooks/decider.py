@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 _T = TypeVar("_T")
 
 if TYPE_CHECKING:
+    from fak.abi import Context
     from fak.config import Settings
     from fak.hooks.protocol import HookAnswer, HookInput
     from fak.kernel import Kernel
@@ -94,7 +95,7 @@ def _decide(
     environ: Mapping[str, str],
     state: HookState,
 ) -> HookAnswer:
-    from fak.abi import ToolCall
+    from fak.abi import Reason, ToolCall, Verdict
     from fak.config import Settings
     from fak.hooks.protocol import answer_post, answer_pre, read_hook
     from fak.policy import CompiledFloor
@@ -103,12 +104,16 @@ def _decide(
     policy = _policy(policy_path, cwd, state)
     settings = Settings.from_environ(environ)
     if hook_in.event == "PreToolUse":
+        context, missing = _run_context(hook_in, policy, state)
+        if missing:
+            return answer_pre(hook_in, Verdict.deny(Reason.UNWITNESSED, "hook", claim=missing))
         call = ToolCall(
             hook_in.tool,
             hook_in.args,
             trace_id=hook_in.session,
             call_id=hook_in.call_id,
             meta=hook_in.meta,
+            context=context,
         )
         if settings.audit_journal:
             verdict = _kernel(settings, policy, state).decide(call)  # journaled like every entry
@@ -124,6 +129,32 @@ def _decide(
         hook_in.tool, hook_in.response, call_id=hook_in.call_id, trace_id=hook_in.session
     )
     return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
+
+
+def _run_context(
+    hook_in: HookInput, policy: Policy, state: HookState
+) -> tuple[Context | None, str]:
+    """The run's context for a call the provenance rung guards, read from the session's
+    transcript (kept per session by a resident decider); or why there is none, which refuses
+    the call — a rule that needs the context is never quietly skipped."""
+    from fak.hooks.transcript import TranscriptContext, TranscriptError
+
+    rung = policy.provenance
+    if rung is None or not rung.guards(hook_in.tool):
+        return None, ""
+    if not hook_in.transcript:
+        return None, (
+            f"the policy's provenance rules for {hook_in.tool} need the run's context; this "
+            "hook call names no transcript_path (fak's own shape carries none)"
+        )
+    reader = state.get(
+        ("transcript", hook_in.session, hook_in.transcript),
+        lambda: TranscriptContext(hook_in.transcript),
+    )
+    try:
+        return reader.refresh(), ""
+    except TranscriptError as exc:
+        return None, f"the run's context cannot be read from the transcript: {exc.strerror}"
 
 
 _READ_TOOLS = frozenset({"Read", "NotebookRead"})

@@ -50,6 +50,7 @@ class HookInput:
     session: str = ""
     call_id: str = ""
     meta: Mapping[str, str] = field(default_factory=dict)
+    transcript: str = ""  # Claude Code's transcript_path: where the run's context is read from
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ def _claude(doc: Mapping[str, Any]) -> HookInput:
         cwd=str(doc.get("cwd") or ""),
         session=str(doc.get("session_id") or ""),
         call_id=str(doc.get("tool_use_id") or ""),
+        transcript=str(doc.get("transcript_path") or ""),
     )
 
 
