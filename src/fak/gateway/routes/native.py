@@ -304,14 +304,25 @@ async def reload(request: Request) -> Response:
     return json_response({"reloaded": True, "source": o.policy_source, "summary": dict(summary)})
 
 
+_CURSOR_MAX = 2**63 - 1  # a journal's seq is a signed 64-bit integer (PostgreSQL bigint)
+
+
 def _cursor(request: Request) -> tuple[int, int]:
+    """``since`` (a journal seq, 0 for the start) and ``limit`` (1-1024) from the query; a
+    negative, oversized or non-integer value is the client's to fix (400), not a 500."""
     q = request.query_params
+    raw_since, raw_limit = q.get("since", "0"), q.get("limit", "256")
+    if len(raw_since) > 20 or len(raw_limit) > 20:
+        raise GatewayError(400, "invalid_cursor", "since and limit must be integers", param="since")
     try:
-        since = int(q.get("since", "0"))
-        limit = min(max(int(q.get("limit", "256")), 1), 1024)
+        since, limit = int(raw_since), int(raw_limit)
     except ValueError as exc:
-        raise GatewayError(400, "invalid_request", "since and limit must be integers") from exc
-    return since, limit
+        raise GatewayError(400, "invalid_cursor", "since and limit must be integers") from exc
+    if not 0 <= since <= _CURSOR_MAX:
+        raise GatewayError(
+            400, "invalid_cursor", f"since must be a seq between 0 and {_CURSOR_MAX}", param="since"
+        )
+    return since, min(max(limit, 1), 1024)
 
 
 async def events(request: Request) -> Response:
