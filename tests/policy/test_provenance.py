@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -211,3 +212,17 @@ def test_witness_list_holds_every_call_of_an_allowed_tool_only() -> None:
     # a witness entry never admits a tool the floor refuses
     assert kernel.decide(ToolCall("wipe_disk", {})).kind is VerdictKind.DENY
     assert json.loads(policy.dump())["witness"] == ["refund", "wipe_disk"]
+
+
+def test_N8_a_call_without_a_run_context_is_judged_as_the_worst_case() -> None:
+    def bare(policy: Policy, tool: str, args: dict[str, object]) -> Any:
+        return Kernel(policy).decide(ToolCall(tool, args))  # a door that passed no context
+
+    after = _policy(after_untrusted={"update_password": "deny"})
+    verdict = bare(after, "update_password", {"password": "x"})
+    assert verdict.kind is VerdictKind.DENY and "no run context" in verdict.claim
+    held = _policy(after_untrusted={"update_password": "witness"})
+    assert bare(held, "update_password", {"password": "x"}).kind is VerdictKind.REQUIRE_WITNESS
+    paid = bare(_policy(), "send_money", {"recipient": "DE89370400440532013000", "amount": 5})
+    assert paid.kind is VerdictKind.DENY  # the sink's untrusted answer, not its unknown one
+    assert bare(_policy(), "read_contacts", {}).kind is VerdictKind.ALLOW  # unguarded

@@ -399,6 +399,8 @@ class ProvenanceRung:
             return Verdict.require_witness(f"witness {call.tool}: every call is held", _BY)
         if (not sinks and mode is None) or args is None:
             return Verdict.defer(_BY)
+        if call.context is None:  # a door that passed no run context: judged as the worst case
+            return self._without_context(call.tool, sinks, mode)
         index = self.index(call.context)
         if mode is not None and index.has_untrusted:
             claim = (
@@ -418,6 +420,23 @@ class ProvenanceRung:
                 if verdict.kind.value == "DENY":
                     return verdict
                 held = held or verdict
+        return held if held is not None else Verdict.allow(_BY)
+
+    @staticmethod
+    def _without_context(tool: str, sinks: tuple[CompiledSink, ...], mode: str | None) -> Verdict:
+        """No run context came with the call, so where its values came from cannot be known:
+        ``after_untrusted`` applies as if a result were in, each sink as if its value came from
+        a tool result (its ``untrusted`` answer). A rule is never skipped for want of context."""
+        claim = f"{tool}: no run context came with the call; judged as if from a tool result"
+        if mode is not None:
+            if mode == "witness":
+                return Verdict.require_witness(claim, _BY)
+            return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
+        held: Verdict | None = None
+        for sink in sinks:
+            if sink.rule.untrusted != "witness":
+                return Verdict.deny(sink.reason, _BY, claim=f"sink {sink.label}: {claim}")
+            held = held or Verdict.require_witness(f"sink {sink.label}: {claim}", _BY)
         return held if held is not None else Verdict.allow(_BY)
 
     @staticmethod
