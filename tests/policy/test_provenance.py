@@ -23,7 +23,13 @@ def _policy(**extra: object) -> Policy:
         "allow": ["send_money", "send_email", "get_webpage", "read_contacts", "update_password"],
         "sinks": [
             {"tool": "send_money", "arg": "recipient", "kind": "iban"},
-            {"tool": "send_money", "arg": "amount", "kind": "number", "needs": "any"},
+            {
+                "tool": "send_money",
+                "arg": "amount",
+                "kind": "number",
+                "needs": "any",
+                "unknown": "allow",
+            },
             {"tool": "send_email", "arg": "recipients[]", "kind": "email", "needs": "trusted"},
             {"tool": "get_webpage", "arg": "url", "kind": "url", "unknown": "witness"},
         ],
@@ -37,9 +43,9 @@ def _decide(policy: Policy, tool: str, args: dict[str, object], ctx: Context) ->
 
 
 def test_value_the_user_typed_is_admitted() -> None:
-    ctx = Context().user("Please pay my landlord DE89 3704 0044 0532 0130 00 the rent.")
-    verdict = _decide(_policy(), "send_money", {"recipient": "DE89370400440532013000"}, ctx)
-    assert verdict.kind is VerdictKind.ALLOW
+    ctx = Context().user("Please pay my landlord DE89 3704 0044 0532 0130 00 the rent, 950 EUR.")
+    args = {"recipient": "DE89370400440532013000", "amount": 950}
+    assert _decide(_policy(), "send_money", args, ctx).kind is VerdictKind.ALLOW
 
 
 def test_value_from_a_tool_result_never_satisfies_user() -> None:

@@ -4,9 +4,9 @@ A rule never grants anything; it can only refuse an otherwise allowed call. ``ar
 a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one);
 values are read as scalars (string, number, bool); objects, arrays and null count as absent.
 ``allow_glob`` takes one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and
-``allow_emails`` as an e-mail address, and admit it only when its parsed host / address is
-listed. The witness names the
-violated bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
+``allow_emails`` as an e-mail address, and admit it only when its host / address, in the normal
+form of ``fak.policy.hosts`` (UTS #46, IDNA 2008), is listed. The witness names the violated
+bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from fak.abi import Reason
 from fak.policy.globs import AllowGlob
+from fak.policy.hosts import email_address, url_host
 from fak.policy.manifest import ArgRule, compile_re2
 from fak.policy.names import match_key
 
@@ -48,34 +48,6 @@ def scalar_text(value: object) -> str | None:
     return None
 
 
-_URL_BANNED = frozenset("\\ \t\r\n\x00")
-
-
-def url_host(value: str) -> str | None:
-    """The lower-case host of an ``http``/``https`` URL, or None for anything else — including
-    URLs that parsers disagree on (backslashes, whitespace, control characters, credentials
-    before the host), so what is checked is what a client would connect to."""
-    if any(ch in _URL_BANNED or ord(ch) < 0x20 or ch == "\x7f" for ch in value):
-        return None
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # raises on a malformed port
-    except ValueError:
-        return None
-    del port
-    if parts.scheme.lower() not in ("http", "https") or "@" in parts.netloc:
-        return None
-    host = (parts.hostname or "").rstrip(".")
-    if not host:
-        return None
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            return None
-    return host.lower()
-
-
 def host_listed(host: str, patterns: tuple[str, ...]) -> bool:
     """``example.com`` matches that host only; ``*.example.com`` matches its subdomains."""
     for pattern in patterns:
@@ -85,27 +57,6 @@ def host_listed(host: str, patterns: tuple[str, ...]) -> bool:
         elif host == pattern:
             return True
     return False
-
-
-def email_address(value: str) -> tuple[str, str] | None:
-    """(local part, domain) of one e-mail address — bare or as ``Name <addr>`` — lower case
-    with the domain IDNA-encoded, or None for anything that is not exactly one address (a
-    display name that itself holds an ``@`` is ambiguous, so it is none)."""
-    text = value.strip()
-    if text.endswith(">") and text.count("<") == 1:
-        name, _, text = text[:-1].partition("<")
-        if "@" in name:
-            return None
-        text = text.strip()
-    if any(ch in _URL_BANNED or ord(ch) < 0x20 or ch in '<>,;"()[]:/?#' for ch in text):
-        return None
-    local, at, domain = text.rpartition("@")
-    if not at or not local or "@" in local or not domain or domain.endswith("."):
-        return None
-    host = url_host(f"https://{domain}/")
-    if host is None:
-        return None
-    return local.lower(), host
 
 
 def email_listed(address: tuple[str, str], patterns: tuple[str, ...]) -> bool:
