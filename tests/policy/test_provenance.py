@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fak.abi import Context, Reason, ToolCall, VerdictKind
+from fak.abi import Context, Reason, ToolCall, Verdict, VerdictKind
 from fak.kernel import Kernel
 from fak.policy import Policy, PolicyError
 from fak.policy.provenance import normal_text
 
 
-def _load(manifest: dict[str, object]) -> Policy:
+def _load(manifest: Mapping[str, object]) -> Policy:
     return Policy.loads(json.dumps(manifest), source="<test>")
 
 
@@ -38,7 +39,7 @@ def _policy(**extra: object) -> Policy:
     return _load(manifest)
 
 
-def _decide(policy: Policy, tool: str, args: dict[str, object], ctx: Context) -> object:
+def _decide(policy: Policy, tool: str, args: dict[str, object], ctx: Context) -> Verdict:
     return Kernel(policy).decide(ToolCall(tool, args, context=ctx))
 
 
@@ -157,12 +158,12 @@ def test_bad_sink_rules_fail_loudly() -> None:
 
 
 def test_old_manifests_keep_their_hash() -> None:
-    manifest = {"allow": ["read_file"]}
+    manifest: dict[str, object] = {"allow": ["read_file"]}
     assert _load(manifest).version == _load({**manifest, "sinks": [], "pinned": []}).version
 
 
 _TEXT = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=60
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=60
 )
 _IBANS = st.sampled_from(
     ["DE89370400440532013000", "GB29NWBK60161331926819", "FR1420041010050500013M02606"]
