@@ -23,26 +23,27 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add, sub
 from typing import Final, TypeVar
 
 from fak.policy.hosts import normal_host
 
-__all__ = ["TextIndex", "email_key", "normal_text"]
+__all__ = ["MARK", "SEP", "TextIndex", "email_key", "normal_text"]
 
 SEP: Final = "\x00"  # between pieces: no value holds it, so no match spans two pieces
-_SPACE: Final = re.compile(r"\s+")
-_WORD: Final = re.compile(r"\w+")
+MARK: Final = "\x01"  # a word boundary in the marked text (no value holds it either)
+_BOUNDARY: Final = re.compile(r"(\w+)")
 _ALNUM_RUN: Final = re.compile(r"[^\W_]+")
 _NUMBER: Final = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
 _DELIMS: Final = r"\s/\\:@?#<>()\[\]{}\"'`,;!*|^=&+$%~"
 _HOST_TOKEN: Final = re.compile(f"[^{_DELIMS}]+")
-_EMAIL: Final = re.compile(f"([\\w.%+'\\-]+)@([^{_DELIMS}]+)")
+_EMAIL: Final = re.compile(f"(?<![\\w.%+'\\-])([\\w.%+'\\-]+)@([^{_DELIMS}]+)")
 
 
 def normal_text(text: str) -> str:
     """NFKC, case-folded, white space collapsed: the form ``text`` values compare in."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def email_key(local: str, host: str) -> str:
@@ -54,69 +55,58 @@ def _is_word(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-class _Words:
-    """The normalised text of every piece joined by ``SEP``, with where words start and end."""
+def _marked(text: str) -> str:
+    """``text`` with ``MARK`` on both sides of every run of word characters and of non-word
+    characters: a needle marked the same way is found exactly where it starts and ends on word
+    boundaries (at the ends that are word characters), by one substring search."""
+    return MARK.join(_BOUNDARY.split(text))
 
-    __slots__ = ("ends", "ends_list", "joined", "keys", "offsets", "starts")
+
+def _marked_needle(needle: str) -> str:
+    inner = _marked(needle).strip(MARK)
+    left = MARK if _is_word(needle[0]) else ""
+    right = MARK if _is_word(needle[-1]) else ""
+    return f"{left}{inner}{right}"
+
+
+class _Words:
+    """The normalised text of every piece joined by ``SEP``, marked at word boundaries."""
+
+    __slots__ = ("marked", "offsets")
 
     def __init__(self, texts: Sequence[str]) -> None:
-        forms = [normal_text(t) for t in texts]
-        self.joined = SEP.join(forms)
-        self.offsets = [0, *accumulate(len(f) + 1 for f in forms)][:-1]
-        spans = [m.span() for m in _WORD.finditer(self.joined)]
-        self.starts = [s for s, _ in spans]
-        self.ends_list = [e for _, e in spans]
-        self.ends = frozenset(self.ends_list)
-        self.keys: dict[tuple[str, int], dict[str, int]] = {}
+        forms = [_marked(normal_text(t).replace(MARK, SEP)) for t in texts]
+        self.marked = MARK + (MARK + SEP + MARK).join(forms) + MARK
+        self.offsets = [0, *accumulate(len(f) + 3 for f in forms)][:-1]
 
     def first(self, needle: str) -> int | None:
         """The offset of the first occurrence of ``needle`` that starts on a word boundary if
-        its first character is a word character, and ends on one if its last is."""
-        left, right, size = _is_word(needle[0]), _is_word(needle[-1]), len(needle)
-        if not left and not right:  # no boundary to respect: a plain substring
-            at = self.joined.find(needle)
-            return None if at < 0 else at
-        mode = ("l" if left else "") + ("r" if right else "")
-        keys = self.keys.get((mode, size))
-        if keys is None:
-            keys = self._build(mode, size)
-            self.keys[(mode, size)] = keys
-        return keys.get(needle)
-
-    def _build(self, mode: str, size: int) -> dict[str, int]:
-        """Every substring of ``size`` characters with the anchoring ``mode`` asks for, mapped
-        to its first offset (built in reverse, so the earliest occurrence wins)."""
-        text, ends = self.joined, self.ends
-        if mode == "lr":
-            return {text[s : s + size]: s for s in reversed(self.starts) if s + size in ends}
-        if mode == "l":
-            limit = len(text) - size
-            return {text[s : s + size]: s for s in reversed(self.starts) if s <= limit}
-        return {text[e - size : e]: e - size for e in reversed(self.ends_list) if e >= size}
+        its first character is a word character, and ends on one if its last is: one search
+        of the marked text in C, whatever the number of near misses."""
+        at = self.marked.find(_marked_needle(needle))
+        return None if at < 0 else at
 
 
 class _Runs:
-    """Every piece's alphanumeric runs (NFKC, upper case) joined, pieces apart by ``SEP``."""
+    """Every piece's alphanumeric runs (NFKC, upper case) joined, pieces apart by ``SEP``;
+    keyed per needle length by the substrings that cover whole runs (earliest first)."""
 
     __slots__ = ("ends", "joined", "keys", "offsets", "starts")
 
     def __init__(self, texts: Sequence[str]) -> None:
-        parts: list[str] = []
-        starts: list[int] = []
-        ends: list[int] = []
+        runs: list[str] = []
         self.offsets: list[int] = []
         at = 0
         for text in texts:
-            runs = _ALNUM_RUN.findall(unicodedata.normalize("NFKC", text).upper())
             self.offsets.append(at)
-            stops = [at + x for x in accumulate(len(r) for r in runs)]
-            starts.extend([at, *stops[:-1]] if runs else [])
-            ends.extend(stops)
-            parts.append("".join(runs))
-            at += len(parts[-1]) + 1
-        self.joined = SEP.join(parts)
-        self.starts = starts
-        self.ends = frozenset(ends)
+            found = _ALNUM_RUN.findall(unicodedata.normalize("NFKC", text).upper())
+            runs.extend(found)
+            runs.append(SEP)
+            at += sum(map(len, found)) + 1
+        self.joined = "".join(runs)
+        stops = list(accumulate(map(len, runs)))
+        self.starts = [0, *stops[:-1]]
+        self.ends = frozenset(stops)
         self.keys: dict[int, dict[str, int]] = {}
 
     def first(self, needle: str) -> int | None:
@@ -124,10 +114,18 @@ class _Runs:
         size = len(needle)
         keys = self.keys.get(size)
         if keys is None:
-            text, ends = self.joined, self.ends
-            keys = {text[s : s + size]: s for s in reversed(self.starts) if s + size in ends}
+            keys = self._build(size)
             self.keys[size] = keys
         return keys.get(needle)
+
+    def _build(self, size: int) -> dict[str, int]:
+        """Iterators all the way (no Python-level loop body): ends ``size`` after a start."""
+        stops = list(filter(self.ends.__contains__, map(add, self.starts, repeat(size))))
+        begins = list(map(sub, stops, repeat(size)))
+        keys = list(map(self.joined.__getitem__, map(slice, begins, stops)))
+        keys.reverse()
+        begins.reverse()
+        return dict(zip(keys, begins, strict=True))
 
 
 def _numbers(text: str) -> set[Decimal]:
@@ -151,6 +149,8 @@ def _hosts(text: str) -> set[str]:
 
 def _emails(text: str) -> set[str]:
     out: set[str] = set()
+    if "@" not in text:
+        return out
     for local, domain in set(_EMAIL.findall(unicodedata.normalize("NFKC", text))):
         host = normal_host(domain.rstrip("."))
         if host is not None and ":" not in host:

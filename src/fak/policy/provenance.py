@@ -45,7 +45,7 @@ from typing import Any, Final
 from fak.abi import Context, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import parse_arg_path, scalar_text
 from fak.policy.hosts import email_address, links, url_host
-from fak.policy.lookup import SEP, TextIndex, email_key, normal_text
+from fak.policy.lookup import MARK, SEP, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
 from fak.policy.names import match_key
 
@@ -93,7 +93,7 @@ def _needle(kind: str, value: str) -> _Needle | None:
             return None
         return _Needle("number", abs(number)) if number.is_finite() else None
     text = normal_text(value)
-    return _Needle("text", text) if text and SEP not in text else None
+    return _Needle("text", text) if text and SEP not in text and MARK not in text else None
 
 
 def _first(index: TextIndex, needle: _Needle) -> int | None:
