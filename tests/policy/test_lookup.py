@@ -10,7 +10,7 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fak.policy.lookup import MARK, SEP, TextIndex, normal_text
+from fak.policy.lookup import MARK, SEP, TextIndex, _emails, _hosts, normal_text
 
 
 def _word(ch: str) -> bool:
@@ -87,3 +87,13 @@ def test_a_value_never_matches_across_two_pieces() -> None:
     assert index.run("3704") == 1
     assert index.text("bob smith") is None
     assert index.text("smith") == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_ascii_host_and_address_tokens_take_the_fast_path_to_the_same_answer(text: str) -> None:
+    marker = " ü.example büb@ü.example"  # not ASCII: forces the pattern path
+    extra_hosts = _hosts(marker)
+    extra_mail = _emails(marker)
+    assert _hosts(text) == _hosts(text + marker) - extra_hosts
+    assert _emails(text) == _emails(text + marker) - extra_mail
