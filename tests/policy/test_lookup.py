@@ -10,7 +10,9 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fak.abi import Context
 from fak.policy.lookup import MARK, SEP, TextIndex, _emails, _hosts, normal_text
+from fak.policy.provenance import ProvenanceIndex
 
 
 def _word(ch: str) -> bool:
@@ -97,3 +99,34 @@ def test_ascii_host_and_address_tokens_take_the_fast_path_to_the_same_answer(tex
     extra_mail = _emails(marker)
     assert _hosts(text) == _hosts(text + marker) - extra_hosts
     assert _emails(text) == _emails(text + marker) - extra_mail
+
+
+_KINDED = st.sampled_from(
+    [("text", "bob"), ("text", "b-b"), ("iban", "AB12"), ("host", "a.example"), ("number", "12")]
+)
+_PIECE = st.tuples(
+    st.sampled_from(["user", "read_file", "get_iban"]),
+    st.text(alphabet=st.sampled_from(list("bo -ab12AB.example@x ")), max_size=20),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(_PIECE, max_size=12), cut=st.integers(0, 12), probe=_KINDED)
+def test_an_index_extended_piece_by_piece_answers_as_one_built_at_once(
+    pieces: list[tuple[str, str]], cut: int, probe: tuple[str, str]
+) -> None:
+    ctx = Context()
+    for i, (who, text) in enumerate(pieces):
+        if who == "user":
+            ctx.user(text)
+        else:
+            ctx.result(who, f"c{i}", text)
+    whole = ctx.pieces
+    tools = frozenset({"get_iban"})
+    at_once = ProvenanceIndex(ctx, pinned=["AB12"], trusted_tools=tools)
+    grown = ProvenanceIndex(None, pinned=["AB12"], trusted_tools=tools)
+    grown = grown.extended(whole[:cut])
+    for piece in whole[cut:]:
+        grown = grown.extended([piece])
+    assert grown.origin(*probe) == at_once.origin(*probe)
+    assert grown.untrusted_names == at_once.untrusted_names

@@ -267,3 +267,19 @@ def test_D1_the_rung_builds_one_index_per_context_version() -> None:
     assert rung.index(ctx) is first
     ctx.result("read_file", "c2", "more")
     assert rung.index(ctx) is not first
+
+
+def test_D1_a_growing_context_indexes_only_what_was_added() -> None:
+    rung = _sinks(_IBAN_SINK).provenance
+    assert rung is not None
+    ctx = Context().user(f"pay {USER_IBAN}")
+    ctx.result("read_file", "c1", f"big result {ATTACKER_IBAN} " * 20_000)
+    first = rung.index(ctx)
+    assert first.origin("iban", ATTACKER_IBAN) == ("untrusted", "read_file", "c1")
+    big = first.untrusted.parts[0][1]
+    ctx.result("read_inbox", "c2", "a small one: FR1420041010050500013M02606")
+    grown = rung.index(ctx)
+    assert grown.untrusted.parts[0][1] is big  # the large result is not indexed again
+    assert grown.origin("iban", "FR1420041010050500013M02606") == ("untrusted", "read_inbox", "c2")
+    assert grown.origin("iban", ATTACKER_IBAN) == ("untrusted", "read_file", "c1")
+    assert first.origin("iban", "FR1420041010050500013M02606") == ("nowhere", "", "")

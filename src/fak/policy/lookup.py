@@ -29,7 +29,7 @@ from typing import Final, TypeVar
 
 from fak.policy.hosts import normal_host
 
-__all__ = ["MARK", "SEP", "TextIndex", "email_key", "normal_text"]
+__all__ = ["MARK", "SEP", "Segments", "TextIndex", "email_key", "normal_text"]
 
 SEP: Final = "\x00"  # between pieces: no value holds it, so no match spans two pieces
 MARK: Final = "\x01"  # a word boundary in the marked text (no value holds it either)
@@ -174,10 +174,11 @@ class TextIndex:
     """One origin class's pieces, in order; ``first`` answers the index of the first piece that
     holds a value in normal form, or None. Structures are built per kind on first use."""
 
-    __slots__ = ("_emails", "_hosts", "_numbers", "_runs", "_texts", "_words")
+    __slots__ = ("_emails", "_hosts", "_numbers", "_runs", "_texts", "_words", "size")
 
     def __init__(self, texts: Sequence[str]) -> None:
         self._texts = tuple(texts)
+        self.size = sum(map(len, self._texts))
         self._words: _Words | None = None
         self._runs: _Runs | None = None
         self._hosts: dict[str, int] | None = None
@@ -186,6 +187,10 @@ class TextIndex:
 
     def __len__(self) -> int:
         return len(self._texts)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return self._texts
 
     def text(self, needle: str) -> int | None:
         """``needle`` is in ``normal_text`` form, without ``SEP``."""
@@ -219,6 +224,44 @@ class TextIndex:
         if self._numbers is None:
             self._numbers = _first_piece(self._texts, _numbers)
         return self._numbers.get(value)
+
+
+class Segments:
+    """An append-only class of pieces as a few ``TextIndex`` segments, so a context that grows
+    by a result is indexed by adding a segment, not by indexing everything again. Segments are
+    kept like a binary counter by text size (a segment is merged into the one before it while
+    that one is no larger), so n characters make O(log n) segments and each character is indexed
+    O(log n) times over a run. ``first`` asks them in order: the earliest piece still wins."""
+
+    __slots__ = ("count", "parts")
+
+    def __init__(self, parts: tuple[tuple[int, TextIndex], ...] = ()) -> None:
+        self.parts = parts
+        self.count = parts[-1][0] + len(parts[-1][1]) if parts else 0
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> Segments:
+        return cls().extended(texts)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def extended(self, texts: Sequence[str]) -> Segments:
+        """These pieces and ``texts`` after them (self is left as it was)."""
+        if not texts:
+            return self
+        parts = [*self.parts, (self.count, TextIndex(texts))]
+        while len(parts) > 1 and parts[-2][1].size <= parts[-1][1].size:
+            (start, older), (_, newer) = parts[-2], parts[-1]
+            parts[-2:] = [(start, TextIndex(older.texts + newer.texts))]
+        return Segments(tuple(parts))
+
+    def first(self, ask: Callable[[TextIndex], int | None]) -> int | None:
+        for start, segment in self.parts:
+            at = ask(segment)
+            if at is not None:
+                return start + at
+        return None
 
 
 _K = TypeVar("_K", str, Decimal)

@@ -31,21 +31,23 @@ present. A run with no context is an empty one: every value is "nowhere".
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 import threading
 import unicodedata
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Final
 
-from fak.abi import Context, PieceKind, Reason, ToolCall, Verdict
+from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import parse_arg_path, scalar_text
 from fak.policy.hosts import email_address, links, url_host
-from fak.policy.lookup import MARK, SEP, TextIndex, email_key, normal_text
+from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
 from fak.policy.names import match_key
 
@@ -96,7 +98,7 @@ def _needle(kind: str, value: str) -> _Needle | None:
     return _Needle("text", text) if text and SEP not in text and MARK not in text else None
 
 
-def _first(index: TextIndex, needle: _Needle) -> int | None:
+def _first(index: TextIndex, *, needle: _Needle) -> int | None:
     """The index of the first piece of ``index`` that holds the value, or None."""
     match needle.kind:
         case "number":
@@ -157,11 +159,14 @@ def _scalars(values: Iterable[Any]) -> Iterable[str]:
 
 
 class ProvenanceIndex:
-    """One context under one policy's trusted sources, as three ``TextIndex`` classes (user,
-    trusted, untrusted) that a lookup asks in that order."""
+    """One context under one policy's trusted sources, as three classes of text (user, trusted,
+    untrusted) that a lookup asks in that order. ``extended`` indexes appended pieces only."""
 
     __slots__ = (
+        "_fields",
+        "_tools",
         "has_untrusted",
+        "pieces",
         "trusted",
         "trusted_names",
         "untrusted",
@@ -177,22 +182,41 @@ class ProvenanceIndex:
         trusted_tools: frozenset[str] = frozenset(),
         trusted_fields: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
-        fields = trusted_fields or {}
-        user: list[str] = list(pinned)
+        self._tools = trusted_tools
+        self._fields: Mapping[str, tuple[str, ...]] = trusted_fields or {}
+        self.pieces = 0
+        self.user = Segments.of(list(pinned))
+        self.trusted = Segments()
+        self.untrusted = Segments()
+        self.trusted_names: tuple[tuple[str, str], ...] = ()
+        self.untrusted_names: tuple[tuple[str, str], ...] = ()
+        self.has_untrusted = False
+        if context is not None:
+            self._add(context.pieces)
+
+    def extended(self, pieces: Sequence[Piece]) -> ProvenanceIndex:
+        """This index with ``pieces`` appended (the context's pieces after ``self.pieces``);
+        self is left as it was, for whoever still reads it."""
+        grown = copy.copy(self)
+        grown._add(pieces)
+        return grown
+
+    def _add(self, pieces: Sequence[Piece]) -> None:
+        user: list[str] = []
         trusted: list[str] = []
         untrusted: list[str] = []
-        self.trusted_names: list[tuple[str, str]] = []
-        self.untrusted_names: list[tuple[str, str]] = []
-        for piece in context.pieces if context is not None else ():
+        trusted_names: list[tuple[str, str]] = []
+        untrusted_names: list[tuple[str, str]] = []
+        for piece in pieces:
             if piece.kind is PieceKind.USER:
                 user.append(piece.text)
                 continue
             key = match_key(piece.tool)
-            if key in trusted_tools:
+            if key in self._tools:
                 trusted.append(piece.text)
-                self.trusted_names.append((piece.tool, piece.call_id))
+                trusted_names.append((piece.tool, piece.call_id))
                 continue
-            paths = fields.get(key)
+            paths = self._fields.get(key)
             if paths:
                 try:
                     doc = json.loads(piece.text)
@@ -201,13 +225,16 @@ class ProvenanceIndex:
                 for path in paths:
                     for value in _scalars(_field_values(doc, path)):
                         trusted.append(value)
-                        self.trusted_names.append((piece.tool, piece.call_id))
+                        trusted_names.append((piece.tool, piece.call_id))
             untrusted.append(piece.text)
-            self.untrusted_names.append((piece.tool, piece.call_id))
-        self.user = TextIndex(user)
-        self.trusted = TextIndex(trusted)
-        self.untrusted = TextIndex(untrusted)
-        self.has_untrusted = bool(untrusted)
+            untrusted_names.append((piece.tool, piece.call_id))
+        self.pieces += len(pieces)
+        self.user = self.user.extended(user)
+        self.trusted = self.trusted.extended(trusted)
+        self.untrusted = self.untrusted.extended(untrusted)
+        self.trusted_names += tuple(trusted_names)
+        self.untrusted_names += tuple(untrusted_names)
+        self.has_untrusted = self.has_untrusted or bool(untrusted)
 
     def held_names(self) -> list[str]:
         """``tool#call`` of every untrusted result, sorted (for the after_untrusted claim)."""
@@ -218,13 +245,14 @@ class ProvenanceIndex:
         needle = _needle(kind, value)
         if needle is None:
             return None
-        if _first(self.user, needle) is not None:
+        ask = functools.partial(_first, needle=needle)
+        if self.user.first(ask) is not None:
             return _USER
         for source, index, names in (
             ("trusted", self.trusted, self.trusted_names),
             ("untrusted", self.untrusted, self.untrusted_names),
         ):
-            at = _first(index, needle)
+            at = index.first(ask)
             if at is not None:
                 return Origin((source, *names[at]))
         return _NOWHERE
@@ -323,14 +351,19 @@ class ProvenanceRung:
     def index(self, context: Context | None) -> ProvenanceIndex:
         if context is None:
             return self._build(None)
-        version = context.version
+        pieces = context.pieces  # one snapshot: the version is its length
         with self._lock:
             hit = self._cache.get(context)
-        if hit is not None and hit[0] == version:
+        if hit is not None and hit[0] == len(pieces):
             return hit[1]
-        built = self._build(context)
+        if hit is not None and hit[0] < len(pieces):  # a context only grows: index what is new
+            built = hit[1].extended(pieces[hit[0] :])
+        else:
+            built = self._build(None).extended(pieces)
         with self._lock:
-            self._cache[context] = (version, built)
+            current = self._cache.get(context)
+            if current is None or current[0] <= len(pieces):
+                self._cache[context] = (len(pieces), built)
         return built
 
     def _build(self, context: Context | None) -> ProvenanceIndex:
