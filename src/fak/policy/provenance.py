@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import re
 import threading
 import unicodedata
@@ -43,6 +42,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Final
+
+import orjson
 
 from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import parse_arg_path, scalar_text
@@ -219,8 +220,8 @@ class ProvenanceIndex:
             paths = self._fields.get(key)
             if paths:
                 try:
-                    doc = json.loads(piece.text)
-                except ValueError:
+                    doc = orjson.loads(piece.text)
+                except orjson.JSONDecodeError:  # not JSON (or not JSON orjson reads): no fields
                     doc = None
                 for path in paths:
                     for value in _scalars(_field_values(doc, path)):
