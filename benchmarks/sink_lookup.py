@@ -6,18 +6,22 @@ rebuilds it per request, then 8 sink-checked calls decided against it: two each 
 the result without ever standing there as that value (so a scan has to look at every
 occurrence). Shapes: ``repeat`` (default), one letter repeated; ``dense``, near misses of
 several kinds; ``json``, a transaction list. Prints the wall time of the 8 calls (index
-build included) and of each call, per round, and the median. Not a test. Run it against another tree for a before/after:
+build included) and of each call, per round, and the median. Not a test. Run it against
+another tree for a before/after:
 
     PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py [--mib 4] [--rounds 3] [--shape json]
     PYTHONPATH=/path/to/old/src .venv/bin/python benchmarks/sink_lookup.py
+    PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py --decide   # the 32 KB cells
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
+from pathlib import Path
 
 from fak.abi import Context, ToolCall
 from fak.kernel import Kernel
@@ -61,12 +65,69 @@ POLICY = {
 }
 
 
+BANKING = Path(__file__).resolve().parents[1] / "examples" / "agentdojo" / "banking-policy.json"
+
+
+def _history(size: int) -> list[str]:
+    """benchmarks/decide.py's conversation: ~``size`` bytes of transaction-list results in
+    4 KiB chunks (after a user turn that names the payee)."""
+    rows = [
+        {"id": i, "recipient": f"GB29NWBK6016133192{i:04d}", "amount": 10.5 + i, "subject": "x"}
+        for i in range(size // 100)
+    ]
+    body = json.dumps(rows)
+    return [body[i : i + 4096] for i in range(0, len(body), 4096)]
+
+
+def _context(chunks: list[str]) -> Context:
+    ctx = Context().user("please pay DE89 3704 0044 0532 0130 00 the usual 120 EUR")
+    for i, chunk in enumerate(chunks):
+        ctx.result("get_most_recent_transactions", f"c{i}", chunk)
+    return ctx
+
+
+def decide_cells(rounds: int) -> None:
+    """The sink cells of benchmarks/decide.py (a send_money on the banking manifest against a
+    32 KB conversation), plus a payee found only in the results; p50 of batch means."""
+    kernel = Kernel(Policy.load(BANKING))
+    chunks = _history(32 * 1024)
+    warm = _context(chunks)
+    pay = {"recipient": "DE89370400440532013000", "amount": 120}
+    other = {"recipient": "GB29NWBK6016133192", "amount": 1}
+    arms = {
+        "index warm": lambda: kernel.decide(ToolCall("send_money", pay, context=warm)),
+        "index cold (context built per call)": lambda: kernel.decide(
+            ToolCall("send_money", pay, context=_context(chunks))
+        ),
+        "cold, payee only in the results": lambda: kernel.decide(
+            ToolCall("send_money", other, context=_context(chunks))
+        ),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in arms}
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, arm in arms.items():
+                start = time.perf_counter_ns()
+                for _ in range(20):
+                    arm()
+                samples[name].append((time.perf_counter_ns() - start) / 20 / 1000)
+    finally:
+        gc.enable()
+    for name, values in samples.items():
+        print(f"send_money, 32 KB conversation, {name}: p50 {statistics.median(values):.1f} µs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shape", choices=("repeat", "dense", "json"), default="repeat")
+    parser.add_argument("--decide", action="store_true", help="time the 32 KB decide cells only")
     opts = parser.parse_args()
+    if opts.decide:
+        decide_cells(max(opts.rounds, 100))
+        return
     kernel = Kernel(Policy.loads(json.dumps(POLICY), source="<bench>"))
     unit = {"repeat": REPEAT, "dense": DENSE, "json": ROW}[opts.shape]
     result = unit * int(opts.mib * 1024 * 1024 / len(unit))
