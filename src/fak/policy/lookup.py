@@ -1,19 +1,19 @@
 """Where a value first occurs in a run's text: the index behind sink lookups (tier T1, pure).
 
 ``TextIndex`` holds the pieces of one origin class (the user's, the trusted or the untrusted
-text, in order) and answers "which piece first holds this value, compared as ``kind``" with a
-hash probe on the value's normal form: O(length of the value), however large the text and
-however often the value's characters recur in it. Each kind's structure is built on first use,
-once per index (the rung keeps one index per context version, so once per conversation):
+text, in order) and answers "which piece first holds this value, compared as ``kind``"; each
+kind's structure is built on first use, once per index, and no lookup loops in Python over the
+places where the value's characters recur:
 
-- ``host``: the normal form (``fak.policy.hosts``) of every host-shaped token of the text;
-- ``email``: every ``local@host`` written in the text, normalised like the value;
-- ``number``: every number written, by absolute value;
-- ``text``: word-bounded substrings of the normalised text, keyed per (anchoring, length) pair
-  the values asked about; ``iban``: runs of alphanumerics joined, keyed per length, so a value
-  matches only whole runs (``DE89 3704 …`` holds ``DE893704…``, not ``E893``).
+- ``host`` / ``email`` / ``number``: the normal forms of every host-shaped token, every
+  ``local@host`` and every number written in the text, in hash maps: a probe costs the value;
+- ``iban``: the alphanumeric runs joined, keyed per value length by the substrings that cover
+  whole runs (``DE89 3704 …`` holds ``DE893704…``, not ``E893``): a probe costs the value;
+- ``text``: the normalised text with its word boundaries marked, so a value marked the same
+  way is found on word boundaries by one substring search (in C, linear in the text).
 
-It never refuses anything itself; ``fak.policy.provenance`` judges what it answers.
+``Segments`` keeps an append-only class as a few such indexes, so a growing context is indexed
+by what was added. It never refuses anything itself; ``fak.policy.provenance`` judges.
 """
 
 from __future__ import annotations
