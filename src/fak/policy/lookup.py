@@ -27,7 +27,7 @@ from itertools import accumulate, repeat
 from operator import add, sub
 from typing import Final, TypeVar
 
-from fak.policy.hosts import normal_host
+from fak.policy.hosts import normal_host, public_suffix
 
 __all__ = ["MARK", "SEP", "Segments", "TextIndex", "email_key", "normal_text"]
 
@@ -151,9 +151,18 @@ def _hosts(text: str) -> set[str]:
     form = unicodedata.normalize("NFKC", text)
     tokens = form.translate(_HOST_SPLIT).split() if form.isascii() else _HOST_TOKEN.findall(form)
     for token in set(tokens):
-        host = normal_host(token.strip("."))
-        if host is not None:
-            out.add(host)
+        bare = token.strip(".")
+        host = normal_host(bare)
+        if host is None:
+            continue
+        out.add(host)
+        head, dot, tail = bare.rpartition(".")
+        if dot and tail.isalpha() and tail[0].isupper() and public_suffix(host) is None:
+            # "www.acme.com.They": a sentence run on after a host. Only when the last label is
+            # not a TLD the Public Suffix List knows ("acme.co.Uk" stays acme.co.uk).
+            run_on = normal_host(head)
+            if run_on is not None and public_suffix(run_on) is not None:
+                out.add(run_on)
     return out
 
 

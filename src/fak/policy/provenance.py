@@ -267,33 +267,37 @@ def arg_key(name: str) -> str:
     return folded or name
 
 
-class _Missing:
-    """The place of an argument a sink names that is absent or null: judged as ``unknown``."""
+class _Gap:
+    """A place a sink names that holds no value to look up: judged as ``unknown``."""
 
-    __slots__ = ()
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
 
 
-_MISSING: Final = _Missing()
+_ABSENT: Final = _Gap("is missing")  # absent or null (nothing to check if the rule is optional)
+_NOT_AN_OBJECT: Final = _Gap("has no readable form")  # the path runs through a non-object
 
 
 def sink_values(args: Mapping[str, Any], path: tuple[tuple[str, bool], ...]) -> list[Any]:
     """Every value a sink path reaches, under every key that is a case- or separator-variant of
-    the name (``{"Recipient": …}`` is the ``recipient`` argument); an absent or null argument,
-    or a place on the path that is not an object, is ``_MISSING``. A path through a list reaches
-    each element (nothing in an empty list); a non-list there is read as one element."""
+    the name (``{"Recipient": …}`` is the ``recipient`` argument); an absent or null argument is
+    ``_ABSENT``, a place on the path that is not an object ``_NOT_AN_OBJECT``. A path through a
+    list reaches each element (nothing in an empty list); a non-list there is one element."""
     current: list[Any] = [args]
     for name, each in path:
         reached: list[Any] = []
         for node in current:
-            if not isinstance(node, Mapping):
-                reached.append(_MISSING)
+            if isinstance(node, _Gap) or not isinstance(node, Mapping):
+                reached.append(node if isinstance(node, _Gap) else _NOT_AN_OBJECT)
                 continue
             found = [v for k, v in node.items() if arg_key(str(k)) == name]
             if not found:
-                reached.append(_MISSING)
+                reached.append(_ABSENT)
             for value in found:
                 if value is None:
-                    reached.append(_MISSING)
+                    reached.append(_ABSENT)
                 elif each and isinstance(value, list):
                     reached.extend(value)
                 else:
@@ -394,8 +398,10 @@ class ProvenanceRung:
         held: Verdict | None = None
         for sink in sinks:
             for text, kind in _probes(sink_values(args, sink.path), sink.rule.kind):
-                if text is _MISSING:
-                    verdict = self._judge(sink, None, "is missing")
+                if text is _ABSENT and sink.rule.optional:
+                    continue
+                if isinstance(text, _Gap):
+                    verdict = self._judge(sink, None, text.what)
                 elif text is None:
                     verdict = self._judge(sink, None, "has no readable form")
                 else:
@@ -431,13 +437,13 @@ class ProvenanceRung:
         return Verdict.deny(sink.reason, _BY, claim=claim)
 
 
-def _probes(values: Iterable[Any], kind: str) -> Iterator[tuple[str | _Missing | None, str]]:
-    """(text, comparison kind) for each value at a sink (``_MISSING`` for an absent one, None
+def _probes(values: Iterable[Any], kind: str) -> Iterator[tuple[str | _Gap | None, str]]:
+    """(text, comparison kind) for each value at a sink (a ``_Gap`` where there is none, None
     for one that is not a scalar); a ``urls`` value yields every link written anywhere in it,
     walking a list or an object (its keys too) instead of skipping it."""
     for value in values:
-        if value is _MISSING:
-            yield _MISSING, kind
+        if isinstance(value, _Gap):
+            yield value, kind
         elif kind != "urls":
             yield scalar_text(value), kind
         else:
