@@ -324,3 +324,25 @@ def test_optional_false_is_the_default_and_hashes_as_absent() -> None:
     assert (
         plain.version != _load({"allow": ["update"], "sinks": [{**rule, "optional": True}]}).version
     )
+
+
+def test_N9_arg_rules_judge_renamed_arguments_too() -> None:
+    policy = _load(
+        {
+            "allow": ["fetch", "Bash"],
+            "arg_rules": [
+                {"tool": "fetch", "arg": "url", "allow_hosts": ["docs.python.org"]},
+                {"tool": "Bash", "arg": "command", "deny_regex": "\\bsudo\\b"},
+            ],
+        }
+    )
+    kernel = Kernel(policy)
+    ok = "https://docs.python.org/3/"
+    assert kernel.decide(ToolCall("fetch", {"url": ok})).admits
+    assert kernel.decide(ToolCall("fetch", {"URL": ok})).admits
+    both = {"url": ok, "URL": "https://evil.example/"}
+    assert kernel.decide(ToolCall("fetch", both)).kind is VerdictKind.DENY
+    assert kernel.decide(ToolCall("Bash", {"Command": "sudo rm -rf /"})).kind is VerdictKind.DENY
+    sneaky = {"command": None, "cmd_": "ls", "COMMAND": "sudo reboot"}
+    assert kernel.decide(ToolCall("Bash", sneaky)).kind is VerdictKind.DENY
+    assert kernel.decide(ToolCall("Bash", {"command": "ls"})).admits

@@ -1,9 +1,9 @@
 """Compiled arg-level predicates: restrict-only rules on one decoded argument value (tier T1).
 
 A rule never grants anything; it can only refuse an otherwise allowed call. ``arg`` is a name or
-a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one);
-values are read as scalars (string, number, bool); objects, arrays and null count as absent.
-``allow_glob`` takes one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and
+a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one),
+found under every case- or separator-variant of each name (``arg_key``); values are read as
+scalars (string, number, bool); objects, arrays and null count as absent. ``allow_glob`` takes one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and
 ``allow_emails`` as an e-mail address, and admit it only when its host / address, in the normal
 form of ``fak.policy.hosts`` (UTS #46, IDNA 2008), is listed. The witness names the violated
 bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
@@ -11,8 +11,10 @@ bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are R
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from fak.abi import Reason
@@ -23,6 +25,7 @@ from fak.policy.names import match_key
 
 __all__ = [
     "CompiledArgRule",
+    "arg_key",
     "email_address",
     "email_listed",
     "host_listed",
@@ -77,20 +80,36 @@ def parse_arg_path(path: str) -> tuple[_Segment, ...]:
     return tuple((part.removesuffix("[]"), part.endswith("[]")) for part in path.split("."))
 
 
+@lru_cache(maxsize=4096)
+def arg_key(name: str) -> str:
+    """The form argument names are matched in: NFKC, case-folded, letters and digits only, so
+    ``Recipient``, ``RECIPIENT``, ``recipient_`` and ``re-cipient`` are all ``recipient`` (a
+    tool that reads a variant of the name a rule checks is not let past the rule)."""
+    folded = "".join(ch for ch in unicodedata.normalize("NFKC", name).casefold() if ch.isalnum())
+    return folded or name
+
+
 def values_at(args: Mapping[str, Any], path: tuple[_Segment, ...]) -> list[Any] | None:
-    """Every value the path reaches; None when a field on the way is missing (a path through a
-    list reaches nothing in an empty list, which is not missing)."""
+    """Every value the path reaches, under every key that is a variant of the name (``arg_key``);
+    None when a field on the way is missing or null under every variant (a path through a list
+    reaches nothing in an empty list, which is not missing)."""
     current: list[Any] = [args]
     for name, each in path:
+        key = arg_key(name)
         reached: list[Any] = []
         for node in current:
-            value = node.get(name) if isinstance(node, Mapping) else None
-            if value is None:
+            found = (
+                [v for k, v in node.items() if v is not None and arg_key(str(k)) == key]
+                if isinstance(node, Mapping)
+                else []
+            )
+            if not found:
                 return None
-            if each and isinstance(value, list):
-                reached.extend(value)
-            else:
-                reached.append(value)
+            for value in found:
+                if each and isinstance(value, list):
+                    reached.extend(value)
+                else:
+                    reached.append(value)
         current = reached
     return current
 

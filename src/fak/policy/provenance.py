@@ -40,13 +40,12 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any, Final
 
 import orjson
 
 from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
-from fak.policy.argrules import parse_arg_path, scalar_text
+from fak.policy.argrules import arg_key, parse_arg_path, scalar_text
 from fak.policy.hosts import email_address, links, url_host
 from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
@@ -257,14 +256,6 @@ class ProvenanceIndex:
             if at is not None:
                 return Origin((source, *names[at]))
         return _NOWHERE
-
-
-@lru_cache(maxsize=4096)
-def arg_key(name: str) -> str:
-    """The form a sink matches argument names in: NFKC, case-folded, letters and digits only, so
-    ``Recipient``, ``RECIPIENT``, ``recipient_`` and ``re-cipient`` are all ``recipient``."""
-    folded = "".join(ch for ch in unicodedata.normalize("NFKC", name).casefold() if ch.isalnum())
-    return folded or name
 
 
 class _Gap:
