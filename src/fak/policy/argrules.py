@@ -3,10 +3,11 @@
 A rule never grants anything; it can only refuse an otherwise allowed call. ``arg`` is a name or
 a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one),
 found under every case- or separator-variant of each name (``arg_key``); values are read as
-scalars (string, number, bool); objects, arrays and null count as absent. ``allow_glob`` takes one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and
-``allow_emails`` as an e-mail address, and admit it only when its host / address, in the normal
-form of ``fak.policy.hosts`` (UTS #46, IDNA 2008), is listed. The witness names the violated
-bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
+scalars (string, number, bool); objects, arrays and null count as absent. ``allow_glob`` takes
+one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and ``allow_emails`` as an
+e-mail address, and admit it only when its host / address, in the normal form of
+``fak.policy.hosts`` (UTS #46, IDNA 2008), is listed. The witness names the violated bound
+(``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
 """
 
 from __future__ import annotations
