@@ -61,7 +61,7 @@ def _ipv4(name: str) -> str | None:
         return None
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)
 def normal_host(name: str) -> str | None:
     """The host's comparable form (ASCII, lower case, no trailing dot), or None."""
     if not name or len(name) > 1024 or any(ord(ch) < 0x21 or ch == "\x7f" for ch in name):
