@@ -34,6 +34,7 @@ __all__ = ["MARK", "SEP", "Segments", "TextIndex", "email_key", "normal_text"]
 SEP: Final = "\x00"  # between pieces: no value holds it, so no match spans two pieces
 MARK: Final = "\x01"  # a word boundary in the marked text (no value holds it either)
 _BOUNDARY: Final = re.compile(r"(\w+)")
+_FEW = 64  # near misses a text lookup steps over before it marks the text
 _ALNUM_RUN: Final = re.compile(r"[^\W_]+")
 _NUMBER: Final = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
 _DELIM_CHARS: Final = "/\\:@?#<>()[]{}\"'`,;!*|^=&+$%~"  # and white space: they end a host
@@ -74,21 +75,44 @@ def _marked_needle(needle: str) -> str:
 
 
 class _Words:
-    """The normalised text of every piece joined by ``SEP``, marked at word boundaries."""
+    """The normalised text of every piece joined by ``SEP``; marked at word boundaries once a
+    value turns out to recur there often."""
 
-    __slots__ = ("marked", "offsets")
+    __slots__ = ("_forms", "_marked", "_marked_offsets", "joined", "offsets")
 
     def __init__(self, texts: Sequence[str]) -> None:
-        forms = [_marked(normal_text(t).replace(MARK, SEP)) for t in texts]
-        self.marked = MARK + (MARK + SEP + MARK).join(forms) + MARK
-        self.offsets = [0, *accumulate(len(f) + 3 for f in forms)][:-1]
+        self._forms = [normal_text(t).replace(MARK, SEP) for t in texts]
+        self.joined = SEP.join(self._forms)
+        self.offsets = [0, *accumulate(len(f) + 1 for f in self._forms)][:-1]
+        self._marked: str | None = None
+        self._marked_offsets: list[int] = []
 
     def first(self, needle: str) -> int | None:
-        """The offset of the first occurrence of ``needle`` that starts on a word boundary if
-        its first character is a word character, and ends on one if its last is: one search
-        of the marked text in C, whatever the number of near misses."""
-        at = self.marked.find(_marked_needle(needle))
-        return None if at < 0 else at
+        """The piece of the first occurrence of ``needle`` that starts on a word boundary if its
+        first character is a word character, and ends on one if its last is. A few near misses
+        are stepped over; past ``_FEW`` the text is marked (once) and searched in one go, so no
+        lookup walks more than ``_FEW`` occurrences in Python, however often the value recurs."""
+        text = self.joined
+        left, right = _is_word(needle[0]), _is_word(needle[-1])
+        if self._marked is None:
+            at = text.find(needle)
+            for _ in range(_FEW):
+                if at < 0:
+                    return None
+                end = at + len(needle)
+                if (not left or at == 0 or not _is_word(text[at - 1])) and (
+                    not right or end == len(text) or not _is_word(text[end])
+                ):
+                    return bisect_right(self.offsets, at) - 1
+                at = text.find(needle, at + 1)
+            if at < 0:
+                return None
+            forms = [_marked(form) for form in self._forms]
+            self._marked_offsets = [0, *accumulate(len(f) + 3 for f in forms)][:-1]
+            self._marked = MARK + (MARK + SEP + MARK).join(forms) + MARK
+            self._forms = []
+        at = self._marked.find(_marked_needle(needle))
+        return None if at < 0 else bisect_right(self._marked_offsets, at) - 1
 
 
 class _Runs:
@@ -207,8 +231,7 @@ class TextIndex:
             return None
         if self._words is None:
             self._words = _Words(self._texts)
-        at = self._words.first(needle)
-        return None if at is None else bisect_right(self._words.offsets, at) - 1
+        return self._words.first(needle)
 
     def run(self, needle: str) -> int | None:
         """``needle`` is upper-case alphanumerics (an IBAN or another account id)."""
