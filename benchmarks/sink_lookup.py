@@ -12,6 +12,7 @@ another tree for a before/after:
     PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py [--mib 4] [--rounds 3] [--shape json]
     PYTHONPATH=/path/to/old/src .venv/bin/python benchmarks/sink_lookup.py
     PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py --decide   # the 32 KB cells
+    (an older tree reads its own manifest: --manifest OLD/examples/agentdojo/banking-policy.json)
 """
 
 from __future__ import annotations
@@ -86,10 +87,10 @@ def _context(chunks: list[str]) -> Context:
     return ctx
 
 
-def decide_cells(rounds: int) -> None:
+def decide_cells(rounds: int, manifest: Path) -> None:
     """The sink cells of benchmarks/decide.py (a send_money on the banking manifest against a
     32 KB conversation), plus a payee found only in the results; p50 of batch means."""
-    kernel = Kernel(Policy.load(BANKING))
+    kernel = Kernel(Policy.load(manifest))
     chunks = _history(32 * 1024)
     warm = _context(chunks)
     pay = {"recipient": "DE89370400440532013000", "amount": 120}
@@ -124,9 +125,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shape", choices=("repeat", "dense", "json"), default="repeat")
     parser.add_argument("--decide", action="store_true", help="time the 32 KB decide cells only")
+    parser.add_argument("--manifest", type=Path, default=BANKING, help="for --decide")
     opts = parser.parse_args()
     if opts.decide:
-        decide_cells(max(opts.rounds, 100))
+        decide_cells(max(opts.rounds, 100), opts.manifest)
         return
     kernel = Kernel(Policy.loads(json.dumps(POLICY), source="<bench>"))
     unit = {"repeat": REPEAT, "dense": DENSE, "json": ROW}[opts.shape]
