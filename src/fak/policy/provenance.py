@@ -12,8 +12,9 @@ rung looks every value up in the run's ``fak.abi.Context``:
 
 A value must be satisfied by its rule's ``needs`` (user ⊂ trusted ⊂ any); else the call is
 refused with TRUST_VIOLATION. Values compare in one normal form per kind (``fak.policy.lookup``
-indexes the run's text in the same forms, once per context version, so a lookup costs the
-length of the value): ``text`` NFKC + case-fold on word boundaries; ``email`` / ``url`` /
+indexes the run's text in the same forms, once per context and then only what is appended, so
+no lookup walks the places where a value's letters recur): ``text`` NFKC + case-fold on word
+boundaries; ``email`` / ``url`` /
 ``host`` by the UTS #46 / IDNA 2008 host of ``fak.policy.hosts`` compared whole (``acme.co`` is
 not the ``acme.co.uk`` the user wrote; ``straße.de`` is not ``strasse.de``); ``iban`` as whole
 alphanumeric runs; ``number`` by value; ``urls`` as every link in a free-text value (any TLD the
@@ -21,7 +22,7 @@ Public Suffix List knows, IPv4 addresses, any ``scheme://``), walking lists and 
 
 An argument a sink names is found under any case- or separator-variant of its name
 (``Recipient`` is ``recipient``); one that is absent, null or not a readable scalar is judged
-as the rule's ``unknown``, never skipped.
+as the rule's ``unknown``, never skipped (an ``optional`` rule lets an absent or null one pass).
 
 Laws (tests/policy/test_provenance.py): a value found only in tool results never satisfies
 ``user``; for ``user`` and ``trusted`` sinks, adding untrusted text to a context never turns a
