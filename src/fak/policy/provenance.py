@@ -14,11 +14,11 @@ A value must be satisfied by its rule's ``needs`` (user ⊂ trusted ⊂ any); el
 refused with TRUST_VIOLATION. Values compare in one normal form per kind (``fak.policy.lookup``
 indexes the run's text in the same forms, once per context and then only what is appended, so
 no lookup walks the places where a value's letters recur): ``text`` NFKC + case-fold on word
-boundaries; ``email`` / ``url`` /
-``host`` by the UTS #46 / IDNA 2008 host of ``fak.policy.hosts`` compared whole (``acme.co`` is
-not the ``acme.co.uk`` the user wrote; ``straße.de`` is not ``strasse.de``); ``iban`` as whole
-alphanumeric runs; ``number`` by value; ``urls`` as every link in a free-text value (any TLD the
-Public Suffix List knows, IPv4 addresses, any ``scheme://``), walking lists and objects.
+boundaries; ``email`` / ``url`` / ``host`` by the UTS #46 / IDNA 2008 host of
+``fak.policy.hosts`` compared whole (``acme.co`` is not the ``acme.co.uk`` the user wrote;
+``straße.de`` is not ``strasse.de``); ``iban`` as whole alphanumeric runs; ``number`` by value;
+``urls`` as every link in a free-text value (any TLD the Public Suffix List knows, IPv4
+addresses, any ``scheme://``), walking lists and objects.
 
 An argument a sink names is found under any case- or separator-variant of its name
 (``Recipient`` is ``recipient``); one that is absent, null or not a readable scalar is judged
