@@ -137,3 +137,9 @@ def test_an_index_extended_piece_by_piece_answers_as_one_built_at_once(
         grown = grown.extended([piece])
     assert grown.origin(*probe) == at_once.origin(*probe)
     assert grown.untrusted_names == at_once.untrusted_names
+
+
+def test_addresses_and_hosts_written_in_full_width_are_found() -> None:
+    index = TextIndex(["write to ｂｏｂ＠ｅｘａｍｐｌｅ．ｃｏｍ or visit ｅｘａｍｐｌｅ．ｏｒｇ"])
+    assert index.email("bob@example.com") == 0
+    assert index.host("example.org") == 0

@@ -192,11 +192,12 @@ def _hosts(text: str) -> set[str]:
 
 def _emails(text: str) -> set[str]:
     out: set[str] = set()
-    if "@" not in text:
+    form = unicodedata.normalize("NFKC", text)  # first: it makes "＠" an "@"
+    if "@" not in form:
         return out
     # an address holds no white space: scan only the words that hold an @
-    form = " ".join([word for word in unicodedata.normalize("NFKC", text).split() if "@" in word])
-    for local, domain in set(_EMAIL.findall(form)):
+    words = " ".join([word for word in form.split() if "@" in word])
+    for local, domain in set(_EMAIL.findall(words)):
         host = normal_host(domain.rstrip("."))
         if host is not None and ":" not in host:
             out.add(email_key(local.lower(), host))
