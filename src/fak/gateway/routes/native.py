@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fak.abi import ToolCall, VerdictKind
+from fak.abi import Context, ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import KeyCheck, json_response
@@ -164,7 +164,10 @@ async def adjudicate(request: Request) -> Response:
     tool, args = _tool(body), _arguments(body)
     ctx = context(request)
     trace_id = _trace(request, body)
-    wv, verdict = state.boundary.decide_one(tool, args, "", RequestContext(trace_id, ctx.principal))
+    run = _run_context(body)
+    wv, verdict = state.boundary.decide_one(
+        tool, args, "", RequestContext(trace_id, ctx.principal), provenance=run
+    )
     out: dict[str, Any] = {"verdict": wv.to_json(), "trace_id": trace_id}
     if (
         verdict is not None
@@ -173,6 +176,39 @@ async def adjudicate(request: Request) -> Response:
     ):
         out["repaired_arguments"] = dict(verdict.new_args)
     return json_response(out)
+
+
+def _run_context(body: Mapping[str, Any]) -> Context | None:
+    """The run's context a caller sends with a call (``context``: ``user`` texts and tool
+    ``results`` as the model was shown them), for sink and ``after_untrusted`` rules; None when
+    it sends none (the rules then judge the worst case: fak.policy.provenance)."""
+    raw = body.get("context")
+    if raw is None:
+        return None
+    bad = GatewayError(
+        400,
+        "invalid_context",
+        'context must be {"user": [text, ...], "results": [{"tool", "call_id", "text"}, ...]}',
+        param="context",
+    )
+    if not isinstance(raw, Mapping) or set(raw) - {"user", "results"}:
+        raise bad
+    users, results = raw.get("user", []), raw.get("results", [])
+    if not isinstance(users, list) or not isinstance(results, list):
+        raise bad
+    ctx = Context()
+    for text in users:
+        if not isinstance(text, str):
+            raise bad
+        ctx.user(text)
+    for item in results:
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            raise bad
+        tool, call_id = item.get("tool", "tool_result"), item.get("call_id", "")
+        if not isinstance(tool, str) or not isinstance(call_id, str):
+            raise bad
+        ctx.result(tool, call_id, item["text"] or "(empty)")
+    return ctx
 
 
 def _call(request: Request, body: Mapping[str, Any], trace_id: str) -> ToolCall:
@@ -187,6 +223,7 @@ def _call(request: Request, body: Mapping[str, Any], trace_id: str) -> ToolCall:
         caller=request.headers.get("x-fak-principal", ""),
         trace_id=trace_id,
         meta=meta,
+        context=_run_context(body),
     )
 
 
