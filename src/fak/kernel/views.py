@@ -5,8 +5,10 @@ A result arrives as text, bytes or a JSON value (an MCP ``structuredContent``, a
 screen over serialized JSON reads ``\\n`` where the model reads a line break, so an injection
 split by escapes inside a string, or hidden in a key, slips past. ``decoded_view`` lists what
 the model will read: every key and every string leaf, decoded, one per line, and the text a
-base64 leaf carries when it decodes to text. ``serialized`` is the canonical bytes of a value
-(any integer size, sorted keys, UTF-8), so a digest never fails on a value JSON allows.
+base64 leaf carries when it decodes to text. A text result that *is* JSON (an API reply passed
+as a string) is read the same way when it holds an escape (``json_text_view``): without one its
+strings already stand in it as the model reads them. ``serialized`` is the canonical bytes of a
+value (any integer size, sorted keys, UTF-8), so a digest never fails on a value JSON allows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final
 
-__all__ = ["VIEW_MAX", "decoded_view", "serialized"]
+__all__ = ["VIEW_MAX", "decoded_view", "json_text_view", "serialized", "unescaped"]
 
 VIEW_MAX: Final = 16 * 1024 * 1024
 """Characters of a decoded view; past it the rest of the value is not listed (the serialized
@@ -58,11 +60,44 @@ def _base64_text(leaf: str) -> str | None:
     return None
 
 
+_ESCAPE: Final = re.compile(r'\\(?:u[0-9a-fA-F]{4}|[nrt"\\/bf])')
+_ESCAPED: Final = {
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": " ",
+    "f": " ",
+}
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    code = match.group(0)[1:]
+    if code[0] == "u":
+        point = int(code[1:], 16)
+        return " " if 0xD800 <= point <= 0xDFFF else chr(point)
+    return _ESCAPED[code]
+
+
+def unescaped(text: str) -> str | None:
+    """``text`` with its JSON/C-style escapes (``\\n``, ``\\t``, ``\\u0041``, ...) read as
+    the model reads them, or None when it holds none (JSON text inside a string, a log line)."""
+    if "\\" not in text:
+        return None
+    out = _ESCAPE.sub(_unescape_one, text)
+    return out if out != text else None
+
+
 def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
     if depth > _DEPTH_MAX:
         return
     if isinstance(value, str):
         yield value
+        opened = unescaped(value)
+        if opened is not None:
+            yield opened
         decoded = _base64_text(value)
         if decoded is not None:
             yield decoded
@@ -85,3 +120,25 @@ def decoded_view(value: Any) -> str:
         if size > VIEW_MAX:
             break
     return "\n".join(out)
+
+
+_JSON_START: Final = frozenset(b"{[")
+_SPACE: Final = b" \t\r\n"
+
+
+def json_text_view(payload: bytes) -> bytes | None:
+    """What the model reads of a text result holding escapes (``\\n``, ``\\u…``, ...): the
+    decoded view when it is a JSON object or array, else the text with its escapes read; None
+    for text without one (its bytes are already what is read)."""
+    if b"\\" not in payload:
+        return None
+    head = payload.lstrip(_SPACE)[:1]
+    if head and head[0] in _JSON_START:
+        try:
+            value = json.loads(payload)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict | list):
+            return decoded_view(value).encode("utf-8", "replace")
+    opened = unescaped(payload.decode("utf-8", "replace"))
+    return opened.encode("utf-8", "replace") if opened is not None else None
