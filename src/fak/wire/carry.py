@@ -277,7 +277,7 @@ def _parallel(value: Any, body: dict[str, Any], source: WireName, target: WireNa
     if target != MESSAGES:
         body["parallel_tool_calls"] = value
         return
-    if value is False:  # Messages says it the other way round, inside tool_choice
+    if value is False and body.get("tools"):  # Messages says it inside tool_choice
         choice = body.setdefault("tool_choice", {"type": "auto"})
         choice["disable_parallel_tool_use"] = True
 
