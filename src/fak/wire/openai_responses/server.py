@@ -498,6 +498,10 @@ class ResponseEvents:
         frames: list[bytes] = []
         if o.text and not self._text_open:
             frames.extend(self.text_delta(o.text))
+        elif self._text_open:  # text decided after the stream began (a [fak] note) follows it
+            sent = "".join(self._text)
+            if len(o.text) > len(sent) and o.text.startswith(sent):
+                frames.extend(self.text_delta(o.text[len(sent) :]))
         if self._text_open:
             text = "".join(self._text)
             part = {"type": "output_text", "text": text, "annotations": []}
