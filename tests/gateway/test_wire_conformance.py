@@ -106,6 +106,12 @@ def _same(source: str, field: str, value: Any, *targets: str) -> dict[str, Expec
     return _fwd(source, **{t: Arrives({field: value}) for t in targets})
 
 
+def _hint(source: str, field: str, value: Any, other: str) -> dict[str, Expect]:
+    """A caching hint: same name on the other OpenAI wire, nothing on Messages (which caches
+    by cache_control marks; the hint never changes the answer)."""
+    return {**_same(source, field, value, other), MSG: Absent((field,))}
+
+
 CHAT_FORMAT = {
     "type": "json_schema",
     "json_schema": {"name": "city", "schema": SCHEMA, "strict": True},
@@ -184,16 +190,16 @@ TABLE: dict[str, dict[str, Row]] = {
         ),
         "prediction": ({"type": "content", "content": "x"}, "forwarded", _fwd(CHAT)),
         "presence_penalty": (0.5, "forwarded", _fwd(CHAT)),
-        "prompt_cache_key": ("k1", "mapped", _same(CHAT, "prompt_cache_key", "k1", "resp")),
+        "prompt_cache_key": ("k1", "mapped", _hint(CHAT, "prompt_cache_key", "k1", "resp")),
         "prompt_cache_options": (
             {"mode": "implicit"},
             "mapped",
-            _same(CHAT, "prompt_cache_options", {"mode": "implicit"}, "resp"),
+            _hint(CHAT, "prompt_cache_options", {"mode": "implicit"}, "resp"),
         ),
         "prompt_cache_retention": (
             "24h",
             "mapped",
-            _same(CHAT, "prompt_cache_retention", "24h", "resp"),
+            _hint(CHAT, "prompt_cache_retention", "24h", "resp"),
         ),
         "reasoning_effort": (
             "low",
@@ -267,16 +273,16 @@ TABLE: dict[str, dict[str, Row]] = {
         ),
         "previous_response_id": ("resp_1", "refused", _NO),
         "prompt": ({"id": "pmpt_1"}, "refused", _NO),
-        "prompt_cache_key": ("k1", "mapped", _same(RESP, "prompt_cache_key", "k1", "chat")),
+        "prompt_cache_key": ("k1", "mapped", _hint(RESP, "prompt_cache_key", "k1", "chat")),
         "prompt_cache_options": (
             {"mode": "implicit"},
             "mapped",
-            _same(RESP, "prompt_cache_options", {"mode": "implicit"}, "chat"),
+            _hint(RESP, "prompt_cache_options", {"mode": "implicit"}, "chat"),
         ),
         "prompt_cache_retention": (
             "24h",
             "mapped",
-            _same(RESP, "prompt_cache_retention", "24h", "chat"),
+            _hint(RESP, "prompt_cache_retention", "24h", "chat"),
         ),
         "reasoning": (
             {"effort": "low"},
@@ -289,7 +295,11 @@ TABLE: dict[str, dict[str, Row]] = {
         ),
         "safety_identifier": ("u1", "mapped", _same(RESP, "safety_identifier", "u1", "chat")),
         "service_tier": ("flex", "mapped", _same(RESP, "service_tier", "flex", "chat")),
-        "store": (False, "mapped", _same(RESP, "store", False, "chat")),
+        "store": (
+            False,
+            "mapped",
+            {**_same(RESP, "store", False, "chat"), MSG: Absent(("store",))},  # never stored
+        ),
         "stream": (False, "governed", NOT_STREAMED),
         "stream_options": ({"include_obfuscation": False}, "governed", GONE),
         "temperature": (0.5, "mapped", _same(RESP, "temperature", 0.5, "chat", "msg")),

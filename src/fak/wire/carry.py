@@ -217,16 +217,47 @@ def _reasoning_effort(value: Any, body: dict[str, Any], source: WireName, target
     _effort(value, body, source, target)
 
 
+# Asks for summaries of the reply's reasoning items; a chat or Messages upstream returns none.
+_SUMMARY_KEYS = frozenset({"summary", "generate_summary"})
+
+
 def _reasoning(value: Any, body: dict[str, Any], source: WireName, target: WireName) -> None:
     if not isinstance(value, Mapping):
         raise refuse("reasoning", source, target, "it is not an object")
     for key, inner in value.items():
-        if inner is None:
+        if inner is None or key in _SUMMARY_KEYS:
             continue
         if key == "effort":
             _effort(inner, body, source, target)
         else:
             raise refuse(f"reasoning.{key}", source, target)
+
+
+def _nothing(value: Any, body: dict[str, Any], source: WireName, target: WireName) -> None:
+    """A stated translation to nothing (see the table's comment on each use)."""
+
+
+def _thinking(value: Any, body: dict[str, Any], source: WireName, target: WireName) -> None:
+    """Adaptive thinking (the model decides how much to think) is what an OpenAI reasoning
+    model does by itself, and ``display`` only shapes thinking blocks an OpenAI reply never
+    has; a fixed thinking budget has no equivalent."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    if kind not in ("adaptive", "disabled"):
+        raise refuse("thinking", source, target, f"{kind!r} thinking has no equivalent there")
+
+
+def _context_management(
+    value: Any, body: dict[str, Any], source: WireName, target: WireName
+) -> None:
+    """Edits that clear earlier thinking blocks have nothing to act on when the request goes to
+    an OpenAI upstream (fak renders no thinking blocks for it); any other edit is refused."""
+    edits = value.get("edits") if isinstance(value, Mapping) else None
+    if not isinstance(edits, list):
+        raise refuse("context_management", source, target)
+    for edit in edits:
+        kind = edit.get("type") if isinstance(edit, Mapping) else None
+        if not (isinstance(kind, str) and kind.startswith("clear_thinking")):
+            raise refuse(f"context_management ({kind})", source, target)
 
 
 # -- limits, sampling, identity -------------------------------------------------------------
@@ -301,6 +332,18 @@ def _top_logprobs(value: Any, body: dict[str, Any], source: WireName, target: Wi
         body["logprobs"] = True
 
 
+# Caching hints: a Messages upstream caches by ``cache_control`` marks instead; the hint changes
+# what the request costs, never what the model answers, so it has nothing to carry there.
+_CACHE_HINTS = ("prompt_cache_key", "prompt_cache_retention", "prompt_cache_options")
+
+
+def _store_off(value: Any, body: dict[str, Any], source: WireName, target: WireName) -> None:
+    """``store: false`` asks the provider to keep no copy for later retrieval, which a Messages
+    upstream never offers; ``store: true`` (keep it) has no equivalent there."""
+    if value is not False:
+        raise refuse("store", source, target, "it keeps no responses for later retrieval")
+
+
 # What ``include`` may ask of a Responses upstream that a chat upstream answers by itself:
 # log probabilities (``logprobs``), and encrypted reasoning, which a chat upstream never
 # returns (it has no reasoning items), so asking for it there asks for nothing.
@@ -350,6 +393,8 @@ MAPPED: Mapping[tuple[WireName, WireName], Mapping[str, Mapper]] = {
         "modalities": _default_only("modalities", ["text"]),
     },
     (CHAT, MESSAGES): {
+        **{k: _nothing for k in _CACHE_HINTS},
+        "store": _store_off,
         "max_tokens": _max_tokens,
         "max_completion_tokens": _max_tokens,
         "temperature": _temperature,
@@ -373,8 +418,13 @@ MAPPED: Mapping[tuple[WireName, WireName], Mapping[str, Mapper]] = {
         "top_logprobs": _top_logprobs,
         "include": _include,
         "truncation": _default_only("truncation", "disabled"),
+        # Codex's telemetry for a Responses provider; another wire has no such field (and an
+        # OpenAI chat upstream refuses unknown fields), so it stays with fak.
+        "client_metadata": _nothing,
     },
     (RESPONSES, MESSAGES): {
+        **{k: _nothing for k in _CACHE_HINTS},
+        "store": _store_off,
         "max_output_tokens": _max_tokens,
         "temperature": _temperature,
         "top_p": _same("top_p"),
@@ -384,6 +434,9 @@ MAPPED: Mapping[tuple[WireName, WireName], Mapping[str, Mapper]] = {
         "reasoning": _reasoning,
         "include": _include,
         "truncation": _default_only("truncation", "disabled"),
+        # Codex's telemetry for a Responses provider; another wire has no such field (and an
+        # OpenAI chat upstream refuses unknown fields), so it stays with fak.
+        "client_metadata": _nothing,
     },
     (MESSAGES, CHAT): {
         "max_tokens": _max_tokens,
@@ -392,7 +445,8 @@ MAPPED: Mapping[tuple[WireName, WireName], Mapping[str, Mapper]] = {
         "stop_sequences": _stop,
         "metadata": _messages_metadata,
         "output_config": _output_config,
-        "thinking": lambda v, b, s, t: _thinking_off(v, s, t),
+        "thinking": _thinking,
+        "context_management": _context_management,
     },
     (MESSAGES, RESPONSES): {
         "max_tokens": _max_tokens,
@@ -401,14 +455,10 @@ MAPPED: Mapping[tuple[WireName, WireName], Mapping[str, Mapper]] = {
         "stop_sequences": _stop,
         "metadata": _messages_metadata,
         "output_config": _output_config,
-        "thinking": lambda v, b, s, t: _thinking_off(v, s, t),
+        "thinking": _thinking,
+        "context_management": _context_management,
     },
 }
-
-
-def _thinking_off(value: Any, source: WireName, target: WireName) -> None:
-    if not (isinstance(value, Mapping) and value.get("type") == "disabled"):
-        raise refuse("thinking", source, target, "extended thinking has no equivalent there")
 
 
 def carry(
