@@ -98,3 +98,17 @@ def test_same_wire_fields_travel_unchanged_beside_governed_ones() -> None:
     }
     sent = openai_chat.render_request(openai_chat.parse_request(body))
     assert sent == body
+
+
+def test_an_effort_messages_lacks_is_refused_naming_the_client_field() -> None:
+    body = {"model": "o3", "messages": [{"role": "user", "content": "hi"}]}
+    parsed = openai_chat.parse_request({**body, "reasoning_effort": "minimal"})
+    with pytest.raises(WireError) as caught:
+        anthropic.render_request(parsed)
+    assert caught.value.param == "reasoning_effort"
+    responses = openai_responses.parse_request(
+        {"model": "o3", "input": "hi", "reasoning": {"effort": "none"}}
+    )
+    with pytest.raises(WireError) as caught:
+        anthropic.render_request(responses)
+    assert caught.value.param == "reasoning.effort"

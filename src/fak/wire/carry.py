@@ -202,6 +202,13 @@ def _output_config(value: Any, body: dict[str, Any], source: WireName, target: W
 _MESSAGES_EFFORT = frozenset({"low", "medium", "high", "xhigh", "max"})
 
 
+_EFFORT_FIELD = {
+    CHAT: "reasoning_effort",
+    RESPONSES: "reasoning.effort",
+    MESSAGES: "output_config.effort",
+}
+
+
 def _effort(value: Any, body: dict[str, Any], source: WireName, target: WireName) -> None:
     if target == CHAT:
         body["reasoning_effort"] = value
@@ -210,7 +217,7 @@ def _effort(value: Any, body: dict[str, Any], source: WireName, target: WireName
     elif value in _MESSAGES_EFFORT:
         body.setdefault("output_config", {})["effort"] = value
     else:
-        raise refuse("reasoning effort", source, target, f"{value!r} is not an effort it takes")
+        raise refuse(_EFFORT_FIELD[source], source, target, f"{value!r} is not an effort it takes")
 
 
 def _reasoning_effort(value: Any, body: dict[str, Any], source: WireName, target: WireName) -> None:
