@@ -112,3 +112,18 @@ def test_an_effort_messages_lacks_is_refused_naming_the_client_field() -> None:
     with pytest.raises(WireError) as caught:
         anthropic.render_request(responses)
     assert caught.value.param == "reasoning.effort"
+
+
+def test_messages_disable_parallel_tool_use_crosses_as_parallel_tool_calls() -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "read_file", "input_schema": {"type": "object"}}],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+    }
+    parsed = anthropic.parse_request(body)
+    assert openai_chat.render_request(parsed)["parallel_tool_calls"] is False
+    assert openai_responses.render_request(parsed)["parallel_tool_calls"] is False
+    rebuilt = anthropic.render_request(parsed)
+    assert rebuilt["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}

@@ -144,6 +144,8 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
             body["tool_choice"] = {"type": "tool", "name": choice[5:]}
         else:
             body["tool_choice"] = {"type": {"required": "any"}.get(choice, choice)}
+        if source == MESSAGES and opts.get("parallel_tool_calls") is False:
+            body["tool_choice"]["disable_parallel_tool_use"] = True
     if source is None:
         _legacy(turn, opts, body)
     else:

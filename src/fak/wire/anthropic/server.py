@@ -320,6 +320,8 @@ def parse_request(body: Any) -> ParsedRequest:
     choice = _tool_choice(obj.get("tool_choice"))
     if choice is not None:
         options["tool_choice"] = choice
+        if obj["tool_choice"].get("disable_parallel_tool_use") is True:
+            options["parallel_tool_calls"] = False  # said the OpenAI way round
     stripped = [k for k in _BYPASS_KEYS if k in obj]
     stripped += [
         f"tools[{i}] ({t.get('type')})"

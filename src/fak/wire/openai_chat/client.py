@@ -133,6 +133,8 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
         _legacy(turn, opts, body)
     else:
         carry(opts.get("extra") or {}, source, CHAT, body)
+        if source == WireName.ANTHROPIC and opts.get("parallel_tool_calls") is False:
+            body["parallel_tool_calls"] = False  # Messages' tool_choice.disable_parallel_tool_use
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}

@@ -141,6 +141,8 @@ def render_request(parsed: ParsedRequest) -> dict[str, Any]:
         _legacy(turn, opts, body)
     else:
         carry(opts.get("extra") or {}, source, RESPONSES, body)
+        if source == WireName.ANTHROPIC and opts.get("parallel_tool_calls") is False:
+            body["parallel_tool_calls"] = False  # Messages' tool_choice.disable_parallel_tool_use
     if turn.stream:
         body["stream"] = True
     return body
