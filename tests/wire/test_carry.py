@@ -127,3 +127,20 @@ def test_messages_disable_parallel_tool_use_crosses_as_parallel_tool_calls() -> 
     assert openai_responses.render_request(parsed)["parallel_tool_calls"] is False
     rebuilt = anthropic.render_request(parsed)
     assert rebuilt["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+
+
+def test_a_chat_custom_tool_stays_custom_to_a_chat_upstream() -> None:
+    tool = {"type": "custom", "custom": {"name": "apply_patch", "description": "patch"}}
+    call = {"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** x"}}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "patch"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        ],
+        "tools": [tool],
+    }
+    sent = openai_chat.render_request(openai_chat.parse_request(body))
+    assert sent["tools"] == [tool]
+    assert sent["messages"][1]["tool_calls"] == [call]

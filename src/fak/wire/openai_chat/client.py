@@ -50,14 +50,14 @@ def _content(m: Message) -> str | list[dict[str, Any]]:
     ]
 
 
-def _render_message(m: Message) -> dict[str, Any]:
+def _render_message(m: Message, kinds: Mapping[str, str] | None = None) -> dict[str, Any]:
     if m.role is Role.TOOL:
         return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
     if m.role is Role.ASSISTANT and m.tool_calls:
         return {
             "role": "assistant",
             "content": m.content or None,
-            "tool_calls": [render_call(c) for c in m.tool_calls],
+            "tool_calls": [render_call(c, kinds) for c in m.tool_calls],
         }
     return {"role": str(m.role), "content": _content(m)}
 
@@ -118,7 +118,11 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
     source = opts.get("wire")
     body: dict[str, Any] = {
         "model": turn.model,
-        "messages": [_render_message(m) for m in turn.messages],
+        # a chat client's custom tools stay custom, in the history as in ``tools``
+        "messages": [
+            _render_message(m, opts.get("tool_kinds") if source == CHAT else None)
+            for m in turn.messages
+        ],
     }
     if turn.tools:
         body["tools"] = _tools(parsed, source == CHAT)
