@@ -27,7 +27,7 @@ from fak.policy import Policy
 from fak.testing.planner import default_rule
 from fak.testing.upstream import MockUpstream
 
-from .conftest import closing
+from .conftest import POISON, SECRET, closing
 
 pytestmark = pytest.mark.gateway
 
@@ -246,6 +246,66 @@ def test_tool_result_media_stays_held_out_with_a_note(
         "content": "a chart:[fak] an image in this tool result was held out: fak cannot screen it",
     }
     assert PNG.encode() not in mock.bodies
+
+
+def test_responses_tool_output_image_stays_held_out_with_a_note(
+    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    mock, url = _fak(serve_app, app_factory, "openai-responses")
+    client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
+    tools: Any = [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]
+    client.responses.create(
+        model="gpt-x",
+        tools=tools,
+        input=[
+            {"role": "user", "content": "look"},
+            {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{}"},
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": [{"type": "input_image", "image_url": DATA_URL}],
+            },
+        ],
+    )
+    sent = _sent(mock)
+    assert sent["input"][2] == {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": "[fak] an image in this tool result was held out: fak cannot screen it",
+    }
+    assert PNG.encode() not in mock.bodies
+
+
+def test_a_rebuilt_messages_request_keeps_the_users_image(
+    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    """A quarantined tool result makes fak rebuild the Messages request instead of passing the
+    client's bytes through; the user's own image still reaches the upstream, the poison not."""
+    mock, url = _fak(serve_app, app_factory, "anthropic")
+    client = closing(anthropic.Anthropic(base_url=url, api_key="local"))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+    client.messages.create(
+        model="claude-x",
+        max_tokens=64,
+        tools=[{"name": "read_file", "input_schema": {"type": "object"}}],
+        messages=[
+            {"role": "user", "content": [image, {"type": "text", "text": "and read the file"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": POISON}],
+            },
+        ],
+    )
+    sent = _sent(mock)
+    assert sent["messages"][0] == {
+        "role": "user",
+        "content": [image, {"type": "text", "text": "and read the file"}],
+    }
+    assert SECRET.encode() not in mock.bodies
 
 
 # -- item 6: a partly refused turn tells the model on the OpenAI wires ----------------------
