@@ -36,6 +36,8 @@ from fak.abi import (
 )
 from fak.cas import MemoryStore
 from fak.config import Settings
+from fak.journal import JournalKind
+from fak.kernel.audit import AuditWriter
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import Admission, QuarantineLedger, screen_policy_for
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
@@ -150,6 +152,7 @@ class Kernel:
         injected = chain if isinstance(chain, Chain) else Chain(chain or ())
         self._injected: Chain | None = injected if len(injected) else None
         self._journal = journal
+        self._audit = AuditWriter(journal, lambda: self._count("journal_faults"))
         self._clock: Clock = clock if clock is not None else _SystemClock()
         settings = Settings.current()  # FAK_* defaults reach a bare Kernel() too
         self._store: BlobStore = (
@@ -376,47 +379,13 @@ class Kernel:
         return self._store
 
     # -- journal ----------------------------------------------------------------------------
-    def _journal_call(self, kind: str, call: ToolCall, verdict: Verdict, by: str = "") -> bool:
-        journal = self._journal
-        if journal is None:
-            return True
-        record = {
-            "kind": kind,
-            "tool": call.tool,
-            "trace_id": call.trace_id,
-            "verdict": str(verdict.kind),
-            "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
-            "by": (by or verdict.by)[:64],
-            "digest": args_digest(call.args),
-            "policy": self._state.policy.version,
-        }
-        try:
-            journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, call.tool)
-            self._count("journal_faults")
-            return False
-        return True
+    def _journal_call(
+        self, kind: JournalKind, call: ToolCall, verdict: Verdict, by: str = ""
+    ) -> bool:
+        return self._audit.call(kind, call, verdict, self._state.policy.version, by)
 
-    def _journal_result(self, kind: str, result: ToolResult, admission: Admission) -> None:
-        journal = self._journal
-        if journal is None:
-            return
-        verdict = admission.verdict
-        record = {
-            "kind": kind,
-            "tool": result.tool,
-            "trace_id": result.trace_id,
-            "verdict": str(verdict.kind),
-            "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
-            "by": verdict.by,
-            "result_digest": admission.digest,
-        }
-        try:
-            journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, result.tool)
-            self._count("journal_faults")
+    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> None:
+        self._audit.result(kind, result, admission.verdict, admission.digest)
 
     # -- decide -----------------------------------------------------------------------------
     def _settle(self, call: ToolCall, verdict: Verdict) -> Verdict:
@@ -458,7 +427,7 @@ class Kernel:
             claim = "the call presents a revoked witness"
             verdict = Verdict.deny(Reason.TRUST_VIOLATION, "witness", claim=claim)
             self._count("decisions", "denies")
-            self._journal_call("DENY", call, verdict)
+            self._journal_call(JournalKind.DENY, call, verdict)
             return verdict
         verdict = self._state.decider.decide(call)
         if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
@@ -467,17 +436,17 @@ class Kernel:
             verdict = self._witnessed(call, verdict)
             if verdict.kind == VerdictKind.REQUIRE_WITNESS:
                 self._count("decisions", "witness_holds")
-                if not self._journal_call("HOLD", call, verdict, by=_witness_by(verdict)):
+                if not self._journal_call(JournalKind.HOLD, call, verdict, by=_witness_by(verdict)):
                     return self._unaudited()
                 return verdict
         kind = verdict.kind
         if kind == VerdictKind.DENY:
             self._count("decisions", "denies")
             if self._journal is not None:
-                self._journal_call("DENY", call, verdict)
+                self._journal_call(JournalKind.DENY, call, verdict)
             return verdict
         self._count("decisions", "transforms" if kind == VerdictKind.TRANSFORM else "")
-        if self._journal is not None and not self._journal_call("DECIDE", call, verdict):
+        if self._journal is not None and not self._journal_call(JournalKind.DECIDE, call, verdict):
             return self._unaudited()
         return verdict
 
@@ -508,7 +477,7 @@ class Kernel:
     def approve_witness(self, hold_id: str, approver: str = "") -> Hold:
         """An operator's yes for one held call (raises ``WitnessError`` with a stable code)."""
         hold = self._witness.approve(hold_id, approver)
-        self._journal_event("WITNESS_APPROVE", hold)
+        self._journal_event(JournalKind.WITNESS_APPROVE, hold)
         return hold
 
     def revoke_witness(self, hold_id: str) -> dict[str, Any]:
@@ -525,7 +494,7 @@ class Kernel:
             epoch = self._trust_epoch
         self._publish(trust=1)  # every worker's cached answers, not only this one's
         resealed = sum(1 for qid in sorted(cleared) if self._ledger.reseal(qid))
-        self._journal_event("WITNESS_REVOKE", hold)
+        self._journal_event(JournalKind.WITNESS_REVOKE, hold)
         return {
             "witness": hold_id,
             "evicted": evicted,
@@ -537,25 +506,11 @@ class Kernel:
     def trust_epoch(self) -> int:
         return self._trust_epoch
 
-    def _journal_event(self, kind: str, hold: Hold) -> None:
-        journal = self._journal
-        if journal is None:
-            return
-        record = {
-            "kind": kind,
-            "tool": hold.tool,
-            "by": f"witness:{hold.id}"[:64],
-            "verdict": str(hold.state).upper(),
-            "digest": hold.digest,
-            "policy": self._state.policy.version,
-        }
-        try:
-            journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) kind=%s", type(exc).__name__, kind)
-            self._count("journal_faults")
+    def _journal_event(self, kind: JournalKind, hold: Hold) -> None:
+        policy = self._state.policy.version
+        if not self._audit.witness(kind, hold.tool, hold.id, str(hold.state), hold.digest, policy):
             msg = "the witness change could not be journaled; it stands, but is unaudited"
-            raise WitnessError("journal_unavailable", msg) from exc
+            raise WitnessError("journal_unavailable", msg)
 
     def context(self, *, user: str = "", system: str = "") -> Context:
         """A fresh provenance context for one run, seeded with the trusted text given."""
@@ -606,7 +561,7 @@ class Kernel:
             hit = self._vdso.get(key)
             if hit is not None:
                 self._count("vdso_hits")
-                if not self._journal_call("VDSO_HIT", call, _VDSO_ALLOW):
+                if not self._journal_call(JournalKind.VDSO_HIT, call, _VDSO_ALLOW):
                     return self._refuse(call, self._unaudited(), start)
                 _remember(call, hit.payload)
                 return CallOutcome(
@@ -618,7 +573,7 @@ class Kernel:
         if entry is None:
             refusal = Verdict.deny(Reason.UNKNOWN_TOOL, "kernel", claim="no handler registered")
             self._count("denies", "unknown_tools")
-            self._journal_call("DENY", call, refusal)
+            self._journal_call(JournalKind.DENY, call, refusal)
             return self._refuse(call, refusal, start)
         if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
             args = dict(verdict.new_args)
@@ -660,37 +615,19 @@ class Kernel:
         match admission.verdict.kind:
             case VerdictKind.ALLOW:
                 self._count("admitted")
-                self._journal_result("ADMIT", result, admission)
+                self._journal_result(JournalKind.ADMIT, result, admission)
             case VerdictKind.TRANSFORM:
                 self._count("paged")
-                self._journal_result("PAGE_OUT", result, admission)
+                self._journal_result(JournalKind.PAGE_OUT, result, admission)
             case VerdictKind.DENY:
                 self._count("result_denies")
-                self._journal_result("RESULT_DENY", result, admission)
+                self._journal_result(JournalKind.RESULT_DENY, result, admission)
             case _:
                 self._count("quarantined")
-                self._journal_result("QUARANTINE", result, admission)
+                self._journal_result(JournalKind.QUARANTINE, result, admission)
                 for span in admission.spans:  # a span hold: one row per span, its own digest
-                    self._journal_span(result, span.reason, span.digest)
+                    self._audit.span(result, span.reason, span.digest)
         return admission
-
-    def _journal_span(self, result: ToolResult, reason: Reason, digest: str) -> None:
-        if self._journal is None:
-            return
-        record = {
-            "kind": "QUARANTINE_SPAN",
-            "tool": result.tool,
-            "trace_id": result.trace_id,
-            "verdict": str(VerdictKind.QUARANTINE),
-            "reason": reason.name,
-            "by": "ctxmmu",
-            "result_digest": digest,
-        }
-        try:
-            self._journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, result.tool)
-            self._count("journal_faults")
 
     def clear(self, qid: str, witness: str = "") -> None:
         """Record a witness clearance for a held result (unknown ids raise LookupError).
