@@ -35,13 +35,19 @@ from fak.abi import (
     VerdictKind,
 )
 from fak.cas import MemoryStore
-from fak.config import Settings
 from fak.journal import JournalKind
 from fak.kernel.audit import AuditWriter
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
-from fak.kernel.quarantine import Admission, QuarantineLedger, screen_policy_for
+from fak.kernel.quarantine import (
+    DEFAULT_MAX_HELD,
+    DEFAULT_MAX_HELD_BYTES,
+    OVERSIZE_BYTES,
+    Admission,
+    QuarantineLedger,
+    screen_policy_for,
+)
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
-from fak.kernel.witness import Hold, WitnessBook, WitnessError
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
     CompiledFloor,
@@ -128,7 +134,10 @@ def _to_bytes(value: Any) -> bytes:
 
 
 class Kernel:
-    """The in-process kernel. ``policy=None`` uses the built-in default floor."""
+    """The in-process kernel. ``policy=None`` uses the built-in default floor.
+
+    It takes values only (it reads no settings): ``build_kernel`` builds one from ``Settings``.
+    """
 
     def __init__(
         self,
@@ -138,13 +147,13 @@ class Kernel:
         store: BlobStore | None = None,
         journal: JournalSink | None = None,
         clock: Clock | None = None,
-        max_held: int | None = None,
+        max_held: int = DEFAULT_MAX_HELD,
         admitters: Sequence[ResultAdmitter] | None = None,
-        max_held_bytes: int | None = None,
-        pageout_bytes: int | None = None,
+        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
+        pageout_bytes: int = OVERSIZE_BYTES,
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
-        witness_ttl_s: float | None = None,
+        witness_ttl_s: float = DEFAULT_TTL_S,
         ledger: QuarantineLedger | None = None,
         epochs: SharedEpochs | None = None,
         witness_book: WitnessBook | None = None,
@@ -154,19 +163,14 @@ class Kernel:
         self._journal = journal
         self._audit = AuditWriter(journal, lambda: self._count("journal_faults"))
         self._clock: Clock = clock if clock is not None else _SystemClock()
-        settings = Settings.current()  # FAK_* defaults reach a bare Kernel() too
-        self._store: BlobStore = (
-            store if store is not None else MemoryStore(settings.blob_max_bytes)
-        )
+        self._store: BlobStore = store if store is not None else MemoryStore()
         # a shared ledger (fak.kernel.shared.RedisLedger) comes built over the shared store
         self._ledger = ledger or QuarantineLedger(
             self._store,
-            max_held=settings.ctxmmu_max_held if max_held is None else max_held,
+            max_held=max_held,
             admitters=admitters,
-            max_held_bytes=(
-                settings.held_bytes_bound if max_held_bytes is None else max_held_bytes
-            ),
-            pageout_bytes=settings.pageout_bytes if pageout_bytes is None else pageout_bytes,
+            max_held_bytes=max_held_bytes,
+            pageout_bytes=pageout_bytes,
         )
         self._vdso = VdsoCache(vdso_capacity) if vdso else None
         self._tools: dict[str, ToolEntry] = {}
@@ -175,10 +179,7 @@ class Kernel:
         self._world = 0
         self._trust_epoch = 0
         # a shared book (fak.kernel.shared.RedisWitnessBook) comes with its own clock and ttl
-        self._witness = witness_book or WitnessBook(
-            self._clock.now,
-            ttl_s=settings.witness_ttl_s if witness_ttl_s is None else witness_ttl_s,
-        )
+        self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
         self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
