@@ -5,21 +5,30 @@ disposition, duration) and ``gateway_http_request`` (one per request: route, met
 bytes, duration). Both carry ``trace_id``, which is also returned as ``X-Trace-Id``. A line
 never holds a body, an argument, a result or a digest of one. The sink is injected (the CLI
 passes a buffered stdout/stderr writer; tests pass a list); with no sink nothing is written. A
-sink with a ``flush`` method is flushed once per request, after its ``gateway_http_request``
-line, so a request's lines cost one write to the descriptor rather than one each.
+``BufferedSink`` (a sink with a ``flush`` method) is flushed once per request, after its
+``gateway_http_request`` line, so a request's lines cost one write to the descriptor, not one each.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
 from fak.wire import WireVerdict
 
-__all__ = ["AccessLog"]
+__all__ = ["AccessLog", "BufferedSink"]
+
+
+@runtime_checkable
+class BufferedSink(Protocol):
+    """A sink that buffers lines until ``flush`` (the CLI's stdout/stderr writer)."""
+
+    def __call__(self, line: bytes) -> Any: ...
+
+    def flush(self) -> Any: ...
 
 
 class AccessLog:
@@ -30,8 +39,9 @@ class AccessLog:
     ) -> None:
         self._sink = sink
         self._clock = clock
-        flush = getattr(sink, "flush", None)
-        self._flush: Callable[[], Any] | None = flush if callable(flush) else None
+        self._flush: Callable[[], Any] | None = (
+            sink.flush if isinstance(sink, BufferedSink) else None
+        )
 
     @property
     def enabled(self) -> bool:

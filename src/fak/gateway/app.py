@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -34,8 +33,9 @@ from fak.gateway.routes.recall import recall_routes
 from fak.gateway.routes.turns import turn_routes
 from fak.gateway.state import GatewayOptions, GatewayState
 from fak.gateway.turns import TurnRunner
-from fak.kernel import Kernel
+from fak.kernel import QuarantineLedger
 from fak.recall import CoherencePlane, SessionDirectory
+from fak.screen import ResultAdmitter
 
 __all__ = ["build_app"]
 
@@ -109,9 +109,7 @@ def _sdk_host_patterns(hosts: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return tuple(p for n in names for p in (n, f"{n}:*"))
 
 
-def _live_chain(ledger: Any) -> Callable[[], Any] | None:
-    if ledger is None or not hasattr(ledger, "admitters"):
-        return None
+def _live_chain(ledger: QuarantineLedger) -> Callable[[], tuple[ResultAdmitter, ...]]:
     return lambda: ledger.admitters
 
 
@@ -119,19 +117,17 @@ def build_app(
     kernel: KernelPort, planner: Planner, options: GatewayOptions | None = None
 ) -> Starlette:
     o = options or GatewayOptions()
-    ledger = getattr(kernel, "ledger", None)
+    ledger = kernel.ledger
 
     def pollution_rate() -> float | None:
-        rate = getattr(ledger, "pollution_rate", None)
-        return float(rate) if isinstance(rate, int | float) else None
+        return float(ledger.pollution_rate)
 
-    stats = getattr(planner, "stats", None)  # structural: the engine's planner has one
     sessions = None
     if o.recall_dir:
         sessions = SessionDirectory(
             o.recall_dir,
             admitters=_live_chain(ledger),  # re-screens use the kernel's current chain
-            journal=getattr(kernel, "journal", None),
+            journal=kernel.journal,
         )
     plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock)
     metrics = Metrics(
@@ -139,7 +135,7 @@ def build_app(
         pollution_rate=pollution_rate,
         planner=planner.kind,
         model=planner.model,
-        planner_stats=stats if callable(stats) else None,
+        planner_stats=planner.stats,
         clock=o.clock,
         vdso=plane.vdso_counts,
     )
@@ -152,14 +148,13 @@ def build_app(
         runner.ids = o.ids
     state = GatewayState(kernel, runner, boundary, metrics, log, o, plane)
 
-    if isinstance(planner, object) and hasattr(planner, "_on_error"):
-        planner._on_error = metrics.upstream_error
+    planner.set_error_hook(metrics.upstream_error)
 
     turn_routes_list = turn_routes(state)
     routes: list[Route] = [*turn_routes_list, *native_routes(state), *ops_routes(state)]
     routes += recall_routes(state)
     mcp_endpoint = None
-    if o.mcp and isinstance(kernel, Kernel):
+    if o.mcp:
         from fak.gateway.mcp.server import McpHttpEndpoint
 
         proxy = o.mcp_proxy

@@ -1,7 +1,7 @@
 """The decision journal (tier T1): hash-chained, fsync'd JSONL, one row per kernel decision.
 
 ``Journal`` appends durable rows to a file (opt-in via ``FAK_AUDIT_JOURNAL``, opened by the
-kernel's builder) and implements ``fak.abi.JournalSink``; ``MemoryJournal`` is the in-memory
+kernel's builder) and implements ``fak.abi.AuditJournal``; ``MemoryJournal`` is the in-memory
 double; ``verify`` checks a file row by row. Rows carry names, verdicts and sha256 digests,
 never argument or result bytes.
 """

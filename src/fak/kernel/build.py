@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fak.abi import BlobStore, Clock, JournalSink
+from fak.abi import AuditJournal, BlobStore, Clock
 from fak.cas import DirectoryStore, MemoryStore
 from fak.journal import Journal
 from fak.kernel.kernel import Kernel
@@ -89,7 +89,7 @@ def build_kernel(
         store = DirectoryStore(settings.blob_dir)
     else:
         store = MemoryStore(settings.blob_max_bytes)
-    journal: JournalSink | None = None
+    journal: AuditJournal | None = None
     if journal_url:
         from fak.journal.postgres import PostgresJournal
 

@@ -7,7 +7,7 @@ returning it (and, when the call carries a ``Context``, appends what the model w
 A REQUIRE_WITNESS verdict opens a hold in the ``WitnessBook``; once approved, the next identical
 call is admitted once. Refusals are values (``CallOutcome`` with ``status="error"``), never
 exceptions.
-Decisions and admissions are journaled (digests only) when a ``JournalSink`` is given; a call
+Decisions and admissions are journaled (digests only) when an ``AuditJournal`` is given; a call
 that cannot be journaled is refused. The policy state is swapped atomically, never merged.
 """
 
@@ -24,10 +24,10 @@ from typing import Any, Final
 import orjson
 
 from fak.abi import (
+    AuditJournal,
     BlobStore,
     Clock,
     Context,
-    JournalSink,
     Reason,
     ToolCall,
     ToolResult,
@@ -145,7 +145,7 @@ class Kernel:
         *,
         chain: Sequence[Rung] | Chain | None = None,
         store: BlobStore | None = None,
-        journal: JournalSink | None = None,
+        journal: AuditJournal | None = None,
         clock: Clock | None = None,
         max_held: int = DEFAULT_MAX_HELD,
         admitters: Sequence[ResultAdmitter] | None = None,
@@ -365,15 +365,15 @@ class Kernel:
         return self._ledger
 
     @property
-    def journal(self) -> JournalSink | None:
+    def journal(self) -> AuditJournal | None:
         """The decision journal this kernel appends to (None when journaling is off)."""
         return self._journal
 
     def batch(self) -> contextlib.AbstractContextManager[Any]:
         """Decisions made by this thread inside the block are journaled with one group commit
         (durable when the block ends) when the journal supports it; a no-op otherwise."""
-        group = getattr(self._journal, "group", None)
-        return group() if callable(group) else contextlib.nullcontext()
+        journal = self._journal
+        return journal.group() if journal is not None else contextlib.nullcontext()
 
     @property
     def store(self) -> BlobStore:
@@ -486,8 +486,7 @@ class Kernel:
         are taken back, calls presenting it are refused, and the trust epoch moves on."""
         hold = self._witness.revoke(hold_id)
         evicted = self._vdso.evict_witness(hold_id) if self._vdso is not None else 0
-        take = getattr(self._witness, "take_cleared", None)  # shared: given on any worker
-        shared: set[str] = take(hold_id) if callable(take) else set()
+        shared = self._witness.take_cleared(hold_id)  # a shared book: given on any worker
         with self._lock:
             cleared = self._cleared_under.pop(hold_id, set()) | shared
             self._trust_epoch += 1
@@ -641,9 +640,7 @@ class Kernel:
         if witness:
             with self._lock:
                 self._cleared_under.setdefault(witness, set()).add(qid)
-            note = getattr(self._witness, "note_cleared", None)
-            if callable(note):
-                note(witness, qid)
+            self._witness.note_cleared(witness, qid)
         self._count("cleared")
 
     def page_in(self, qid_or_ref: str) -> bytes:

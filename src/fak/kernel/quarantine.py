@@ -36,7 +36,7 @@ from fak.abi import (
 from fak.abi.replies import Reply, reply_for_verdict
 from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
 from fak.policy.manifest import ScreenSection
-from fak.screen import ResultAdmitter, default_admitters
+from fak.screen import ResultAdmitter, SourceAwareAdmitter, default_admitters
 from fak.screen.sources import DEFAULT_SETTINGS, ScreenPolicy, SourceRule, SourceSettings
 from fak.screen.spans import Span, cut, offending_spans
 
@@ -240,6 +240,15 @@ class QuarantineLedger:
     def screen_policy(self) -> ScreenPolicy:
         return self._screen_policy
 
+    @property
+    def shared(self) -> bool:
+        """True when the held table lives outside this process (``fak.kernel.shared``)."""
+        return False
+
+    def ping(self) -> bool:
+        """True when the held table answers (a local one always does)."""
+        return True
+
     def is_held(self, qid: str) -> bool:
         with self._lock:
             return qid in self._held
@@ -256,7 +265,7 @@ class QuarantineLedger:
         An admitter that raises or answers something that is not a Verdict holds the bytes
         (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY). Given the
         bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused. ``source``
-        (the tool) picks the screen settings; admitters with ``admit_with`` receive them.
+        (the tool) picks the screen settings; a ``SourceAwareAdmitter`` receives them.
         """
         admitters, memo = self._admitters, self._memo  # one read each: see replace_admitters
         if not admitters:
@@ -284,9 +293,8 @@ class QuarantineLedger:
         name = "admitter"
         try:
             name = str(admitter.name) or name
-            admit_with = getattr(admitter, "admit_with", None)
-            if settings != DEFAULT_SETTINGS and callable(admit_with):
-                verdict = admit_with(data, settings)
+            if settings != DEFAULT_SETTINGS and isinstance(admitter, SourceAwareAdmitter):
+                verdict = admitter.admit_with(data, settings)
             else:
                 verdict = admitter.admit(data)
         except Exception as exc:  # an admitter fault holds the bytes (fail closed)
@@ -374,8 +382,7 @@ class QuarantineLedger:
         if len(stub) >= POINTER_MAX:
             return None
         try:
-            put_hashed = getattr(self._store, "put_hashed", None)  # skips a second sha256
-            ref = put_hashed(data, digest) if callable(put_hashed) else self._store.put(data)
+            ref = self._store.put_hashed(data, digest)  # skips a second sha256 where it can
         except Exception as exc:  # benign bytes: admitting them whole is the safe fallback
             _log.warning("page-out failed (%s); admitting %d bytes whole", type(exc), len(data))
             return None
@@ -425,15 +432,9 @@ class QuarantineLedger:
     def _store_pinned(self, data: bytes, digest: str) -> tuple[Ref, bool]:
         """Page the bytes out and pin them; on any failure keep them inline (fail closed)."""
         try:
-            put_pinned = getattr(self._store, "put_pinned", None)
-            if callable(put_pinned):
-                ref = put_pinned(data)
-                if not isinstance(ref, Ref):
-                    raise TypeError("put_pinned did not return a Ref")
-            else:
-                ref = self._store.put(data)
-                if ref.kind == RefKind.BLOB:
-                    self._store.pin(ref.digest)
+            ref = self._store.put_pinned(data)
+            if not isinstance(ref, Ref):
+                raise TypeError("put_pinned did not return a Ref")
             if ref.kind == RefKind.BLOB:
                 return ref, True
             return ref, False

@@ -172,6 +172,10 @@ class RedisLedger(QuarantineLedger):
     def client(self) -> redis.Redis:
         return self._client
 
+    @property
+    def shared(self) -> bool:
+        return True
+
     def ping(self) -> bool:
         try:
             return bool(self._client.ping())

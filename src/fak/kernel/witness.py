@@ -192,6 +192,16 @@ class WitnessBook:
         hold = self.get(hold_id)
         return hold is not None and hold.state is HoldState.REVOKED
 
+    # -- clearances given under a witness ---------------------------------------------------
+    def note_cleared(self, witness: str, qid: str) -> None:
+        """A held result was cleared under ``witness``. This book keeps nothing (the kernel
+        remembers its own); a shared book records it so a revocation on any worker sees it."""
+
+    def take_cleared(self, witness: str) -> set[str]:
+        """The clearances recorded under ``witness`` by other workers, forgotten as they are
+        taken (none here: see ``note_cleared``)."""
+        return set()
+
     def _lookup(self, hold_id: str) -> Hold:
         hold = self._holds.get(hold_id)
         if hold is None:

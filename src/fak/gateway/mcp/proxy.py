@@ -59,12 +59,10 @@ _INSTRUCTIONS: Final = (
 )
 
 
-def _progress_token(meta: Any) -> Any:
+def _progress_token(meta: Mapping[str, Any] | None) -> Any:
     if not meta:
         return None
-    if isinstance(meta, Mapping):
-        return meta.get("progressToken", meta.get("progress_token"))
-    return getattr(meta, "progress_token", None)
+    return meta.get("progressToken", meta.get("progress_token"))
 
 
 class McpProxy:
@@ -389,7 +387,7 @@ class McpProxy:
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             proxy._upstream = ctx.session
-            token = _progress_token(ctx.meta) or _progress_token(getattr(params, "meta", None))
+            token = _progress_token(ctx.meta) or _progress_token(params.meta)
             return await proxy.call(params.name, params.arguments, token)
 
         async def list_resources(

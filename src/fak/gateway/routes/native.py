@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fak.abi import ToolCall, VerdictKind
+from fak.abi import AuditJournal, ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import KeyCheck, json_response, read_json
@@ -71,15 +71,16 @@ def _trace(request: Request, body: Mapping[str, Any]) -> str:
     return t if isinstance(t, str) and t else str(request.scope.get("fak.trace_id", ""))
 
 
-def file_events(path: str, journal: Any = None) -> Callable[[int, int], list[dict[str, Any]]]:
+def file_events(
+    path: str, journal: AuditJournal | None = None
+) -> Callable[[int, int], list[dict[str, Any]]]:
     """A reader for ``/v1/fak/events``: rows with ``seq > since``, from the journal's in-memory
     tail when it covers the cursor, else by seeking the file from the cursor (never a re-read
     of the whole journal)."""
-    tail = getattr(journal, "rows_after", None)
 
     def read(since: int, limit: int) -> list[dict[str, Any]]:
-        if callable(tail):
-            rows = tail(since, limit)
+        if journal is not None:
+            rows = journal.rows_after(since, limit)
             if rows is not None:
                 return list(rows)
         return rows_after(path, since, limit)
@@ -110,8 +111,6 @@ def native_routes(state: GatewayState) -> list[Route]:
                 "approving or revoking a witness needs a key: start fak serve with "
                 "--witness-key-env VAR (or --require-key-env VAR)",
             )
-        if not callable(getattr(kernel, "approve_witness", None)):
-            raise GatewayError(404, "witness_unsupported", "this kernel keeps no witness holds")
         return kernel
 
     def witness_error(exc: Exception) -> GatewayError:
@@ -187,13 +186,10 @@ def native_routes(state: GatewayState) -> list[Route]:
         except (TypeError, ValueError) as exc:
             raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
         if state.plane is not None:
-            book = getattr(kernel, "witnesses", None)
-            revoked = (
-                bool(meta.get("witness")) and book is not None and book.is_revoked(meta["witness"])
-            )
-            state.plane.observe_syscall(tool, getattr(outcome, "served_by", ""), revoked=revoked)
+            revoked = bool(meta.get("witness")) and kernel.witnesses.is_revoked(meta["witness"])
+            state.plane.observe_syscall(tool, outcome.served_by, revoked=revoked)
         verdict = WireVerdict.of(outcome.verdict)
-        admission = getattr(outcome, "admission", None)
+        admission = outcome.admission
         if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
             verdict = (
                 WireVerdict.of(admission.verdict)
@@ -204,7 +200,7 @@ def native_routes(state: GatewayState) -> list[Route]:
         result: dict[str, Any] = {
             "status": outcome.status,
             "content": bytes(outcome.payload).decode("utf-8", errors="replace"),
-            "served_by": getattr(outcome, "served_by", ""),
+            "served_by": outcome.served_by,
         }
         if admission is not None and admission.quarantine_id:
             result["quarantine_id"] = admission.quarantine_id
@@ -254,12 +250,7 @@ def native_routes(state: GatewayState) -> list[Route]:
         except Exception as exc:  # the loader's message says what is wrong with the file
             _log.warning("policy reload failed; the running floor is unchanged")
             raise GatewayError(400, "policy_reload_failed", f"policy reload failed: {exc}") from exc
-        replace_policy = getattr(kernel, "replace_policy", None)
-        if replace_policy is None:
-            raise GatewayError(
-                404, "policy_reload_unavailable", "the kernel cannot replace its policy"
-            )
-        replace_policy(policy)
+        kernel.replace_policy(policy)
         if state.plane is not None:
             state.plane.policy_reloaded(o.policy_source)
         return json_response(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio.to_thread
 from prometheus_client import Gauge
@@ -22,21 +21,27 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fak.abi import Reachable
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response, read_json
 from fak.gateway.metrics import CONTENT_TYPE
 from fak.gateway.state import GatewayState
+from fak.kernel import Kernel
 
 __all__ = ["ops_routes", "store_probes"]
 
 
-def store_probes(kernel: Any) -> dict[str, Callable[[], bool]]:
+def store_probes(kernel: Kernel) -> dict[str, Callable[[], bool]]:
     """The kernel's stores that can say whether they are reachable (the shared ones)."""
     probes: dict[str, Callable[[], bool]] = {}
-    for name, attr in (("cas", "store"), ("ledger", "ledger"), ("journal", "journal")):
-        ping = getattr(getattr(kernel, attr, None), "ping", None)
-        if callable(ping):
-            probes[name] = ping
+    parts: tuple[tuple[str, Reachable | None], ...] = (
+        ("cas", kernel.store),
+        ("ledger", kernel.ledger),
+        ("journal", kernel.journal),
+    )
+    for name, part in parts:
+        if part is not None and part.shared:
+            probes[name] = part.ping
     return probes
 
 

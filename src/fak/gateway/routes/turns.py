@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from starlette.requests import Request
@@ -289,8 +289,7 @@ async def _first(gen: AsyncIterator[_T], deadline: float | None) -> _T:
     try:
         return await _bounded(anext(gen), deadline)
     except BaseException:
-        aclose = getattr(gen, "aclose", None)
-        if aclose is not None:
+        if isinstance(gen, AsyncGenerator):
             with contextlib.suppress(BaseException):
-                await aclose()
+                await gen.aclose()
         raise

@@ -117,6 +117,10 @@ class ProxyPlanner:
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    def stats(self) -> Mapping[str, Any] | None:
+        """None: the proxy keeps no stats of its own (the gateway counts its turns)."""
+        return None
+
     # -- forwarding ---------------------------------------------------------------------
     def _headers(self, passthrough: Passthrough | None) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
