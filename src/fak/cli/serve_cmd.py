@@ -192,10 +192,8 @@ def _follow_policy(kernel: Any, reloader: Callable[[], tuple[Any, Any]]) -> None
     settle instead of echoing. Runs in a daemon thread of this worker."""
     import threading
 
-    from fak.kernel.shared import RedisEpochs
-
-    client = getattr(getattr(kernel, "ledger", None), "client", None)  # the shared ledger's
-    if client is None:
+    epochs = kernel.epochs  # the fleet's (None: this worker serves alone)
+    if epochs is None:
         return
 
     def on_change(kind: str, value: int) -> None:
@@ -211,7 +209,7 @@ def _follow_policy(kernel: Any, reloader: Callable[[], tuple[Any, Any]]) -> None
 
     stop = threading.Event()
     thread = threading.Thread(
-        target=RedisEpochs(client).follow, args=(on_change, stop), name="fak-policy", daemon=True
+        target=epochs.follow, args=(on_change, stop), name="fak-policy", daemon=True
     )
     thread.start()
 

@@ -17,6 +17,8 @@ from fak.abi import AuditJournal, BlobStore, Clock
 from fak.cas import DirectoryStore, MemoryStore
 from fak.journal import Journal
 from fak.kernel.kernel import Kernel
+from fak.kernel.quarantine import QuarantineLedger
+from fak.kernel.witness import WitnessBook
 from fak.policy import Policy
 
 __all__ = ["KernelSettings", "build_kernel"]
@@ -69,22 +71,22 @@ def build_kernel(
     store: BlobStore
     if cas_url:
         from fak.cas.redis import CasUnavailable, RedisStore, connect, redact_url
-        from fak.kernel.shared import RedisEpochs, RedisLedger, RedisWitnessBook
+        from fak.kernel.shared import RedisEpochs, RedisHeldTable, RedisWitnessStore
 
         client = connect(cas_url)
         store = RedisStore(client, max_bytes=settings.blob_max_bytes)
         if not store.ping():
             msg = f"cannot reach the shared store FAK_CAS_URL={redact_url(cas_url)}"
             raise CasUnavailable(msg)
-        shared["ledger"] = RedisLedger(
-            store,
-            client,
-            max_held=settings.ctxmmu_max_held,
-            max_held_bytes=settings.held_bytes_bound,
-            pageout_bytes=settings.pageout_bytes,
+        table = RedisHeldTable(
+            client, max_held=settings.ctxmmu_max_held, max_held_bytes=settings.held_bytes_bound
+        )
+        shared["ledger"] = QuarantineLedger(
+            store, pageout_bytes=settings.pageout_bytes, table=table
         )
         shared["epochs"] = RedisEpochs(client)
-        shared["witness_book"] = RedisWitnessBook(client, ttl_s=settings.witness_ttl_s)
+        witnesses = RedisWitnessStore(client, ttl_s=settings.witness_ttl_s)
+        shared["witness_book"] = WitnessBook(store=witnesses)
     elif settings.blob_dir:
         store = DirectoryStore(settings.blob_dir)
     else:

@@ -164,7 +164,7 @@ class Kernel:
         self._audit = AuditWriter(journal, lambda: self._count("journal_faults"))
         self._clock: Clock = clock if clock is not None else _SystemClock()
         self._store: BlobStore = store if store is not None else MemoryStore()
-        # a shared ledger (fak.kernel.shared.RedisLedger) comes built over the shared store
+        # a shared ledger (over fak.kernel.shared.RedisHeldTable) comes built by build_kernel
         self._ledger = ledger or QuarantineLedger(
             self._store,
             max_held=max_held,
@@ -178,7 +178,7 @@ class Kernel:
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._world = 0
         self._trust_epoch = 0
-        # a shared book (fak.kernel.shared.RedisWitnessBook) comes with its own clock and ttl
+        # a shared book (over fak.kernel.shared.RedisWitnessStore) keeps its own clock and ttl
         self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
@@ -359,6 +359,11 @@ class Kernel:
                 self._vdso.flush()
             self._epoch_nonce = stamp.nonce
         return (stamp.world, stamp.trust)
+
+    @property
+    def epochs(self) -> SharedEpochs | None:
+        """The fleet's shared epochs (None: this kernel serves alone)."""
+        return self._epochs
 
     @property
     def ledger(self) -> QuarantineLedger:
