@@ -1,4 +1,4 @@
-"""Settings, built once from flags, an explicitly passed environ and files (tier T2).
+"""Settings, built once from flags, an explicitly passed environ and files (tier T1).
 
 This is the only module that reads process environment variables (apart from
 ``fak.hooks.client``, the hook's launcher, which cannot afford this module's imports), and only
@@ -7,98 +7,116 @@ through ``Settings.from_environ(environ)`` where the caller passes the mapping (
 ``Settings.current()`` is the process's settings (``build_kernel`` turns them into a Kernel's
 values; a bare ``Kernel()`` reads none). Stdlib only, so every
 package above the vocabulary may import it.
-A bad value for a bounded setting falls back to its default rather than loosening anything.
+Each setting is one field naming its variable, its default and its reader, written once; a bad
+value for a bounded setting falls back to that default rather than loosening anything.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TypeVar
 
 __all__ = ["Settings", "prepare_engine_numerics", "process_environ", "user_cache_dir"]
 
 _GIB = 1024 * 1024 * 1024
 
+_T = TypeVar("_T")
 
-def _int(environ: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        return default
-    return value if value >= minimum else default
+Read = Callable[[str, _T], _T]
+"""How one variable's raw text (``""`` when unset) becomes a value, given the default."""
 
 
-def _float(environ: Mapping[str, str], name: str, default: float) -> float:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        return default
-    return value if value >= 0 else default
+def _text(raw: str, default: str | None) -> str | None:
+    return raw.strip() or default
 
 
-def _list(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in environ.get(name, "").split(",") if part.strip())
+def _secret(raw: str, default: str | None) -> str | None:
+    return raw or default  # a key is taken as written, spaces and all
+
+
+def _count(minimum: int) -> Read[int]:
+    def read(raw: str, default: int) -> int:
+        raw = raw.strip()
+        if not raw:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            return default
+        return value if value >= minimum else default
+
+    return read
+
+
+def _seconds(*, zero: bool) -> Read[float]:
+    """Non-negative seconds; with ``zero=False`` a zero also means the default."""
+
+    def read(raw: str, default: float) -> float:
+        raw = raw.strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            return default
+        if not value >= 0:
+            return default
+        return value if value or zero else default
+
+    return read
+
+
+def _names(raw: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip()) or default
+
+
+def _env(variable: str, default: _T, read: Read[_T]) -> _T:
+    """A field read from ``variable`` by ``read``; the default is written here and only here."""
+    return field(default=default, metadata={"env": variable, "read": read})
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Every knob fak reads from its environment, with its default."""
+    """Every knob fak reads from its environment: its variable, its default, how it is read."""
 
-    audit_journal: str | None = None  # FAK_AUDIT_JOURNAL: path of the decision journal (opt-in)
-    blob_max_bytes: int = _GIB  # FAK_BLOB_MAX_BYTES: memory CAS bound, 0 = unbounded
-    blob_dir: str | None = None  # FAK_BLOB_DIR: durable directory CAS
-    ctxmmu_max_held: int = 8192  # FAK_CTXMMU_MAX_HELD: quarantine ledger bound (results)
-    ctxmmu_max_held_bytes: int = 256 * 1024 * 1024  # FAK_CTXMMU_MAX_HELD_BYTES: (bytes)
-    pageout_bytes: int = 4096  # FAK_PAGEOUT_BYTES: benign results past this are paged out (0 off)
-    http_read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S (0 disables)
-    http_write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S (0 disables)
-    http_idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S (0 disables)
-    upstream_max_bytes: int = 32 * 1024 * 1024  # FAK_UPSTREAM_MAX_BYTES: decompressed reply cap
-    max_messages: int = 4096  # FAK_MAX_MESSAGES: messages in one request (more: 413)
-    max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in one request or turn
-    allowed_hosts: tuple[str, ...] = ()  # FAK_ALLOWED_HOSTS: extra Host names (comma list)
-    cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins allowed cross-site (comma)
-    witness_ttl_s: float = 900.0  # FAK_WITNESS_TTL_S: how long a held call can be approved
-    witness_key: str | None = None  # FAK_WITNESS_KEY: approves held calls over MCP (fak_witness)
-    cert_key: str | None = None  # FAK_CERT_KEY: ed25519 key file of deletion certificates
+    # path of the decision journal (opt-in)
+    audit_journal: str | None = _env("FAK_AUDIT_JOURNAL", None, _text)
+    blob_max_bytes: int = _env("FAK_BLOB_MAX_BYTES", _GIB, _count(0))  # memory CAS, 0 = unbounded
+    blob_dir: str | None = _env("FAK_BLOB_DIR", None, _text)  # durable directory CAS
+    # quarantine ledger bounds: held results, held bytes
+    ctxmmu_max_held: int = _env("FAK_CTXMMU_MAX_HELD", 8192, _count(1))
+    ctxmmu_max_held_bytes: int = _env("FAK_CTXMMU_MAX_HELD_BYTES", 256 * 1024 * 1024, _count(1))
+    # benign results past this are paged out (0 off)
+    pageout_bytes: int = _env("FAK_PAGEOUT_BYTES", 4096, _count(0))
+    # receiving the request body / producing the response / keep-alive idle (0 disables each)
+    http_read_timeout_s: float = _env("FAK_HTTP_READ_TIMEOUT_S", 30.0, _seconds(zero=True))
+    http_write_timeout_s: float = _env("FAK_HTTP_WRITE_TIMEOUT_S", 90.0, _seconds(zero=True))
+    http_idle_timeout_s: float = _env("FAK_HTTP_IDLE_TIMEOUT_S", 120.0, _seconds(zero=True))
+    # the upstream's decompressed reply cap
+    upstream_max_bytes: int = _env("FAK_UPSTREAM_MAX_BYTES", 32 * 1024 * 1024, _count(1))
+    max_messages: int = _env("FAK_MAX_MESSAGES", 4096, _count(1))  # in one request (more: 413)
+    max_tool_calls: int = _env("FAK_MAX_TOOL_CALLS", 1024, _count(1))  # in one request or turn
+    allowed_hosts: tuple[str, ...] = _env("FAK_ALLOWED_HOSTS", (), _names)  # extra Host names
+    cors_origins: tuple[str, ...] = _env("FAK_CORS_ORIGINS", (), _names)  # allowed cross-site
+    # how long a held call can be approved (0 means the default)
+    witness_ttl_s: float = _env("FAK_WITNESS_TTL_S", 900.0, _seconds(zero=False))
+    witness_key: str | None = _env("FAK_WITNESS_KEY", None, _secret)  # approves held calls (MCP)
+    cert_key: str | None = _env("FAK_CERT_KEY", None, _text)  # ed25519 key of deletion certs
     # N workers (docs/deploy.md): redis://… holds the CAS, quarantine ledger and vDSO epochs
-    cas_url: str | None = None  # FAK_CAS_URL (unset: memory / FAK_BLOB_DIR, this process only)
-    journal_url: str | None = None  # FAK_JOURNAL_URL: postgresql://… one chain for the fleet
+    # (unset: memory / FAK_BLOB_DIR, this process only); postgresql://… one journal chain
+    cas_url: str | None = _env("FAK_CAS_URL", None, _text)
+    journal_url: str | None = _env("FAK_JOURNAL_URL", None, _text)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
-        journal = environ.get("FAK_AUDIT_JOURNAL", "").strip() or None
-        blob_dir = environ.get("FAK_BLOB_DIR", "").strip() or None
-        return cls(
-            audit_journal=journal,
-            blob_max_bytes=_int(environ, "FAK_BLOB_MAX_BYTES", _GIB),
-            blob_dir=blob_dir,
-            ctxmmu_max_held=_int(environ, "FAK_CTXMMU_MAX_HELD", 8192, minimum=1),
-            pageout_bytes=_int(environ, "FAK_PAGEOUT_BYTES", 4096),
-            ctxmmu_max_held_bytes=_int(
-                environ, "FAK_CTXMMU_MAX_HELD_BYTES", 256 * 1024 * 1024, minimum=1
-            ),
-            http_read_timeout_s=_float(environ, "FAK_HTTP_READ_TIMEOUT_S", 30.0),
-            http_write_timeout_s=_float(environ, "FAK_HTTP_WRITE_TIMEOUT_S", 90.0),
-            http_idle_timeout_s=_float(environ, "FAK_HTTP_IDLE_TIMEOUT_S", 120.0),
-            upstream_max_bytes=_int(environ, "FAK_UPSTREAM_MAX_BYTES", 32 * 1024 * 1024, minimum=1),
-            max_messages=_int(environ, "FAK_MAX_MESSAGES", 4096, minimum=1),
-            max_tool_calls=_int(environ, "FAK_MAX_TOOL_CALLS", 1024, minimum=1),
-            allowed_hosts=_list(environ, "FAK_ALLOWED_HOSTS"),
-            cors_origins=_list(environ, "FAK_CORS_ORIGINS"),
-            witness_ttl_s=_float(environ, "FAK_WITNESS_TTL_S", 900.0) or 900.0,
-            witness_key=environ.get("FAK_WITNESS_KEY") or None,
-            cert_key=environ.get("FAK_CERT_KEY", "").strip() or None,
-            cas_url=environ.get("FAK_CAS_URL", "").strip() or None,
-            journal_url=environ.get("FAK_JOURNAL_URL", "").strip() or None,
-        )
+        """Each field from its ``FAK_*`` variable in ``environ``; unset or bad: its default."""
+        values = {
+            f.name: f.metadata["read"](environ.get(f.metadata["env"], ""), f.default)
+            for f in fields(cls)
+        }
+        return cls(**values)
 
     @classmethod
     def current(cls) -> Settings:

@@ -252,3 +252,22 @@ def test_claude_code_pre_tool_use_refuses_to_read_a_poisoned_file(
     assert (
         _hook(fak_hook, binary, tmp_path).returncode == 0
     )  # not text: no pre-screen, no false refusal
+
+
+def test_E4_an_unusable_blob_dir_is_named_as_such_not_as_the_journal(
+    fak_hook: list[str], tmp_path: Path
+) -> None:
+    not_a_dir = tmp_path / "cas-is-a-file"
+    not_a_dir.write_text("x")
+    payload = {
+        "session_id": "s-1",
+        "cwd": str(tmp_path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "WebFetch",
+        "tool_input": {"url": "https://example.com"},
+        "tool_response": {"result": "hello"},
+    }
+    done = _hook(fak_hook, payload, tmp_path, env={"FAK_BLOB_DIR": str(not_a_dir)})
+    assert done.returncode == 2  # a refusal in the client's terms, never exit 1
+    assert "[FAK-BLOB-DIR]" in done.stderr and str(not_a_dir) in done.stderr
+    assert "audit journal" not in done.stderr

@@ -92,3 +92,16 @@ def test_admitted_call_with_non_object_arguments_is_denied_malformed(
     assert body["choices"][0]["finish_reason"] == "stop"
     [adj] = body["fak"]["adjudications"]
     assert adj["admitted"] is False and adj["verdict"]["reason"] == "MALFORMED"
+
+
+def test_D9_a_huge_tool_name_from_the_upstream_is_bounded_in_the_access_log(
+    app_factory: Callable[..., Any], access: Any
+) -> None:
+    name = "read_" + "x" * 500_000
+    call = ProposedCall("c1", name, "{}")
+    app = app_factory(MockPlanner([PlannerTurn("", (call,), FinishReason.TOOL_CALLS, Usage(1, 1))]))
+    r = _post(app, {"model": "m", "messages": [{"role": "user", "content": "go"}]})
+    assert r.status_code == 200
+    assert len(access.raw) < 4096  # every line of the request, not half a megabyte
+    [op] = [x for x in access.lines if x["event"] == "gateway_operation"]
+    assert op["tool"] == name[:200] + f"...(+{len(name) - 200} chars)"

@@ -151,3 +151,25 @@ def test_plain_json_post_and_dns_rebinding_guard() -> None:
     with LoopbackServer(open_app) as url:
         other = httpx.post(f"{url}/mcp", json=init, headers={**JSON_ACCEPT, "Host": "fak.internal"})
     assert other.status_code == 200
+
+
+def test_E3_fak_witness_on_the_gateway_honours_its_witness_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fak.gateway.app import build_app
+    from fak.gateway.state import GatewayOptions
+    from fak.testing.planner import MockPlanner
+
+    monkeypatch.delenv("FAK_WITNESS_KEY", raising=False)
+    app = build_app(kernel(), MockPlanner(), GatewayOptions(witness_key="k-from-env-flag"))
+
+    async def both(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
+        good = await client.call_tool("fak_witness", {"id": "w-none", "key": "k-from-env-flag"})
+        bad = await client.call_tool("fak_revoke", {"witness": "w-none", "key": "nope"})
+        return envelope(good), envelope(bad)
+
+    with LoopbackServer(app) as url:
+        good, bad = with_client(f"{url}/mcp", both)
+    # the key opened the door: what remains is that no such hold exists
+    assert good["data"]["reason"] != "UNWITNESSED" and "why" not in good["data"]
+    assert (bad["data"]["reason"], bad["data"]["why"]) == ("UNWITNESSED", "wrong witness key")

@@ -126,3 +126,34 @@ def test_cli_exits(tmp_path: Path) -> None:
     missing = runner.invoke(cli, ["mcp", "proxy", "--config", str(tmp_path / "nope.json")])
     assert missing.exit_code == 1
     assert "MCPX-CONF-FILE" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("names", "separator", "clash"),
+    [
+        (["a", "a_"], "__", ("a", "a_")),  # a + __ + _b == a_ + __ + b == a___b
+        (["a_", "a"], "__", ("a", "a_")),
+        (["x", "x:"], "::", ("x", "x:")),
+        (["a", "a-"], "-", None),  # a- holds the separator: refused by the separator rule
+        (["a", "a_"], "_.", None),  # a + _. + t never starts with a_ + _.
+        (["a", "ab"], "__", None),
+        (["git", "git_"], "__", ("git", "git_")),
+    ],
+)
+def test_E6_server_names_whose_tool_names_can_collide_are_refused_at_load(
+    names: list[str], separator: str, clash: tuple[str, str] | None
+) -> None:
+    doc = {"mcpServers": {n: {"command": "x"} for n in names}, "fak": {"separator": separator}}
+    if clash is None:
+        try:
+            load_proxy_config(json.dumps(doc), {})
+        except ProxyConfigError as exc:
+            assert "same tool name" not in str(exc)
+        return
+    with pytest.raises(ProxyConfigError) as caught:
+        load_proxy_config(json.dumps(doc), {})
+    assert caught.value.code == "MCPX-CONF-NAME"
+    assert f"mcpServers.{clash[0]} and mcpServers.{clash[1]}" in str(caught.value)
+    # the clash named is a real one: both spellings give one exposed name
+    short, long = clash
+    assert short + separator + long[len(short) :] + "t" == long + separator + "t"

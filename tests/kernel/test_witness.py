@@ -173,3 +173,30 @@ def test_witness_events_are_journaled_and_verify(tmp_path: Path) -> None:
     assert [r["kind"] for r in rows] == ["HOLD", "WITNESS_APPROVE", "DECIDE", "WITNESS_REVOKE"]
     assert all(r["by"] == f"witness:{hold_id}" for r in rows)
     assert verify(path).ok
+
+
+def test_N3_an_approved_call_keeps_the_folds_redactions() -> None:
+    manifest = {
+        "allow": ["send_money"],
+        "redact_fields": ["password"],
+        "sinks": [{"tool": "send_money", "arg": "recipient", "kind": "iban", "unknown": "witness"}],
+    }
+    kernel = Kernel(Policy.loads(json.dumps(manifest), source="<test>"), clock=_Clock())
+    ctx = Context().user("pay my new supplier")
+    args = {"recipient": "FR1420041010050500013M02606", "amount": 10, "password": "hunter2"}
+    call = ToolCall("send_money", args, context=ctx)
+    held = kernel.decide(call)
+    assert held.kind is VerdictKind.REQUIRE_WITNESS
+    kernel.approve_witness(held.meta["witness_id"], approver="ops")
+    approved = kernel.decide(call)
+    assert approved.kind is VerdictKind.TRANSFORM  # the witness changes only its own rung
+    assert approved.by == f"witness:{held.meta['witness_id']}"
+    assert approved.new_args is not None
+    assert dict(approved.new_args) == {**args, "password": "[REDACTED]"}
+    dispatched: list[object] = []
+    kernel.register_tool("send_money", lambda a: dispatched.append(dict(a)) or "sent")
+    again = kernel.decide(call)
+    assert again.kind is VerdictKind.REQUIRE_WITNESS  # single use
+    kernel.approve_witness(again.meta["witness_id"])
+    kernel.syscall(call)
+    assert dispatched == [{**args, "password": "[REDACTED]"}]

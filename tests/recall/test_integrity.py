@@ -218,3 +218,16 @@ def test_sigkill_while_the_manifest_is_being_replaced_keeps_the_old_one(tmp_path
     loaded = Session.load(DirectoryImage(root))
     assert len(loaded.pages) in (1, 20001)  # the old image, or (rarely) the whole new one
     assert loaded.resolve(0).ok
+
+
+def test_N12_a_manifest_that_is_not_a_regular_file_is_refused(
+    pristine: Path, tmp_path: Path
+) -> None:
+    root = _copy(pristine, tmp_path)
+    real = tmp_path / "elsewhere.json"
+    (root / "manifest.json").rename(real)
+    (root / "manifest.json").symlink_to(real)  # the same bytes, behind a link
+    assert _load_code(root) is RecallErrorCode.FOREIGN_FILE
+    (root / "manifest.json").unlink()
+    os.mkfifo(root / "manifest.json")  # would block a plain open
+    assert _load_code(root) is RecallErrorCode.FOREIGN_FILE

@@ -153,7 +153,7 @@ def test_custom_and_namespaced_calls_render_back_as_the_client_declared_them() -
     assert (out[1]["name"], out[1]["namespace"]) == ("f", "ns")
 
 
-def test_images_in_tool_results_and_user_turns_are_not_a_400() -> None:
+def test_images_in_tool_results_and_user_turns_are_not_a_400_and_never_pass_unseen() -> None:
     image = {
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"},
@@ -187,8 +187,14 @@ def test_images_in_tool_results_and_user_turns_are_not_a_400() -> None:
         ],
     }
     parsed = anthropic.parse_request(body)
-    assert parsed.turn.messages[-1].content == "a screenshot"  # the text is what is screened
-    assert anthropic.forwardable_as_is(body)  # so the image travels in the client's bytes
+    # a tool's image cannot be screened: it is held out with a note the model reads, and the
+    # request is rebuilt rather than passed through (issue 23 N1); the user's own image is theirs
+    assert parsed.turn.messages[-1].content == (
+        "a screenshot\n\n[fak] an image in this tool result was held out: fak cannot screen it"
+    )
+    assert not anthropic.forwardable_as_is(body)
+    user_only = {**body, "messages": body["messages"][:1]}
+    assert anthropic.forwardable_as_is(user_only)
 
 
 def test_chat_custom_tools_and_media_parts() -> None:

@@ -46,13 +46,19 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool returned, as bytes, with the call it answers."""
+    """What a tool returned, as bytes, with the call it answers.
+
+    ``view`` is what the model will read of ``payload`` when that differs from its bytes: for a
+    JSON value, its keys and string leaves decoded (``fak.kernel.views``). The wall screens both;
+    it takes no part in equality.
+    """
 
     tool: str
     payload: bytes
     call_id: str = ""
     trace_id: str = ""
     meta: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    view: bytes | None = field(default=None, compare=False, repr=False)
 
 
 class RefKind(enum.StrEnum):

@@ -1,7 +1,10 @@
-"""The ``fak serve`` verb (tier T5): build a kernel, a planner and the gateway app, then serve.
+"""The ``fak serve`` verb (tier T5): flags, the planner choice and exit codes.
 
-Planner precedence: ``--base-url`` → upstream proxy (``--provider``, ``--api-key-env`` names the
-variable holding the upstream key); else ``--gguf`` or an installed engine with its model →
+The flags fill a ``fak.gateway.serving.ServeConfig`` (with ``fak.config.Settings``, the flags
+winning); ``fak.gateway.serving.serve`` assembles the kernel, the app, the workers and the
+policy follower from it. Planner precedence (the choice stays here: only the CLI may import the
+engine): ``--base-url`` → upstream proxy (``--provider``, ``--api-key-env`` names the variable
+holding the upstream key); else ``--gguf`` or an installed engine with its model →
 ``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
 else the scripted mock with a loud warning (also when the default model cannot be loaded).
 ``--threads``, ``--engine-mode``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine.
@@ -15,21 +18,18 @@ Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an 
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import logging
-import os
-import signal
-import socket
 import sys
-import time
-import traceback
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, assert_never
 
 import click
 
 from fak.config import Settings, process_environ
+from fak.wire import WireName
+
+if TYPE_CHECKING:
+    from fak.gateway.serving import Console, ServeConfig, StartError
 
 __all__ = ["build_planner", "register"]
 
@@ -45,15 +45,6 @@ def _split_addr(addr: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise click.BadParameter("use HOST:PORT, e.g. 127.0.0.1:8080", param_hint="--addr")
     return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _secret(environ: Mapping[str, str], var: str, flag: str) -> str:
@@ -141,38 +132,6 @@ class ByteSize(click.ParamType[int]):
         return int(number * _SIZE_UNITS[unit])
 
 
-def _examples(origin: str, model: str) -> str:
-    json_header = "-H 'content-type: application/json'"
-    chat = (
-        f'{{"model":"{model}","max_tokens":40,"messages":[{{"role":"user",'
-        '"content":"What is the capital of France?"}]}'
-    )
-    return "\n".join(
-        [
-            "try, in another shell:",
-            f"  curl -s {origin}/healthz",
-            f"  curl -s {origin}/v1/fak/adjudicate {json_header} "
-            """-d '{"tool":"delete_account","arguments":{}}'""",
-            f"  curl -s {origin}/v1/chat/completions {json_header} -d '{chat}'",
-        ]
-    )
-
-
-class _LineWriter:
-    """Access-log sink: lines go to the stream's byte buffer; the log flushes once a request."""
-
-    __slots__ = ("_buffer",)
-
-    def __init__(self, stream: Any) -> None:
-        self._buffer = stream.buffer
-
-    def __call__(self, line: bytes) -> None:
-        self._buffer.write(line)
-
-    def flush(self) -> None:
-        self._buffer.flush()
-
-
 def _workers_refusal(settings: Settings, workers: int) -> str | None:
     local = settings.process_local_stores()
     if workers <= 1 or not local:
@@ -186,96 +145,41 @@ def _workers_refusal(settings: Settings, workers: int) -> str | None:
     )
 
 
-def _follow_policy(kernel: Any, reloader: Callable[[], tuple[Any, Any]]) -> None:
-    """With shared epochs: when another worker bumps the trust epoch (a policy reload), load
-    the policy file here too. A worker already on that policy does nothing, so the reloads
-    settle instead of echoing. Runs in a daemon thread of this worker."""
-    import threading
+def _start_failure(exc: StartError, *, addr: str, config: ServeConfig) -> tuple[str, int]:
+    """The message and exit code for a start-up failure (1: a file or a store; 2: usage)."""
+    from fak.gateway.serving import StartStage
+    from fak.journal import open_error_line
 
-    epochs = kernel.epochs  # the fleet's (None: this worker serves alone)
-    if epochs is None:
-        return
+    cause = exc.cause
+    match exc.stage:
+        case StartStage.POLICY:
+            return f"--policy {config.policy_path}: {cause}", 1
+        case StartStage.KERNEL:
+            if isinstance(cause, ImportError):
+                extra = "the shared stores need the shared extra (pip install 'fak[shared]')"
+                return f"{extra}: {cause}", 2
+            if isinstance(cause, ValueError):
+                return f"{cause}", 2
+            if isinstance(cause, ConnectionError):
+                return f"[FAK-STORE-DOWN] {cause}", 1
+            return open_error_line(str(config.settings.audit_journal), cause), 1
+        case StartStage.MCP_PROXY:
+            return f"--mcp-proxy {config.mcp_proxy_config}: {cause}", 1
+        case StartStage.BIND:
+            reason = cause.strerror if isinstance(cause, OSError) else None
+            return f"cannot bind {addr}: {reason or cause}", 2
+        case unreachable:
+            assert_never(unreachable)
 
-    def on_change(kind: str, value: int) -> None:
-        if kind != "trust":
-            return
-        try:
-            fresh, _ = reloader()
-        except Exception as exc:  # a broken file: keep the policy in force, say so
-            _warn(f"policy reload after a fleet trust bump failed: {exc}")
-            return
-        if fresh.version != kernel.policy_version:
-            kernel.replace_policy(fresh)
 
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=epochs.follow, args=(on_change, stop), name="fak-policy", daemon=True
-    )
-    thread.start()
+def _say(line: str) -> None:
+    click.echo(line, err=True)
 
 
-def _run_workers(count: int, sock: socket.socket, start: Callable[[int], None]) -> None:
-    """Fork ``count`` workers serving ``sock``; restart one that dies; stop all on a signal.
+def _console() -> Console:
+    from fak.gateway.serving import Console
 
-    A worker that fails within its first seconds (a store down at start, a bad model) stops
-    the whole server with its exit code rather than being restarted in a loop.
-    """
-    children: dict[int, tuple[int, float]] = {}
-    stopping = False
-
-    def spawn(index: int) -> None:
-        pid = os.fork()
-        if pid == 0:  # the worker: build everything here, after the fork
-            code = 0
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                start(index)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException:
-                traceback.print_exc()
-                code = 1
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
-        children[pid] = (index, time.monotonic())
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-        for pid in list(children):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    for index in range(count):
-        spawn(index)
-    failed = 0
-    while children:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        entry = children.pop(pid, None)
-        if entry is None or stopping:
-            continue
-        index, started = entry
-        code = os.waitstatus_to_exitcode(status)
-        if time.monotonic() - started < 5.0 and code != 0:
-            click.secho(
-                f"error: worker {index + 1} failed at start (exit {code}); stopping", err=True
-            )
-            failed = code if code > 0 else 1
-            stop(signal.SIGTERM, None)
-            continue
-        _warn(f"worker {index + 1} (pid {pid}) exited ({code}); starting it again")
-        spawn(index)
-    sock.close()
-    if failed:
-        sys.exit(failed)
+    return Console(say=_say, warn=_warn)
 
 
 def register(group: click.Group) -> None:
@@ -286,8 +190,8 @@ def register(group: click.Group) -> None:
     @click.option("--base-url", default=None, help="Upstream model URL (OpenAI: include /v1).")
     @click.option(
         "--provider",
-        type=click.Choice(["openai", "openai-responses", "anthropic"]),
-        default="openai",
+        type=click.Choice([str(w) for w in WireName]),
+        default=str(WireName.OPENAI_CHAT),
         show_default=True,
         help="Upstream wire: Chat Completions, the Responses API (Codex, reasoning models), "
         "or Anthropic Messages.",
@@ -457,56 +361,24 @@ def register(group: click.Group) -> None:
             _secret(environ, witness_key_env, "--witness-key-env") if witness_key_env else None
         )
 
-        from fak.gateway.app import build_app
-        from fak.gateway.routes.native import file_events
-        from fak.gateway.server import bind
-        from fak.gateway.server import serve as run_server
-        from fak.gateway.state import GatewayOptions
-        from fak.journal import JournalCorruptError, open_error_line
-        from fak.kernel import build_kernel
-        from fak.policy import Policy, PolicyError
+        from fak.gateway.serving import AccessLogSink, ServeConfig, serve
 
-        policy = None
-        reloader = None
-        if policy_path:
-            try:
-                policy = Policy.load(policy_path)
-            except (PolicyError, OSError) as exc:
-                click.secho(f"error: --policy {policy_path}: {exc}", fg="red", err=True)
-                sys.exit(1)
+        config = ServeConfig(
+            settings=settings,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=AccessLogSink(access_log),
+            policy_path=policy_path,
+            require_key=required,
+            witness_key=witness_key,
+            mcp_proxy_config=mcp_proxy_config,
+            recall_dir=recall_dir,
+            examples=examples,
+        )
 
-            def reloader() -> tuple[Any, Mapping[str, Any]]:
-                fresh = Policy.load(policy_path)
-                return fresh, fresh.summary()
-
-        def start(index: int, sock: socket.socket | None) -> None:
-            """Build this worker's kernel, planner and app (after any fork), then serve."""
-            try:
-                kernel = build_kernel(settings, policy)
-            except ImportError as exc:
-                click.secho(
-                    f"error: the shared stores need the shared extra (pip install 'fak[shared]'): "
-                    f"{exc}",
-                    fg="red",
-                    err=True,
-                )
-                sys.exit(2)
-            except ValueError as exc:
-                click.secho(f"error: {exc}", fg="red", err=True)
-                sys.exit(2)
-            except ConnectionError as exc:
-                click.secho(f"error: [FAK-STORE-DOWN] {exc}", fg="red", err=True)
-                sys.exit(1)
-            except (OSError, JournalCorruptError) as exc:
-                click.secho(
-                    f"error: {open_error_line(str(settings.audit_journal), exc)}",
-                    fg="red",
-                    err=True,
-                )
-                sys.exit(1)
-            if reloader is not None and settings.cas_url:
-                _follow_policy(kernel, reloader)
-            planner = build_planner(
+        def planner() -> Any:
+            return build_planner(
                 base_url=base_url,
                 provider=provider,
                 model=model,
@@ -523,78 +395,12 @@ def register(group: click.Group) -> None:
                     "mode": engine_mode,
                 },
             )
-            if not _is_loopback(host) and required is None:
-                _warn(
-                    f"binding {host}:{port} with NO client key: anyone who can reach it can use "
-                    "it. Add --require-key-env."
-                )
-            sink = {"stdout": sys.stdout, "stderr": sys.stderr}.get(access_log)
-            mcp_proxy = None
-            if mcp_proxy_config is not None:
-                from fak.gateway.mcp import McpProxy, ProxyConfigError, load_proxy_config_file
 
-                try:
-                    mcp_proxy = McpProxy(kernel, load_proxy_config_file(mcp_proxy_config, environ))
-                except ProxyConfigError as exc:
-                    click.secho(f"error: --mcp-proxy {mcp_proxy_config}: {exc}", fg="red", err=True)
-                    sys.exit(1)
-            options = GatewayOptions(
-                read_timeout_s=settings.http_read_timeout_s,
-                write_timeout_s=settings.http_write_timeout_s,
-                idle_timeout_s=settings.http_idle_timeout_s,
-                max_messages=settings.max_messages,
-                max_tool_calls=settings.max_tool_calls,
-                require_key=required,
-                witness_key=witness_key,
-                policy_reloader=reloader,
-                policy_source=policy_path or "",
-                events=(
-                    file_events(settings.audit_journal, kernel.journal)
-                    if settings.audit_journal
-                    else getattr(kernel.journal, "rows_after", None)  # the PostgreSQL journal
-                ),
-                access_log=_LineWriter(sink) if sink is not None else None,
-                # loopback names on a loopback bind; a public bind answers to whatever names reach
-                # it (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
-                allowed_hosts=settings.allowed_hosts or (None if _is_loopback(host) else ("*",)),
-                cors_origins=settings.cors_origins,
-                mcp_proxy=mcp_proxy,
-                recall_dir=recall_dir,
-            )
-            app = build_app(kernel, planner, options)
-            shown = f"[{host}]" if ":" in host else host
+        def fail(exc: StartError) -> NoReturn:
+            message, code = _start_failure(exc, addr=addr, config=config)
+            click.secho(f"error: {message}", fg="red", err=True)
+            sys.exit(code)
 
-            def ready(bound: int) -> None:
-                origin = f"http://{shown}:{bound}"
-                who = f"worker {index + 1}/{workers} (pid {os.getpid()}) " if workers > 1 else ""
-                click.echo(
-                    f"fak serve: {who}ready: planner={planner.kind} "
-                    f"model={planner.model or '-'} on {origin} (OpenAI base URL {origin}/v1, "
-                    f"Anthropic base URL {origin})",
-                    err=True,
-                )
-                if examples:
-                    click.echo(_examples(origin, planner.model or "mock"), err=True)
-
-            try:
-                run_server(
-                    app,
-                    host=host,
-                    port=port,
-                    idle_timeout_s=settings.http_idle_timeout_s,
-                    on_ready=ready,
-                    sock=sock,
-                )
-            except OSError as exc:
-                click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
-                sys.exit(2)
-
-        if workers > 1:
-            try:
-                shared_sock = bind(host, port)
-            except OSError as exc:
-                click.secho(f"error: cannot bind {addr}: {exc.strerror or exc}", fg="red", err=True)
-                sys.exit(2)
-            _run_workers(workers, shared_sock, lambda index: start(index, shared_sock))
-            return
-        start(0, None)
+        code = serve(config, planner, environ=environ, console=_console(), fail=fail)
+        if code:
+            sys.exit(code)

@@ -6,7 +6,9 @@ bytes, duration). Both carry ``trace_id``, which is also returned as ``X-Trace-I
 never holds a body, an argument, a result or a digest of one. The sink is injected (the CLI
 passes a buffered stdout/stderr writer; tests pass a list); with no sink nothing is written. A
 ``BufferedSink`` (a sink with a ``flush`` method) is flushed once per request, after its
-``gateway_http_request`` line, so a request's lines cost one write to the descriptor, not one each.
+``gateway_http_request`` line, so a request's lines cost one write to the descriptor rather than
+one each. Every string field is bounded (``bounded``: 200 characters and the count of the
+rest), so a 500 KB tool name proposed by an upstream costs the log one short line.
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ import orjson
 
 from fak.wire import WireVerdict
 
-__all__ = ["AccessLog", "BufferedSink"]
+__all__ = ["FIELD_LIMIT", "AccessLog", "BufferedSink", "bounded"]
+
+FIELD_LIMIT = 200
+
+
+def bounded(value: str, limit: int = FIELD_LIMIT) -> str:
+    """``value`` cut to ``limit`` characters, with how many more there were."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}...(+{len(value) - limit} chars)"
 
 
 @runtime_checkable
@@ -67,20 +78,20 @@ class AccessLog:
             "event": "gateway_operation",
             "ts": round(self._clock(), 6),
             "operation": operation,
-            "tool": tool,
-            "trace_id": trace_id,
+            "tool": bounded(tool),
+            "trace_id": bounded(trace_id),
             "verdict": verdict.kind if verdict is not None else "ERROR",
             "duration_ms": round(seconds * 1000, 3),
         }
         if verdict is not None:
             if verdict.reason:
-                line["reason"] = verdict.reason
+                line["reason"] = bounded(verdict.reason)
             if verdict.by:
-                line["by"] = verdict.by
+                line["by"] = bounded(verdict.by)
             if verdict.disposition:
-                line["disposition"] = verdict.disposition
+                line["disposition"] = bounded(verdict.disposition)
         if error:
-            line["error"] = error
+            line["error"] = bounded(error)
         self._write(line)
 
     def http(
@@ -99,12 +110,12 @@ class AccessLog:
         line: dict[str, Any] = {
             "event": "gateway_http_request",
             "ts": round(self._clock(), 6),
-            "method": method,
-            "route": route,
+            "method": bounded(method, 16),
+            "route": bounded(route),
             "status": status,
             "bytes": nbytes,
             "duration_ms": round(seconds * 1000, 3),
-            "trace_id": trace_id,
+            "trace_id": bounded(trace_id),
         }
         if user_agent:
             line["user_agent"] = user_agent[:128]

@@ -27,10 +27,7 @@ from fak.gateway.errors import GatewayError, error_body
 from fak.gateway.http import GatewayMiddleware, KeyCheck, TraceIds
 from fak.gateway.metrics import Metrics
 from fak.gateway.origin import Cors, HostCheck
-from fak.gateway.routes.native import native_routes
-from fak.gateway.routes.ops import ops_routes
-from fak.gateway.routes.recall import recall_routes
-from fak.gateway.routes.turns import turn_routes
+from fak.gateway.routes import native, ops, recall, turns
 from fak.gateway.state import GatewayOptions, GatewayState
 from fak.gateway.turns import TurnRunner
 from fak.kernel import QuarantineLedger
@@ -89,7 +86,7 @@ async def _route_error(request: Request, exc: Exception) -> Response:
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
-    _log.error("internal error on %s: %s", request.url.path, type(exc).__name__)
+    _log.error("internal error on %s: %s", request.url.path[:200], type(exc).__name__)
     return Response(
         error_body(
             500, "internal_error", "internal gateway error", anthropic=_is_anthropic(request)
@@ -150,9 +147,8 @@ def build_app(
 
     planner.set_error_hook(metrics.upstream_error)
 
-    turn_routes_list = turn_routes(state)
-    routes: list[Route] = [*turn_routes_list, *native_routes(state), *ops_routes(state)]
-    routes += recall_routes(state)
+    stores = ops.StoreWatch(kernel, metrics.registry)  # registered before the MCP collectors
+    routes: list[Route] = [*turns.ROUTES, *native.ROUTES, *ops.ROUTES, *recall.ROUTES]
     mcp_endpoint = None
     if o.mcp:
         from fak.gateway.mcp.server import McpHttpEndpoint
@@ -164,6 +160,7 @@ def build_app(
             body_cap=o.body_cap,
             server=proxy.server if proxy is not None else None,
             plane=plane,
+            witness_key=o.witness_key,
         )
         if proxy is not None:
             from fak.gateway.mcp.metrics import ProxyCollector
@@ -193,7 +190,8 @@ def build_app(
         },
         lifespan=lifespan,
     )
-    app.state.gateway = state
+    app.state.gateway = state  # the endpoints read what they serve from here
+    app.state.stores = stores
     app.add_middleware(
         GatewayMiddleware,
         metrics=metrics,
@@ -205,7 +203,7 @@ def build_app(
         cors=Cors(o.cors_origins),
         # the model-turn routes are dispatched directly (same handlers, same error answers):
         # the hot path skips the router's scan and two exception-handling layers
-        direct={r.path: r.endpoint for r in turn_routes_list},
+        direct={r.path: r.endpoint for r in turns.ROUTES},
         on_error=_route_error,
     )
     return app

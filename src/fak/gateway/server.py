@@ -13,11 +13,16 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import uvicorn
 
+from fak.config import Settings
+
 __all__ = ["LoopbackServer", "bind", "serve", "uvicorn_config"]
+
+
+_IDLE_TIMEOUT_S: Final = Settings().http_idle_timeout_s  # FAK_HTTP_IDLE_TIMEOUT_S's default
 
 
 def _fastest(module: str, name: str) -> str:
@@ -25,7 +30,7 @@ def _fastest(module: str, name: str) -> str:
 
 
 def uvicorn_config(
-    app: Any, *, host: str, port: int, idle_timeout_s: float = 120.0, **extra: Any
+    app: Any, *, host: str, port: int, idle_timeout_s: float = _IDLE_TIMEOUT_S, **extra: Any
 ) -> uvicorn.Config:
     return uvicorn.Config(
         app,
@@ -77,7 +82,7 @@ def serve(
     *,
     host: str,
     port: int,
-    idle_timeout_s: float = 120.0,
+    idle_timeout_s: float = _IDLE_TIMEOUT_S,
     on_ready: Callable[[int], None] | None = None,
     sock: socket.socket | None = None,
 ) -> None:
@@ -98,7 +103,7 @@ def serve(
 class LoopbackServer:
     """``with LoopbackServer(app) as url:`` serves ``app`` on ``http://127.0.0.1:<free port>``."""
 
-    def __init__(self, app: Any, *, idle_timeout_s: float = 120.0) -> None:
+    def __init__(self, app: Any, *, idle_timeout_s: float = _IDLE_TIMEOUT_S) -> None:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(512)

@@ -1,5 +1,9 @@
 """What every route shares: the options a gateway runs with and the objects it serves from
 (tier T3). Built once by ``fak.gateway.app.build_app``; routes receive it, never globals.
+
+The options' configurable defaults are ``fak.config.Settings``' own (written there once);
+``GatewayOptions.from_settings`` carries a process's settings over, the rest are the objects
+and secrets the caller hands in.
 """
 
 from __future__ import annotations
@@ -7,8 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from fak.config import Settings
 from fak.gateway.accesslog import AccessLog
 from fak.gateway.boundary import Boundary, KernelPort
 from fak.gateway.http import DEFAULT_BODY_CAP
@@ -21,14 +26,17 @@ PolicyReloader = Callable[[], tuple[Any, Mapping[str, Any]]]
 """Loads the policy again from its source: returns (policy, summary) or raises with a message."""
 
 
+_DEFAULTS: Final = Settings()
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayOptions:
     body_cap: int = DEFAULT_BODY_CAP
-    max_messages: int = 4096  # FAK_MAX_MESSAGES: messages in one request (more → 413)
-    max_tool_calls: int = 1024  # FAK_MAX_TOOL_CALLS: tool calls in a request or a turn
-    read_timeout_s: float = 30.0  # FAK_HTTP_READ_TIMEOUT_S: receiving the request body (0 = off)
-    write_timeout_s: float = 90.0  # FAK_HTTP_WRITE_TIMEOUT_S: producing the response (0 = off)
-    idle_timeout_s: float = 120.0  # FAK_HTTP_IDLE_TIMEOUT_S: keep-alive idle (server level)
+    max_messages: int = _DEFAULTS.max_messages  # messages in one request (more → 413)
+    max_tool_calls: int = _DEFAULTS.max_tool_calls  # tool calls in a request or a turn
+    read_timeout_s: float = _DEFAULTS.http_read_timeout_s  # receiving the request body (0 = off)
+    write_timeout_s: float = _DEFAULTS.http_write_timeout_s  # producing the response (0 = off)
+    idle_timeout_s: float = _DEFAULTS.http_idle_timeout_s  # keep-alive idle (server level)
     ping_interval_s: float = 15.0  # Anthropic stream keep-alive while the planner is in flight
     require_key: str | None = None  # the secret itself (the CLI reads it from the named variable)
     # approving/revoking held calls: this key in X-Fak-Witness-Key when set; else the client key
@@ -47,6 +55,21 @@ class GatewayOptions:
     cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins whose preflights are answered
     clock: Callable[[], float] = field(default=time.time)
     recall_dir: str | None = None  # --recall-dir: persist each session as a recall core image
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **runtime: Any) -> GatewayOptions:
+        """The options ``settings`` configure (timeouts, request caps, extra Host names, CORS
+        origins); ``runtime`` adds or overrides the rest (keys, callables, the MCP proxy)."""
+        configured: dict[str, Any] = {
+            "max_messages": settings.max_messages,
+            "max_tool_calls": settings.max_tool_calls,
+            "read_timeout_s": settings.http_read_timeout_s,
+            "write_timeout_s": settings.http_write_timeout_s,
+            "idle_timeout_s": settings.http_idle_timeout_s,
+            "allowed_hosts": settings.allowed_hosts or None,
+            "cors_origins": settings.cors_origins,
+        }
+        return cls(**(configured | runtime))
 
 
 @dataclass(slots=True)

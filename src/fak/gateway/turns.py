@@ -12,7 +12,6 @@ small worker pool so the event loop keeps answering other requests (``/healthz``
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import random
 import time
@@ -35,17 +34,11 @@ from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
 from fak.gateway.upstream.planner import ForwardedDone, Passthrough, ProxyPlanner
-from fak.wire import Adjudication, ParsedRequest, ResultAdmission, TurnOutcome
+from fak.wire import Adjudication, ParsedRequest, ResultAdmission, TurnOutcome, WireName
 
-__all__ = ["TurnRunner", "Wire"]
+__all__ = ["TurnRunner"]
 
 _log = logging.getLogger(__name__)
-
-
-class Wire(enum.StrEnum):
-    CHAT = "openai_chat"
-    RESPONSES = "openai_responses"
-    ANTHROPIC = "anthropic"
 
 
 # Past these, a request's screening / a turn's adjudication leaves the event loop for the pool.
@@ -53,7 +46,11 @@ _OFFLOAD_RESULTS = 8
 _OFFLOAD_RESULT_BYTES = 64 * 1024
 _OFFLOAD_CALLS = 8
 
-_PREFIX = {Wire.CHAT: "chatcmpl-fak-", Wire.RESPONSES: "resp_fak_", Wire.ANTHROPIC: "msg_fak_"}
+_PREFIX = {
+    WireName.OPENAI_CHAT: "chatcmpl-fak-",
+    WireName.OPENAI_RESPONSES: "resp_fak_",
+    WireName.ANTHROPIC: "msg_fak_",
+}
 
 
 def _token() -> str:
@@ -70,7 +67,7 @@ class TurnRunner:
         *,
         ids: Callable[[], str] = _token,
         clock: Callable[[], float] = time.time,
-        max_tool_calls: int = 1024,
+        max_tool_calls: int,
         workers: int = 2,
     ) -> None:
         self._boundary = boundary
@@ -120,7 +117,7 @@ class TurnRunner:
     def proxy(self) -> ProxyPlanner | None:
         return self._proxy
 
-    def new_id(self, wire: Wire) -> str:
+    def new_id(self, wire: WireName) -> str:
         return _PREFIX[wire] + self.ids()
 
     def now(self) -> int:
@@ -131,7 +128,7 @@ class TurnRunner:
 
     async def _finish(
         self,
-        wire: Wire,
+        wire: WireName,
         id: str,
         parsed: ParsedRequest,
         turn: PlannerTurn,
@@ -155,7 +152,7 @@ class TurnRunner:
         else:
             judged = self._adjudicate_now(turn, ctx, history)
         kept, adjudications = judged
-        self._metrics.turns.labels(str(wire), str(parsed.turn.stream).lower()).inc()
+        self._metrics.turns.labels(wire.package, str(parsed.turn.stream).lower()).inc()
         return Boundary.outcome(
             id=id,
             created=self.now(),
@@ -165,13 +162,13 @@ class TurnRunner:
             adjudications=adjudications,
             admissions=admissions,
             usage_extra=usage_extra,
-            with_note=wire is Wire.ANTHROPIC,
+            with_note=wire is WireName.ANTHROPIC,
             tool_kinds=parsed.options.get("tool_kinds"),
         )
 
     async def complete(
         self,
-        wire: Wire,
+        wire: WireName,
         parsed: ParsedRequest,
         ctx: RequestContext,
         *,
@@ -201,7 +198,7 @@ class TurnRunner:
 
     async def stream(
         self,
-        wire: Wire,
+        wire: WireName,
         parsed: ParsedRequest,
         ctx: RequestContext,
         *,

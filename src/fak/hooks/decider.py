@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 _T = TypeVar("_T")
 
 if TYPE_CHECKING:
+    from fak.abi import Context
     from fak.config import Settings
     from fak.hooks.protocol import HookAnswer, HookInput
     from fak.kernel import Kernel
@@ -94,21 +95,25 @@ def _decide(
     environ: Mapping[str, str],
     state: HookState,
 ) -> HookAnswer:
-    from fak.abi import ToolCall, ToolResult
+    from fak.abi import Reason, ToolCall, Verdict
     from fak.config import Settings
-    from fak.hooks.protocol import answer_post, answer_pre, read_hook, response_text
+    from fak.hooks.protocol import answer_post, answer_pre, read_hook
     from fak.policy import CompiledFloor
 
     hook_in = read_hook(raw, fmt)
     policy = _policy(policy_path, cwd, state)
     settings = Settings.from_environ(environ)
     if hook_in.event == "PreToolUse":
+        context, missing = _run_context(hook_in, policy, state)
+        if missing:
+            return answer_pre(hook_in, Verdict.deny(Reason.UNWITNESSED, "hook", claim=missing))
         call = ToolCall(
             hook_in.tool,
             hook_in.args,
             trace_id=hook_in.session,
             call_id=hook_in.call_id,
             meta=hook_in.meta,
+            context=context,
         )
         if settings.audit_journal:
             verdict = _kernel(settings, policy, state).decide(call)  # journaled like every entry
@@ -120,19 +125,60 @@ def _decide(
                 return held
         return answer_pre(hook_in, verdict)
     kernel = _result_kernel(settings, environ, policy, state)
-    admission = kernel.admit_result(
-        ToolResult(
-            hook_in.tool,
-            response_text(hook_in.response),
-            call_id=hook_in.call_id,
-            trace_id=hook_in.session,
-        )
+    admission = kernel.admit_value(  # an object or list response is screened decoded
+        hook_in.tool, hook_in.response, call_id=hook_in.call_id, trace_id=hook_in.session
     )
     return answer_post(hook_in, admission.verdict, admission.payload.decode("utf-8", "replace"))
 
 
-_READ_TOOLS = frozenset({"Read"})
-_PRESCREEN_MAX = 8 * 1024 * 1024
+def _run_context(
+    hook_in: HookInput, policy: Policy, state: HookState
+) -> tuple[Context | None, str]:
+    """The run's context for a call the provenance rung guards, read from the session's
+    transcript (kept per session by a resident decider); or why there is none, which refuses
+    the call — a rule that needs the context is never quietly skipped."""
+    from fak.hooks.transcript import TranscriptContext, TranscriptError
+
+    rung = policy.provenance
+    if rung is None or not rung.guards(hook_in.tool):
+        return None, ""
+    if not hook_in.transcript:
+        return None, (
+            f"the policy's provenance rules for {hook_in.tool} need the run's context; this "
+            "hook call names no transcript_path (fak's own shape carries none)"
+        )
+    reader = state.get(
+        ("transcript", hook_in.session, hook_in.transcript),
+        lambda: TranscriptContext(hook_in.transcript),
+    )
+    try:
+        return reader.refresh(), ""
+    except TranscriptError as exc:
+        return None, f"the run's context cannot be read from the transcript: {exc.strerror}"
+
+
+_READ_TOOLS = frozenset({"Read", "NotebookRead"})
+_SEARCH_TOOLS = frozenset({"Grep", "Glob"})
+
+
+def _view(hook_in: HookInput, cwd: str) -> str | None:
+    """What the reading tool of this call will show the model (``fak.hooks.prescreen``)."""
+    from pathlib import Path
+
+    from fak.hooks import prescreen
+
+    args = hook_in.args
+    if not isinstance(args, dict):
+        return None
+    here = Path(hook_in.cwd or cwd)
+    if hook_in.tool in _READ_TOOLS:
+        raw_path = args.get("file_path") or args.get("notebook_path")
+        if not isinstance(raw_path, str) or not raw_path:
+            return None
+        return prescreen.read_view(here / Path(raw_path).expanduser(), args)
+    if hook_in.tool == "Grep":
+        return prescreen.grep_view(here, args)
+    return prescreen.glob_view(here, args)
 
 
 def _prescreen_read(
@@ -143,37 +189,33 @@ def _prescreen_read(
     policy: Policy,
     state: HookState,
 ) -> HookAnswer | None:
-    """Screen a text file *before* Claude Code reads it: its PostToolUse answer cannot take a
-    built-in tool's output back out of the context (measured with 2.1.328), so a file that
-    would be quarantined is refused at PreToolUse instead, and its bytes go to the CAS."""
-    from pathlib import Path
-
-    from fak.abi import ToolResult, Verdict, VerdictKind
+    """Screen what a reading tool will show *before* Claude Code runs it: its PostToolUse
+    answer cannot take a built-in tool's output back out of the context (measured with
+    2.1.328), so a view that would be quarantined is refused at PreToolUse instead, and its
+    bytes go to the CAS. A search too large to screen is refused with a reason to narrow it."""
+    from fak.abi import Reason, ToolResult, Verdict, VerdictKind
+    from fak.hooks.prescreen import TooMuchToScreen
     from fak.hooks.protocol import answer_pre
 
-    args = hook_in.args
-    if hook_in.tool not in _READ_TOOLS or not isinstance(args, dict):
+    if hook_in.tool not in _READ_TOOLS and hook_in.tool not in _SEARCH_TOOLS:
         return None
-    raw_path = args.get("file_path")
-    if not isinstance(raw_path, str) or not raw_path:
-        return None
-    path = Path(hook_in.cwd or cwd) / Path(raw_path).expanduser()
     try:
-        if not path.is_file() or path.stat().st_size > _PRESCREEN_MAX:
-            return None
-        data = path.read_bytes()
-        data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None  # unreadable or not text: the Read itself will say so
+        view = _view(hook_in, cwd)
+    except TooMuchToScreen as exc:
+        return answer_pre(hook_in, Verdict.deny(Reason.POLICY_BLOCK, "ctxmmu", claim=str(exc)))
+    if not view:
+        return None
     kernel = _result_kernel(settings, environ, policy, state)
     admission = kernel.admit_result(
-        ToolResult(hook_in.tool, data, call_id=hook_in.call_id, trace_id=hook_in.session)
+        ToolResult(
+            hook_in.tool, view.encode("utf-8"), call_id=hook_in.call_id, trace_id=hook_in.session
+        )
     )
     held = admission.verdict
     if held.kind not in (VerdictKind.QUARANTINE, VerdictKind.DENY):
         return None
     detector = held.meta.get("detector", "screen")
-    claim = f"the file's content is held out ({detector}, quarantine_id={admission.quarantine_id})"
+    claim = f"the content is held out ({detector}, quarantine_id={admission.quarantine_id})"
     return answer_pre(hook_in, Verdict.deny(held.reason, "ctxmmu", claim=claim))
 
 
@@ -191,4 +233,23 @@ def _kernel(settings: Settings, policy: Policy, state: HookState) -> Kernel:
     try:
         return state.get(("kernel", settings, policy), lambda: build_kernel(settings, policy))
     except (OSError, JournalCorruptError) as exc:
+        blob_dir = settings.blob_dir
+        if isinstance(exc, OSError) and blob_dir and _under(exc.filename, blob_dir):
+            why = exc.strerror or type(exc).__name__
+            msg = (
+                f"[FAK-BLOB-DIR] cannot use the blob directory {blob_dir} ({why}); point "
+                "FAK_BLOB_DIR at a directory this user can write"
+            )
+            raise RuntimeError(msg) from exc
         raise RuntimeError(open_error_line(str(settings.audit_journal), exc)) from exc
+
+
+def _under(filename: object, directory: str) -> bool:
+    """``filename`` (an OSError's) is ``directory`` or inside it."""
+    import os
+
+    if not isinstance(filename, str | bytes):
+        return False
+    name = os.fsdecode(filename)
+    base = os.path.abspath(directory)
+    return os.path.abspath(name) == base or os.path.abspath(name).startswith(base + os.sep)

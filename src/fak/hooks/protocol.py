@@ -26,7 +26,6 @@ __all__ = [
     "answer_post",
     "answer_pre",
     "read_hook",
-    "response_text",
 ]
 
 BLOCK: Final = 2
@@ -51,6 +50,7 @@ class HookInput:
     session: str = ""
     call_id: str = ""
     meta: Mapping[str, str] = field(default_factory=dict)
+    transcript: str = ""  # Claude Code's transcript_path: where the run's context is read from
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,7 @@ def _claude(doc: Mapping[str, Any]) -> HookInput:
         cwd=str(doc.get("cwd") or ""),
         session=str(doc.get("session_id") or ""),
         call_id=str(doc.get("tool_use_id") or ""),
+        transcript=str(doc.get("transcript_path") or ""),
     )
 
 
@@ -166,10 +167,3 @@ def answer_failure(message: str) -> HookAnswer:
     stderr (fak's shape also prints its MALFORMED line on stdout)."""
     line = json.dumps({"kind": "DENY", "reason": "MALFORMED", "by": "hook"})
     return HookAnswer(BLOCK, line + "\n", f"fak: refused: {message}\n")
-
-
-def response_text(response: Any) -> bytes:
-    """The bytes of a tool response to screen: text as is, anything else as JSON."""
-    if isinstance(response, str):
-        return response.encode("utf-8", "replace")
-    return json.dumps(response, ensure_ascii=False, sort_keys=True).encode("utf-8", "replace")

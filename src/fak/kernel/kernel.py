@@ -14,6 +14,7 @@ that cannot be journaled is refused. The policy state is swapped atomically, nev
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -47,6 +48,7 @@ from fak.kernel.quarantine import (
     screen_policy_for,
 )
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
+from fak.kernel.views import decoded_view, json_text_view, serialized
 from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
@@ -463,6 +465,16 @@ class Kernel:
         if used is not None:
             self._count("witness_admits")
             meta = {**verdict.meta, "witness": used.id, "held_by": verdict.by}
+            rest = self._fold_unwitnessed(call)
+            if rest.kind == VerdictKind.TRANSFORM and rest.new_args is not None:
+                # the approval answers the hold, not the fold: the redactions still apply
+                new_args = rest.new_args
+                again = self._fold_unwitnessed(call, new_args)
+                if again.kind == VerdictKind.TRANSFORM and again.new_args is not None:
+                    new_args = again.new_args
+                elif again.kind not in (VerdictKind.ALLOW, VerdictKind.TRANSFORM):
+                    return again
+                return Verdict.transform(new_args, f"witness:{used.id}", meta=meta)
             return Verdict.allow(f"witness:{used.id}", meta=meta)
         hold = self._witness.hold(call.tool, digest, verdict.claim)
         if hold is None:  # the book is full of live holds: refuse rather than forget one
@@ -474,6 +486,23 @@ class Kernel:
             "expires_unix": f"{hold.expires:.0f}",
         }
         return Verdict.require_witness(verdict.claim, verdict.by, meta=meta)
+
+    def _fold_unwitnessed(self, call: ToolCall, args: Mapping[str, Any] | None = None) -> Verdict:
+        """The fold of every rung's answer but the holds (REQUIRE_WITNESS): what an approved
+        call must still go through (a redaction is a TRANSFORM). ALLOW when nothing else spoke."""
+        if args is not None:
+            call = ToolCall(
+                call.tool, args, call.caller, call.trace_id, call.call_id, call.meta, call.context
+            )
+        _, traces = self._state.decider.explain(call)
+        best: Verdict | None = None
+        for trace in traces:
+            answer = trace.verdict
+            if answer.kind in (VerdictKind.REQUIRE_WITNESS, VerdictKind.DEFER):
+                continue
+            if best is None or answer.rank > best.rank:
+                best = answer
+        return best if best is not None else Verdict.allow("witness")
 
     # -- witnesses --------------------------------------------------------------------------
     @property
@@ -615,7 +644,12 @@ class Kernel:
 
     # -- results ----------------------------------------------------------------------------
     def admit_result(self, result: ToolResult) -> Admission:
-        """Screen a tool result before it may enter a model's context (the wall)."""
+        """Screen a tool result before it may enter a model's context (the wall). A text result
+        that is JSON with escapes is screened decoded as well (``fak.kernel.views``)."""
+        if result.view is None:
+            view = json_text_view(bytes(result.payload))
+            if view is not None:
+                result = dataclasses.replace(result, view=view)
         admission = self._ledger.admit(result)
         match admission.verdict.kind:
             case VerdictKind.ALLOW:
@@ -633,6 +667,21 @@ class Kernel:
                 for span in admission.spans:  # a span hold: one row per span, its own digest
                     self._audit.span(result, span.reason, span.digest)
         return admission
+
+    def admit_value(
+        self, tool: str, value: object, *, call_id: str = "", trace_id: str = ""
+    ) -> Admission:
+        """The one admission of a result of any shape: text, bytes or a JSON value. A JSON
+        value travels as its canonical serialization and is screened as that and as what the
+        model reads of it (every key and string leaf decoded, base64 text leaves opened)."""
+        if isinstance(value, bytes | bytearray | memoryview):
+            payload, view = bytes(value), None
+        elif isinstance(value, str):
+            payload, view = value.encode("utf-8", "replace"), None
+        else:
+            payload = serialized(value)
+            view = decoded_view(value).encode("utf-8", "replace")
+        return self.admit_result(ToolResult(tool, payload, call_id, trace_id, view=view))
 
     def clear(self, qid: str, witness: str = "") -> None:
         """Record a witness clearance for a held result (unknown ids raise LookupError).

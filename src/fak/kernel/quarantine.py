@@ -295,6 +295,12 @@ class QuarantineLedger:
         data = bytes(result.payload)
         digest = hashlib.sha256(data).hexdigest()
         verdict = self.screen(data, digest, result.tool)
+        viewed = False
+        if result.view and verdict.rank < _DENY_RANK:  # what the model reads, decoded
+            view = bytes(result.view)
+            seen = self.screen(view, hashlib.sha256(view).hexdigest(), result.tool)
+            if seen.rank > verdict.rank:
+                verdict, viewed = seen, True
         if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
             forced = verdict.kind == VerdictKind.TRANSFORM
             if forced or (self._pageout_bytes and len(data) > self._pageout_bytes):
@@ -305,7 +311,7 @@ class QuarantineLedger:
                 self._counts["total"] += 1
                 self._counts["admitted"] += 1
             return Admission(Verdict.allow(_LEDGER), data, digest=digest)
-        if verdict.kind == VerdictKind.QUARANTINE:  # spans from raw bytes or encoded tokens
+        if verdict.kind == VerdictKind.QUARANTINE and not viewed:  # spans: offsets in the bytes
             settings = self._screen_policy.for_source(result.tool)
             if settings.quarantine == "span":
                 partial = self._hold_spans(data, digest, verdict, result.tool, settings)

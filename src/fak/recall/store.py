@@ -12,8 +12,10 @@ stays a leaked key on disk), so a new image directory is 0700 and every file 060
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -166,14 +168,27 @@ class DirectoryImage:
 
     def read_manifest(self) -> bytes:
         path = self._root / MANIFEST_NAME
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
         try:
-            return path.read_bytes()
+            fd = os.open(path, flags)  # a symlink fails (ELOOP); a FIFO does not block
         except FileNotFoundError as exc:
             msg = f"no core image at {self._root} (no {MANIFEST_NAME})"
             raise RecallError(RecallErrorCode.IMAGE_MISSING, msg) from exc
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                msg = f"{path} is a symbolic link; an image's manifest must be a regular file"
+                raise RecallError(RecallErrorCode.FOREIGN_FILE, msg) from exc
             msg = f"cannot read {path}: {exc.strerror or type(exc).__name__}"
             raise RecallError(RecallErrorCode.IMAGE_MISSING, msg) from exc
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                msg = f"{path} is not a regular file; an image's manifest must be one"
+                raise RecallError(RecallErrorCode.FOREIGN_FILE, msg)
+            try:
+                return f.read()
+            except OSError as exc:
+                msg = f"cannot read {path}: {exc.strerror or type(exc).__name__}"
+                raise RecallError(RecallErrorCode.IMAGE_MISSING, msg) from exc
 
     def _entries(self) -> Iterator[tuple[str, Path]]:
         """(digest, path) of every blob file; raises FOREIGN_FILE on anything else."""

@@ -27,6 +27,7 @@ from fak.abi import VerdictKind
 from fak.gateway.mcp.config import OnChange
 from fak.journal import JournalKind, journal_record
 from fak.kernel import Kernel
+from fak.kernel.views import decoded_view
 
 __all__ = ["Catalog", "Entry", "ToolState", "tool_digest"]
 
@@ -63,12 +64,13 @@ def tool_digest(tool: types.Tool) -> str:
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def _screen_text(tool: types.Tool) -> bytes:
-    """Every string the model will read in the tool's definition."""
+def _screen_texts(tool: types.Tool) -> tuple[bytes, bytes]:
+    """Every string the model will read in the tool's definition: as JSON, and decoded (keys
+    and leaves one per line, so an escaped line break splits nothing)."""
     parts: list[Any] = [tool.name, tool.title or "", tool.description or "", tool.input_schema]
     if tool.annotations is not None and tool.annotations.title:
         parts.append(tool.annotations.title)
-    return orjson.dumps(parts)
+    return orjson.dumps(parts), decoded_view(parts).encode("utf-8", "replace")
 
 
 class Catalog:
@@ -127,10 +129,17 @@ class Catalog:
         try:
             journal.append(record)
         except Exception as exc:
-            _log.error("journal append failed (%s) tool=%s", type(exc).__name__, record.get("tool"))
+            _log.error(
+                "journal append failed (%s) tool=%s",
+                type(exc).__name__,
+                str(record.get("tool"))[:200],
+            )
 
     def _judge(self, server: str, tool: types.Tool, digest: str, exposed: str) -> Entry:
-        verdict = self._kernel.ledger.screen(_screen_text(tool))
+        as_json, decoded = _screen_texts(tool)
+        verdict = self._kernel.ledger.screen(as_json)
+        if verdict.kind == VerdictKind.ALLOW:
+            verdict = self._kernel.ledger.screen(decoded)
         if verdict.kind != VerdictKind.ALLOW:
             self.poisoned += 1
             return Entry(exposed, server, tool, digest, ToolState.POISONED, verdict.reason.name)

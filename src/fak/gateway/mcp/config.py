@@ -235,6 +235,21 @@ def _fak_section(raw: Any) -> dict[str, Any]:
     return out
 
 
+def _colliding(names: list[str], separator: str) -> tuple[str, str] | None:
+    """Two server names whose exposed tool names can coincide: ``short + sep + t1`` equals
+    ``long + sep + t2`` exactly when ``long`` is ``short`` plus a remainder ``r`` shorter than the
+    separator with ``r + sep`` starting with ``sep`` (``a`` and ``a_`` with ``__``: both give
+    ``a___b``). Names holding the separator are refused before this."""
+    for short in names:
+        for long in names:
+            if long == short or not long.startswith(short):
+                continue
+            rest = long[len(short) :]
+            if len(rest) < len(separator) and (rest + separator).startswith(separator):
+                return short, long
+    return None
+
+
 def load_proxy_config(text: str | bytes, environ: Mapping[str, str] | None = None) -> ProxyConfig:
     """Parse a config document; raises ``ProxyConfigError`` naming what to fix."""
     try:
@@ -260,6 +275,14 @@ def load_proxy_config(text: str | bytes, environ: Mapping[str, str] | None = Non
                 "MCPX-CONF-NAME",
                 f"mcpServers.{name}: a server name may not contain the separator {separator!r}",
             )
+    clash = _colliding(list(servers_raw), separator)
+    if clash is not None:
+        first, second = clash
+        raise _fail(
+            "MCPX-CONF-NAME",
+            f"mcpServers.{first} and mcpServers.{second} can expose the same tool name with the "
+            f"separator {separator!r} (e.g. {first}{separator}{second[len(first) :]}x); rename one",
+        )
     servers = tuple(
         spec for name, raw in servers_raw.items() if (spec := _server(name, raw, env)) is not None
     )

@@ -7,6 +7,11 @@ closed, a call failed at the transport) it reconnects with exponential backoff. 
 server makes of the client (sampling, elicitation) and its log messages go to the hooks; this
 module decides nothing. The child's stderr goes to the proxy's stderr (the log). Never logs
 arguments or results.
+
+A server that writes what is not JSON-RPC breaks its session at the first such line, even while
+the session is still being set up: the child is stopped and restarted after the backoff, which
+only resets once a session has stayed up for ``STABLE_S``. The SDK's per-line parse traceback is
+logged once per burst (``BURST_S``), with the count of the lines it stands for.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Final
@@ -33,9 +39,45 @@ _log = logging.getLogger(__name__)
 
 BACKOFF_S: Final = (0.05, 0.2, 0.5, 1.0, 2.0, 5.0)
 """Delays before reconnect attempts 1, 2, 3...; the last one repeats."""
+STABLE_S: Final = 10.0
+"""A session that stayed up this long resets the backoff; a shorter one keeps climbing it."""
+BURST_S: Final = 10.0
 _PAGE_CAP: Final = 64
 _READY_WAIT_S: Final = 10.0
 _TRANSPORT_CODES: Final = frozenset({types.CONNECTION_CLOSED})
+
+
+class _OncePerBurst(logging.Filter):
+    """Lets one parse-failure record of the SDK's stdio client through per ``BURST_S``, without
+    its traceback and with the number of lines it stands for; drops the rest of the burst."""
+
+    _MARK = "Failed to parse JSONRPC"
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        self._last = -BURST_S
+        self._dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self._MARK):
+            return True
+        now = self._clock()
+        if now - self._last < BURST_S:
+            self._dropped += 1
+            return False
+        record.msg = f"{self._MARK} message from an MCP server (+{self._dropped} since the last)"
+        record.args = ()
+        record.exc_info = None
+        record.exc_text = None
+        self._last = now
+        self._dropped = 0
+        return True
+
+
+_SDK_STDIO_LOG = logging.getLogger("mcp.client.stdio")
+if not any(isinstance(f, _OncePerBurst) for f in _SDK_STDIO_LOG.filters):
+    _SDK_STDIO_LOG.addFilter(_OncePerBurst())
 
 
 class DownstreamUnavailable(ConnectionError):
@@ -75,6 +117,7 @@ class Downstream:
         self._dirty = anyio.Event()
         self.tools: tuple[types.Tool, ...] = ()
         self.connects = 0
+        self.protocol_errors = 0  # lines from the server that were not JSON-RPC
         self.last_error = ""
 
     @property
@@ -129,7 +172,14 @@ class Downstream:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            _log.warning("mcp downstream %s: transport error %s", self.name, type(message).__name__)
+            self.protocol_errors += 1
+            if not self._broken.is_set():  # once per session: the session ends here
+                _log.warning(
+                    "mcp downstream %s: transport error %s; restarting it",
+                    self.name,
+                    type(message).__name__,
+                )
+            self.last_error = type(message).__name__
             self._broken.set()
         elif isinstance(message, types.ToolListChangedNotification):
             self._dirty.set()
@@ -139,27 +189,32 @@ class Downstream:
         """Connect and stay connected until cancelled; reconnect with backoff after a break."""
         attempt = 0
         while True:
+            up_since: float | None = None
             try:
-                async with (
-                    self._http_client() as http,
-                    self._client_for(http) as client,
-                    anyio.create_task_group() as tg,
-                ):
-                    self.tools = await self._fetch_tools(client)
-                    self._client = client
-                    self.connects += 1
-                    attempt = 0
-                    _log.info(
-                        "mcp downstream %s: connected (%d tools, connect #%d)",
-                        self.name,
-                        len(self.tools),
-                        self.connects,
-                    )
-                    await self._hooks.tools_changed(self)
-                    self._ready.set()
-                    tg.start_soon(self._watch_tools, client)
-                    await self._broken.wait()
-                    tg.cancel_scope.cancel()
+                async with anyio.create_task_group() as guard:
+                    # a break while the session is still being set up ends the attempt too
+                    guard.start_soon(self._end_on_break, guard.cancel_scope)
+                    async with (
+                        self._http_client() as http,
+                        self._client_for(http) as client,
+                        anyio.create_task_group() as tg,
+                    ):
+                        self.tools = await self._fetch_tools(client)
+                        self._client = client
+                        self.connects += 1
+                        up_since = time.monotonic()
+                        _log.info(
+                            "mcp downstream %s: connected (%d tools, connect #%d)",
+                            self.name,
+                            len(self.tools),
+                            self.connects,
+                        )
+                        await self._hooks.tools_changed(self)
+                        self._ready.set()
+                        tg.start_soon(self._watch_tools, client)
+                        await self._broken.wait()
+                        tg.cancel_scope.cancel()
+                    guard.cancel_scope.cancel()
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:  # a dead child or refused socket: retry after a pause
@@ -171,10 +226,16 @@ class Downstream:
                 self._client = None
                 self._ready = anyio.Event()
                 self._broken = anyio.Event()
+            if up_since is not None and time.monotonic() - up_since >= STABLE_S:
+                attempt = 0
             delay = self._backoff[min(attempt, len(self._backoff) - 1)]
             attempt += 1
             _log.info("mcp downstream %s: reconnecting in %.2fs", self.name, delay)
             await anyio.sleep(delay)
+
+    async def _end_on_break(self, scope: anyio.CancelScope) -> None:
+        await self._broken.wait()
+        scope.cancel()
 
     async def _fetch_tools(self, client: Client) -> tuple[types.Tool, ...]:
         if client.server_capabilities.tools is None:  # a resources- or prompts-only server

@@ -16,9 +16,13 @@ user's). The stateless HTTP proxy keeps none. No JSON-RPC here.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import logging
+import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
@@ -30,7 +34,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
-from fak.abi import Context, Reason, ToolCall, ToolResult, Verdict, VerdictKind
+from fak.abi import Context, Reason, ToolCall, Verdict, VerdictKind
 from fak.abi.replies import Reply, ReplyBuilder, envelope, new_trace_id, reply_for_verdict
 from fak.gateway.mcp.catalog import Catalog, ToolState
 from fak.gateway.mcp.config import ProxyConfig
@@ -40,6 +44,7 @@ from fak.gateway.mcp.tools import McpTools
 from fak.journal import JournalKind, journal_record
 from fak.kernel import Kernel
 from fak.kernel.outcome import held_as_deny
+from fak.kernel.views import decoded_view
 from fak.policy import args_digest
 
 __all__ = ["PROXY_NAME", "McpProxy", "serve_proxy_stdio"]
@@ -51,12 +56,30 @@ _BY: Final = "mcp-proxy"
 _TOOL_FAILED: Final = "MCP-EXEC-E-001"
 _READY_WAIT_S: Final = 15.0
 PAGE_IN: Final = "fak_page_in"
+MAX_RESULT_BLOCKS: Final = 1024
+"""Content blocks in one downstream result; more is refused whole (OVERSIZE)."""
+MAX_RESULT_BYTES: Final = 16 * 1024 * 1024
+"""Serialized bytes of one downstream result's content; more is refused whole (OVERSIZE)."""
 """The one tool the proxy adds: bytes behind a paged-out pointer (re-screened first)."""
 _INSTRUCTIONS: Final = (
     "Tools here are served through fak, an agent kernel. A refused call answers with a reply "
     "envelope whose reply_type is D (denied) or I (invalid): read its reason and adapt, do not "
     "retry the same call. Content held by the result screen is replaced by a quarantine stub."
 )
+
+
+def _blob_text(res: types.BlobResourceContents) -> str | None:
+    """A blob resource's bytes as text when its MIME type says text or they decode as UTF-8."""
+    try:
+        data = base64.b64decode(res.blob, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    mime = (res.mime_type or "").lower()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1") if mime.startswith("text/") else None
+    return text
 
 
 def _progress_token(meta: Mapping[str, Any] | None) -> Any:
@@ -75,10 +98,17 @@ class McpProxy:
         *,
         name: str = PROXY_NAME,
         session_context: bool = False,
+        witness_key: str | None = None,
     ) -> None:
         self.kernel = kernel
         self.config = config
         self.context: Context | None = Context() if session_context else None
+        # per MCP session (Streamable HTTP serves many): what its model was shown, for sink and
+        # after_untrusted rules; dropped with the session
+        self._session_contexts: weakref.WeakKeyDictionary[Any, Context] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
         self.catalog = Catalog(
             kernel,
             separator=config.separator,
@@ -93,7 +123,7 @@ class McpProxy:
         self._resources: dict[str, str] = {}  # uri -> server
         self._journal_threaded = kernel.journal is not None
         self._started = False
-        self._tools = McpTools(kernel)
+        self._tools = McpTools(kernel, witness_key=witness_key)
         self._page_in_tool = next(t for t in tool_definitions() if t.name == PAGE_IN)
         self.server = self._build_server(name)
 
@@ -239,58 +269,141 @@ class McpProxy:
         )
 
     # -- the wall -------------------------------------------------------------------------------
-    def _admit_text(self, tool: str, text: str, trace_id: str) -> tuple[str, bool]:
-        admission = self.kernel.admit_result(
-            ToolResult(tool, text.encode("utf-8"), trace_id=trace_id)
-        )
+    def context_for(self, session: Any) -> Context | None:
+        """The run context of one client session: the stdio proxy's one context, else one per
+        MCP session object (kept while the session lives)."""
+        if self.context is not None or session is None:
+            return self.context
+        with self._lock:
+            found = self._session_contexts.get(session)
+            if found is None:
+                found = self._session_contexts[session] = Context()
+            return found
+
+    def _admit(
+        self, tool: str, value: Any, trace_id: str, context: Context | None = None
+    ) -> tuple[str, bool]:
+        """One admission (text, or a JSON value screened decoded): what the model is shown and
+        whether it passed whole; what it is shown joins the session's run context."""
+        admission = self.kernel.admit_value(tool, value, trace_id=trace_id)
         clean = admission.verdict.kind == VerdictKind.ALLOW
         shown = admission.payload.decode("utf-8", "replace")
-        if self.context is not None:
-            self.context.result(tool, trace_id, shown)
+        run = context if context is not None else self.context
+        if run is not None:
+            run.result(tool, trace_id, shown)
         return shown, clean
 
-    def _wall_block(self, tool: str, block: Any, trace_id: str) -> tuple[Any, bool]:
+    def _held_meta(
+        self, tool: str, block: Any, trace_id: str, context: Context | None = None
+    ) -> str | None:
+        """A block's ``_meta`` is screened too: the stub when it does not pass, else None."""
+        meta = block.meta  # every SDK content type has the optional ``_meta``
+        if not meta:
+            return None
+        text, clean = self._admit(tool, meta, trace_id, context)
+        return None if clean else text
+
+    def _wall_block(
+        self, tool: str, block: Any, trace_id: str, context: Context | None = None
+    ) -> tuple[Any, bool]:
+        held = self._held_meta(tool, block, trace_id, context)
+        if held is not None:
+            return types.TextContent(type="text", text=held), False
         match block:
             case types.TextContent():
-                text, clean = self._admit_text(tool, block.text, trace_id)
+                text, clean = self._admit(tool, block.text, trace_id, context)
                 return (block if clean else types.TextContent(type="text", text=text)), clean
             case types.EmbeddedResource(resource=types.TextResourceContents() as res):
-                text, clean = self._admit_text(tool, res.text, trace_id)
+                text, clean = self._admit(tool, res.text, trace_id, context)
                 if clean:
                     return block, True
                 return types.TextContent(type="text", text=text), False
+            case types.EmbeddedResource(resource=types.BlobResourceContents() as res):
+                decoded = _blob_text(res)  # a text blob is text: screened as the model reads it
+                if decoded is not None:
+                    text, clean = self._admit(tool, decoded, trace_id, context)
+                    if clean:
+                        return block, True
+                    return types.TextContent(type="text", text=text), False
+                return self._media(block)
             case types.ImageContent() | types.AudioContent() | types.EmbeddedResource():
-                if self.config.images:
-                    return block, True
-                note = f'{{"_dropped":true,"type":"{block.type}","by":"{_BY}"}}'
-                return types.TextContent(type="text", text=note), False
+                return self._media(block)
             case types.ResourceLink():
-                text, clean = self._admit_text(
-                    tool, orjson.dumps(block.model_dump(mode="json")).decode(), trace_id
-                )
+                dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+                text, clean = self._admit(
+                    tool, dumped, trace_id, context
+                )  # name, title, description
                 return (block if clean else types.TextContent(type="text", text=text)), clean
         note = f'{{"_dropped":true,"type":"unknown","by":"{_BY}"}}'
         return types.TextContent(type="text", text=note), False
 
-    def _wall(self, tool: str, result: types.CallToolResult, trace_id: str) -> types.CallToolResult:
+    def _clean_definition(self, definition: Any) -> bool:
+        """A listed definition (a prompt) whose every string passes the screen, as JSON and
+        decoded; it is not admitted (nothing is held), only judged."""
+        dumped = definition.model_dump(mode="json", by_alias=True, exclude_none=True)
+        ledger = self.kernel.ledger
+        for text in (orjson.dumps(dumped), decoded_view(dumped).encode("utf-8", "replace")):
+            if ledger.screen(text).kind != VerdictKind.ALLOW:
+                return False
+        return True
+
+    def _media(self, block: Any) -> tuple[Any, bool]:
+        if self.config.images:
+            return block, True
+        note = f'{{"_dropped":true,"type":"{block.type}","by":"{_BY}"}}'
+        return types.TextContent(type="text", text=note), False
+
+    def _too_big(self, result: types.CallToolResult) -> str:
+        """Why ``result`` is past the proxy's caps ('' when it is not)."""
+        if len(result.content) > MAX_RESULT_BLOCKS:
+            return f"{len(result.content)} content blocks (at most {MAX_RESULT_BLOCKS})"
+        size = 0
+        for block in result.content:
+            size += len(orjson.dumps(block.model_dump(mode="json", exclude_none=True)))
+            if size > MAX_RESULT_BYTES:
+                return f"more than {MAX_RESULT_BYTES} bytes"
+        return ""
+
+    def _wall(
+        self,
+        tool: str,
+        result: types.CallToolResult,
+        trace_id: str,
+        context: Context | None = None,
+    ) -> types.CallToolResult:
+        """Every part of a result the client may show the model passes the kernel's one
+        admission — content blocks, their ``_meta``, ``structuredContent`` and the result's
+        ``_meta`` — journaled with one group commit; past the caps it is refused whole."""
+        too_big = self._too_big(result)
+        if too_big:
+            verdict = Verdict.deny(Reason.OVERSIZE, _BY, claim=f"the result has {too_big}")
+            return self._refusal(verdict, tool, trace_id, time.perf_counter())
         content: list[Any] = []
         all_clean = True
-        for block in result.content:
-            out, clean = self._wall_block(tool, block, trace_id)
-            content.append(out)
-            all_clean = all_clean and clean
-        structured = None
-        if result.structured_content is not None and all_clean:
-            # screened like the text it mirrors; not paged, so not journaled a second time
-            verdict = self.kernel.ledger.screen(orjson.dumps(result.structured_content))
-            structured = result.structured_content if verdict.kind == VerdictKind.ALLOW else None
+        with self.kernel.batch():
+            for block in result.content:
+                out, clean = self._wall_block(tool, block, trace_id, context)
+                content.append(out)
+                all_clean = all_clean and clean
+            structured = None
+            if result.structured_content is not None and all_clean:
+                _, clean = self._admit(tool, result.structured_content, trace_id, context)
+                structured = result.structured_content if clean else None
+            meta = None
+            if result.meta:
+                _, clean = self._admit(tool, result.meta, trace_id, context)
+                meta = result.meta if clean else None
         return types.CallToolResult(
-            content=content, structured_content=structured, is_error=result.is_error
+            content=content, structured_content=structured, is_error=result.is_error, _meta=meta
         )
 
     # -- tools ----------------------------------------------------------------------------------
     async def call(
-        self, name: str, arguments: Mapping[str, Any] | None, progress_token: Any = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress_token: Any = None,
+        session: Any = None,
     ) -> types.CallToolResult:
         """One tools/call through the kernel; never raises for a refusal or a dead server."""
         if name == PAGE_IN:  # fak's own page-in, never a downstream tool
@@ -301,7 +414,8 @@ class McpProxy:
         start = time.perf_counter()
         trace_id = new_trace_id()
         args = dict(arguments or {})
-        call = ToolCall(name, args, trace_id=trace_id, context=self.context)
+        run = self.context_for(session)
+        call = ToolCall(name, args, trace_id=trace_id, context=run)
         entry = self.catalog.get(name)
         if entry is None and not self._started:  # called before the first tools/list
             await self._all_ready()
@@ -355,9 +469,9 @@ class McpProxy:
             }
             return self._answer(ReplyBuilder().error(_TOOL_FAILED, fault), trace_id, start)
         if self._journal_threaded:
-            walled = await anyio.to_thread.run_sync(self._wall, name, result, trace_id)
+            walled = await anyio.to_thread.run_sync(self._wall, name, result, trace_id, run)
         else:
-            walled = self._wall(name, result, trace_id)
+            walled = self._wall(name, result, trace_id, run)
         self.counts[(server, name, "allow")] += 1
         key = (server, name)
         self.latency_s[key] = self.latency_s.get(key, 0.0) + time.perf_counter() - start
@@ -388,7 +502,7 @@ class McpProxy:
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             proxy._upstream = ctx.session
             token = _progress_token(ctx.meta) or _progress_token(params.meta)
-            return await proxy.call(params.name, params.arguments, token)
+            return await proxy.call(params.name, params.arguments, token, ctx.session)
 
         async def list_resources(
             ctx: Any, params: types.PaginatedRequestParams | None
@@ -423,8 +537,17 @@ class McpProxy:
             contents: list[Any] = []
             for item in result.contents:
                 if isinstance(item, types.TextResourceContents):
-                    text, _ = proxy._admit_text(tool, item.text, new_trace_id())
+                    text, _ = proxy._admit(tool, item.text, new_trace_id())
                     contents.append(item.model_copy(update={"text": text}))
+                    continue
+                decoded = _blob_text(item)  # a text blob is screened as the text it holds
+                if decoded is not None:
+                    text, clean = proxy._admit(tool, decoded, new_trace_id())
+                    if not clean:
+                        held = types.TextResourceContents(uri=item.uri, text=text)
+                        contents.append(held)
+                        continue
+                    contents.append(item)
                 elif proxy.config.images:
                     contents.append(item)
             return types.ReadResourceResult(contents=contents)
@@ -439,6 +562,8 @@ class McpProxy:
                 with contextlib.suppress(DownstreamUnavailable, MCPError):
                     page = await downstream.list_prompts()
                     for prompt in page.prompts:
+                        if not proxy._clean_definition(prompt):  # hidden, like a poisoned tool
+                            continue
                         exposed = f"{server}{proxy.config.separator}{prompt.name}"
                         found.append(prompt.model_copy(update={"name": exposed}))
             return types.ListPromptsResult(prompts=found)
@@ -457,6 +582,9 @@ class McpProxy:
                     types.INTERNAL_ERROR, f"server {server!r} unavailable; restarting"
                 ) from exc
             tool = f"{server}{proxy.config.separator}prompt"
+            if result.description:
+                shown, _ = proxy._admit(tool, result.description, new_trace_id())
+                result = result.model_copy(update={"description": shown})
             messages = []
             for message in result.messages:
                 block, _ = proxy._wall_block(tool, message.content, new_trace_id())

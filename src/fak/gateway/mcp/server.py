@@ -98,11 +98,16 @@ def tool_result(answer: ToolAnswer) -> types.CallToolResult:
 
 
 def build_mcp_server(
-    kernel: Kernel, *, name: str = SERVER_NAME, plane: CoherencePlane | None = None
+    kernel: Kernel,
+    *,
+    name: str = SERVER_NAME,
+    plane: CoherencePlane | None = None,
+    witness_key: str | None = None,
 ) -> Server[Any]:
     """An MCP server whose tools are answered by ``kernel`` (one decision path); ``plane`` is
-    the gateway's coherence plane (change feed, recall sessions), else a private one."""
-    tools = McpTools(kernel, plane=plane)
+    the gateway's coherence plane (change feed, recall sessions), else a private one;
+    ``witness_key`` opens fak_witness and fak_revoke (the gateway's ``--witness-key-env``)."""
+    tools = McpTools(kernel, plane=plane, witness_key=witness_key)
     definitions = tool_definitions()
     known = frozenset(spec.name for spec in TOOL_SPECS)
 
@@ -219,9 +224,12 @@ class McpHttpEndpoint:
         body_cap: int = 4 * 1024 * 1024,
         server: Server[Any] | None = None,
         plane: CoherencePlane | None = None,
+        witness_key: str | None = None,
     ) -> None:
         # ``server``: serve another SDK server on this endpoint (the MCP proxy's), same guards
-        self.server = server if server is not None else build_mcp_server(kernel, plane=plane)
+        if server is None:
+            server = build_mcp_server(kernel, plane=plane, witness_key=witness_key)
+        self.server = server
         self.body_cap = body_cap
         hosts = _LOOPBACK_HOSTS if allowed_hosts is None else tuple(allowed_hosts)
         origins = _LOOPBACK_ORIGINS if allowed_origins is None else tuple(allowed_origins)

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-import orjson
-
-from fak.abi import ToolCall, ToolResult, Verdict, VerdictKind
+from fak.abi import ToolCall, Verdict, VerdictKind
 from fak.abi.replies import (
     Reply,
     ReplyBuilder,
@@ -30,6 +28,7 @@ from fak.abi.replies import (
     reply_for_verdict,
 )
 from fak.config import Settings
+from fak.gateway.accesslog import FIELD_LIMIT
 from fak.kernel import Admission, Kernel, PageInRefused, WitnessError, outcome_reply
 from fak.recall import CoherencePlane, RecallError
 
@@ -172,12 +171,15 @@ TOOL_SPECS: Final = (
     ToolSpec(
         "fak_revoke",
         "Revoke a witness",
-        "Retire a witness id: cached answers admitted under it are evicted, clearances it gave "
-        "(and recall pages cleared under it) are taken back, calls presenting it are refused, "
-        "and the trust epoch moves on.",
+        "Operator only: retire a witness id: cached answers admitted under it are evicted, "
+        "clearances it gave (and recall pages cleared under it) are taken back, calls presenting "
+        "it are refused, and the trust epoch moves on. Needs the witness key, as fak_witness.",
         _schema(
-            {"witness": {"type": "string", "minLength": 1, "description": "The witness id."}},
-            ("witness",),
+            {
+                "witness": {"type": "string", "minLength": 1, "description": "The witness id."},
+                "key": {"type": "string", "minLength": 1, "description": "The witness key."},
+            },
+            ("witness", "key"),
         ),
         False,
     ),
@@ -314,7 +316,12 @@ class McpTools:
             data = {"field": bad.field_name, "problem": bad.problem}
             reply = ReplyBuilder().invalid(bad.code, data)
         except Exception as exc:  # the safety net: a fault is a value too, never a traceback
-            _log.error("mcp tool %s failed: %s trace_id=%s", name, type(exc).__name__, trace_id)
+            _log.error(
+                "mcp tool %s failed: %s trace_id=%s",
+                name[:FIELD_LIMIT],
+                type(exc).__name__,
+                trace_id[:FIELD_LIMIT],
+            )
             is_error = True
             code = _DECISION_FAULT if name in ("fak_adjudicate", "fak_syscall") else _SYSTEM_CRASH
             reply = ReplyBuilder().error(code, {"exception": type(exc).__name__})
@@ -322,7 +329,9 @@ class McpTools:
             is_error = True
         trace_id = trace_id or new_trace_id()
         elapsed = (self._clock() - start) * 1000.0
-        _log.debug("mcp %s -> %s trace_id=%s", name, reply.code, trace_id)
+        _log.debug(
+            "mcp %s -> %s trace_id=%s", name[:FIELD_LIMIT], reply.code, trace_id[:FIELD_LIMIT]
+        )
         return ToolAnswer(reply, trace_id, elapsed, is_error)
 
     # -- tool bodies -----------------------------------------------------------------------
@@ -345,17 +354,24 @@ class McpTools:
         value = arguments.get("result")
         if value is None:
             raise _BadInput(_REQUEST_MALFORMED, "result", "result is required: the tool's output")
-        # a structured result is screened as its compact JSON text
-        payload = value.encode("utf-8") if isinstance(value, str) else orjson.dumps(value)
-        admission = self._kernel.admit_result(ToolResult(tool, payload, trace_id=trace_id))
+        # a structured result is screened as its JSON text and as its decoded keys and leaves
+        admission = self._kernel.admit_value(tool, value, trace_id=trace_id)
         return _admission_reply(admission, tool)
+
+    def _unkeyed(self, arguments: Mapping[str, Any]) -> str:
+        """Why the call's witness key does not open approvals and revocations ('' if it does)."""
+        key = _string(arguments, "key", required=True)
+        expected = self._witness_key
+        if not expected:
+            return "no witness key configured"
+        if not hmac.compare_digest(key.encode(), expected.encode()):
+            return "wrong witness key"
+        return ""
 
     def _witness(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
         ident = _string(arguments, "id", required=True)
-        key = _string(arguments, "key", required=True)
-        expected = self._witness_key
-        if not expected or not hmac.compare_digest(key.encode(), expected.encode()):
-            why = "no witness key configured" if not expected else "wrong witness key"
+        why = self._unkeyed(arguments)
+        if why:
             return ReplyBuilder().denied(_HELD, {"id": ident, "reason": "UNWITNESSED", "why": why})
         try:
             hold = self._kernel.approve_witness(ident, "mcp")
@@ -365,6 +381,10 @@ class McpTools:
 
     def _revoke(self, arguments: Mapping[str, Any], trace_id: str) -> Reply:
         ident = _string(arguments, "witness", required=True)
+        why = self._unkeyed(arguments)  # the id is in model-visible text: the key is the guard
+        if why:
+            data = {"witness": ident, "reason": "UNWITNESSED", "why": why}
+            return ReplyBuilder().denied(_HELD, data)
         try:
             report = self._kernel.revoke_witness(ident)
         except WitnessError as exc:

@@ -23,24 +23,30 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fak.abi import AuditJournal, ToolCall, VerdictKind
+from fak.abi import AuditJournal, Context, ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
-from fak.gateway.http import KeyCheck, json_response, read_json
-from fak.gateway.routes.turns import context
+from fak.gateway.http import KeyCheck, json_response
+from fak.gateway.routes.inputs import context, gateway, read_object
 from fak.gateway.state import GatewayState
 from fak.journal import RowError, rows_after
+from fak.kernel import Admission, CallOutcome, Kernel
 from fak.wire import WireVerdict
 
-__all__ = ["file_events", "native_routes"]
+__all__ = [
+    "ROUTES",
+    "adjudicate",
+    "admit",
+    "approve",
+    "events",
+    "file_events",
+    "reload",
+    "revoke",
+    "syscall",
+    "witnesses",
+]
 
 _log = logging.getLogger(__name__)
-
-
-def _object(body: Any) -> Mapping[str, Any]:
-    if not isinstance(body, Mapping):
-        raise GatewayError(400, "invalid_request", "request body must be a JSON object")
-    return body
 
 
 def _tool(body: Mapping[str, Any]) -> str:
@@ -88,204 +94,296 @@ def file_events(
     return read
 
 
-def native_routes(state: GatewayState) -> list[Route]:
-    o = state.options
-    boundary = state.boundary
-    kernel = state.kernel
+# -- witness holds: list, approve, revoke ------------------------------------------------
 
-    witness_key = KeyCheck(o.witness_key) if o.witness_key else None
 
-    def witness_auth(request: Request) -> Any:
-        """The kernel's witness side, once the request may use it."""
-        if witness_key is not None:
-            if not witness_key.check(request.headers.get("x-fak-witness-key")):
-                raise GatewayError(
-                    403,
-                    "witness_auth_failed",
-                    "approving or revoking a witness needs the witness key in X-Fak-Witness-Key",
-                )
-        elif o.require_key is None:  # the client key was checked by the middleware when set
+def _witness_auth(state: GatewayState, request: Request) -> Kernel:
+    """The kernel's witness side, once the request may use it."""
+    o, kernel = state.options, state.kernel
+    if o.witness_key:
+        if not KeyCheck(o.witness_key).check(request.headers.get("x-fak-witness-key")):
             raise GatewayError(
                 403,
-                "witness_auth_required",
-                "approving or revoking a witness needs a key: start fak serve with "
-                "--witness-key-env VAR (or --require-key-env VAR)",
+                "witness_auth_failed",
+                "approving or revoking a witness needs the witness key in X-Fak-Witness-Key",
             )
-        return kernel
-
-    def witness_error(exc: Exception) -> GatewayError:
-        code = getattr(exc, "code", "witness_error")
-        status = 404 if code == "witness_unknown" else 409
-        return GatewayError(status, code, getattr(exc, "message", str(exc)))
-
-    async def witnesses(request: Request) -> Response:
-        k = witness_auth(request)
-        holds = [h.to_json() for h in k.witnesses.holds()]
-        return json_response({"witnesses": holds, "trust_epoch": k.trust_epoch})
-
-    async def approve(request: Request) -> Response:
-        k = witness_auth(request)
-        approver = request.headers.get("x-fak-principal", "") or "http"
-        try:
-            hold = k.approve_witness(request.path_params["id"], approver)
-        except LookupError as exc:
-            raise witness_error(exc) from exc
-        return json_response({"approved": True, "witness": hold.to_json()})
-
-    async def revoke(request: Request) -> Response:
-        k = witness_auth(request)
-        body = await body_of(request)
-        witness = body.get("witness")
-        if not isinstance(witness, str) or not witness:
-            raise GatewayError(400, "missing_witness", "witness is required: the id to revoke")
-        try:
-            report = k.revoke_witness(witness)
-        except LookupError as exc:
-            raise witness_error(exc) from exc
-        if state.plane is not None:  # recall pages cleared under it are sealed; feed published
-            report["sealed_pages"] = state.plane.revoked(witness, report["evicted"])
-        return json_response(report)
-
-    async def body_of(request: Request) -> Mapping[str, Any]:
-        body, _ = await read_json(request, o.body_cap, o.read_timeout_s)
-        return _object(body)
-
-    async def adjudicate(request: Request) -> Response:
-        body = await body_of(request)
-        tool, args = _tool(body), _arguments(body)
-        ctx = context(request)
-        trace_id = _trace(request, body)
-        wv, verdict = boundary.decide_one(tool, args, "", RequestContext(trace_id, ctx.principal))
-        out: dict[str, Any] = {"verdict": wv.to_json(), "trace_id": trace_id}
-        if (
-            verdict is not None
-            and verdict.kind == VerdictKind.TRANSFORM
-            and verdict.new_args is not None
-        ):
-            out["repaired_arguments"] = dict(verdict.new_args)
-        return json_response(out)
-
-    async def syscall(request: Request) -> Response:
-        body = await body_of(request)
-        tool, args = _tool(body), _arguments(body)
-        trace_id = _trace(request, body)
-        meta = {"read_only": "true"} if body.get("read_only") is True else {}
-        witness = body.get("witness")
-        if isinstance(witness, str) and witness:
-            meta["witness"] = witness[:128]  # the call is made under this witness id
-        call = ToolCall(
-            tool=tool,
-            args=args,
-            caller=request.headers.get("x-fak-principal", ""),
-            trace_id=trace_id,
-            meta=meta,
+    elif o.require_key is None:  # the client key was checked by the middleware when set
+        raise GatewayError(
+            403,
+            "witness_auth_required",
+            "approving or revoking a witness needs a key: start fak serve with "
+            "--witness-key-env VAR (or --require-key-env VAR)",
         )
-        t0 = time.perf_counter()
-        try:
-            outcome = kernel.syscall(call)
-        except (TypeError, ValueError) as exc:
-            raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
-        if state.plane is not None:
-            revoked = bool(meta.get("witness")) and kernel.witnesses.is_revoked(meta["witness"])
-            state.plane.observe_syscall(tool, outcome.served_by, revoked=revoked)
-        verdict = WireVerdict.of(outcome.verdict)
-        admission = outcome.admission
-        if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
-            verdict = (
-                WireVerdict.of(admission.verdict)
-                if admission.verdict.kind != VerdictKind.TRANSFORM
-                else verdict
-            )
-        boundary.record("syscall", tool, context(request), verdict, t0)
-        result: dict[str, Any] = {
-            "status": outcome.status,
-            "content": bytes(outcome.payload).decode("utf-8", errors="replace"),
-            "served_by": outcome.served_by,
-        }
-        if admission is not None and admission.quarantine_id:
-            result["quarantine_id"] = admission.quarantine_id
-        out: dict[str, Any] = {"verdict": verdict.to_json(), "result": result, "trace_id": trace_id}
-        v = outcome.verdict
-        if v.kind == VerdictKind.TRANSFORM and v.new_args is not None:
-            out["repaired_arguments"] = dict(v.new_args)
-        return json_response(out)
+    return kernel
 
-    async def admit(request: Request) -> Response:
-        body = await body_of(request)
-        tool = _tool(body)
-        value = body.get("result")
-        if value is None or value == "":
-            payload = b"{}"
-        elif isinstance(value, str):
-            payload = value.encode()
-        else:
-            payload = orjson.dumps(value)
-        call_id = body.get("tool_call_id")
-        ctx = context(request)
-        trace_id = _trace(request, body)
-        wv, admitted, qid = boundary.admit_one(
-            tool,
-            payload,
-            call_id if isinstance(call_id, str) else "",
-            RequestContext(trace_id, ctx.principal, ctx.session),
+
+def _witness_error(exc: Exception) -> GatewayError:
+    code = getattr(exc, "code", "witness_error")
+    status = 404 if code == "witness_unknown" else 409
+    return GatewayError(status, code, getattr(exc, "message", str(exc)))
+
+
+async def witnesses(request: Request) -> Response:
+    k = _witness_auth(gateway(request), request)
+    holds = [h.to_json() for h in k.witnesses.holds()]
+    return json_response({"witnesses": holds, "trust_epoch": k.trust_epoch})
+
+
+async def approve(request: Request) -> Response:
+    k = _witness_auth(gateway(request), request)
+    approver = request.headers.get("x-fak-principal", "") or "http"
+    try:
+        hold = k.approve_witness(request.path_params["id"], approver)
+    except LookupError as exc:
+        raise _witness_error(exc) from exc
+    return json_response({"approved": True, "witness": hold.to_json()})
+
+
+async def revoke(request: Request) -> Response:
+    state = gateway(request)
+    k = _witness_auth(state, request)
+    body = await read_object(state, request)
+    witness = body.get("witness")
+    if not isinstance(witness, str) or not witness:
+        raise GatewayError(400, "missing_witness", "witness is required: the id to revoke")
+    try:
+        report = k.revoke_witness(witness)
+    except LookupError as exc:
+        raise _witness_error(exc) from exc
+    if state.plane is not None:  # recall pages cleared under it are sealed; feed published
+        report["sealed_pages"] = state.plane.revoked(witness, report["evicted"])
+    return json_response(report)
+
+
+# -- one call: adjudicate, syscall, admit ------------------------------------------------
+
+
+async def adjudicate(request: Request) -> Response:
+    state = gateway(request)
+    body = await read_object(state, request)
+    tool, args = _tool(body), _arguments(body)
+    ctx = context(request)
+    trace_id = _trace(request, body)
+    run = _run_context(body)
+    wv, verdict = state.boundary.decide_one(
+        tool, args, "", RequestContext(trace_id, ctx.principal), provenance=run
+    )
+    out: dict[str, Any] = {"verdict": wv.to_json(), "trace_id": trace_id}
+    if (
+        verdict is not None
+        and verdict.kind == VerdictKind.TRANSFORM
+        and verdict.new_args is not None
+    ):
+        out["repaired_arguments"] = dict(verdict.new_args)
+    return json_response(out)
+
+
+def _run_context(body: Mapping[str, Any]) -> Context | None:
+    """The run's context a caller sends with a call (``context``: ``user`` texts and tool
+    ``results`` as the model was shown them), for sink and ``after_untrusted`` rules; None when
+    it sends none (the rules then judge the worst case: fak.policy.provenance)."""
+    raw = body.get("context")
+    if raw is None:
+        return None
+    bad = GatewayError(
+        400,
+        "invalid_context",
+        'context must be {"user": [text, ...], "results": [{"tool", "call_id", "text"}, ...]}',
+        param="context",
+    )
+    if not isinstance(raw, Mapping) or set(raw) - {"user", "results"}:
+        raise bad
+    users, results = raw.get("user", []), raw.get("results", [])
+    if not isinstance(users, list) or not isinstance(results, list):
+        raise bad
+    ctx = Context()
+    for text in users:
+        if not isinstance(text, str):
+            raise bad
+        ctx.user(text)
+    for item in results:
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            raise bad
+        tool, call_id = item.get("tool", "tool_result"), item.get("call_id", "")
+        if not isinstance(tool, str) or not isinstance(call_id, str):
+            raise bad
+        ctx.result(tool, call_id, item["text"] or "(empty)")
+    return ctx
+
+
+def _call(request: Request, body: Mapping[str, Any], trace_id: str) -> ToolCall:
+    """The tool call a ``/v1/fak/syscall`` body asks for, made by the requesting principal."""
+    meta = {"read_only": "true"} if body.get("read_only") is True else {}
+    witness = body.get("witness")
+    if isinstance(witness, str) and witness:
+        meta["witness"] = witness[:128]  # the call is made under this witness id
+    return ToolCall(
+        tool=_tool(body),
+        args=_arguments(body),
+        caller=request.headers.get("x-fak-principal", ""),
+        trace_id=trace_id,
+        meta=meta,
+        context=_run_context(body),
+    )
+
+
+def _observe_syscall(state: GatewayState, call: ToolCall, outcome: CallOutcome) -> None:
+    """Tell the coherence plane how the call was served (and whether its witness is revoked)."""
+    if state.plane is None:
+        return
+    meta = call.meta
+    revoked = bool(meta.get("witness")) and state.kernel.witnesses.is_revoked(meta["witness"])
+    state.plane.observe_syscall(call.tool, outcome.served_by, revoked=revoked)
+
+
+def _syscall_verdict(outcome: CallOutcome, admission: Admission | None) -> WireVerdict:
+    """The call's verdict, unless admitting its result refused or quarantined it."""
+    verdict = WireVerdict.of(outcome.verdict)
+    if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
+        verdict = (
+            WireVerdict.of(admission.verdict)
+            if admission.verdict.kind != VerdictKind.TRANSFORM
+            else verdict
         )
-        out: dict[str, Any] = {
-            "verdict": wv.to_json(),
-            "content": admitted.decode("utf-8", errors="replace"),
-            "trace_id": trace_id,
-        }
-        if qid:
-            out["quarantine_id"] = qid
-        return json_response(out)
+    return verdict
 
-    async def reload(request: Request) -> Response:
-        if o.policy_reloader is None:
-            raise GatewayError(
-                404,
-                "policy_reload_unavailable",
-                "this gateway was not started with --policy; nothing to reload",
-            )
-        try:
-            policy, summary = o.policy_reloader()
-        except Exception as exc:  # the loader's message says what is wrong with the file
-            _log.warning("policy reload failed; the running floor is unchanged")
-            raise GatewayError(400, "policy_reload_failed", f"policy reload failed: {exc}") from exc
-        kernel.replace_policy(policy)
-        if state.plane is not None:
-            state.plane.policy_reloaded(o.policy_source)
-        return json_response(
-            {"reloaded": True, "source": o.policy_source, "summary": dict(summary)}
+
+def _syscall_body(
+    outcome: CallOutcome, admission: Admission | None, verdict: WireVerdict, trace_id: str
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "status": outcome.status,
+        "content": bytes(outcome.payload).decode("utf-8", errors="replace"),
+        "served_by": outcome.served_by,
+    }
+    if admission is not None and admission.quarantine_id:
+        result["quarantine_id"] = admission.quarantine_id
+    out: dict[str, Any] = {"verdict": verdict.to_json(), "result": result, "trace_id": trace_id}
+    v = outcome.verdict
+    if v.kind == VerdictKind.TRANSFORM and v.new_args is not None:
+        out["repaired_arguments"] = dict(v.new_args)
+    return out
+
+
+async def syscall(request: Request) -> Response:
+    state = gateway(request)
+    body = await read_object(state, request)
+    trace_id = _trace(request, body)
+    call = _call(request, body, trace_id)
+    t0 = time.perf_counter()
+    try:
+        outcome = state.kernel.syscall(call)
+    except (TypeError, ValueError) as exc:
+        raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
+    _observe_syscall(state, call, outcome)
+    admission = outcome.admission
+    verdict = _syscall_verdict(outcome, admission)
+    state.boundary.record("syscall", call.tool, context(request), verdict, t0)
+    return json_response(_syscall_body(outcome, admission, verdict, trace_id))
+
+
+def _payload(value: Any) -> bytes:
+    if value is None or value == "":
+        return b"{}"
+    if isinstance(value, str):
+        return value.encode()
+    return orjson.dumps(value)
+
+
+async def admit(request: Request) -> Response:
+    state = gateway(request)
+    body = await read_object(state, request)
+    tool = _tool(body)
+    payload = _payload(body.get("result"))
+    call_id = body.get("tool_call_id")
+    ctx = context(request)
+    trace_id = _trace(request, body)
+    wv, admitted, qid = state.boundary.admit_one(
+        tool,
+        payload,
+        call_id if isinstance(call_id, str) else "",
+        RequestContext(trace_id, ctx.principal, ctx.session),
+    )
+    out: dict[str, Any] = {
+        "verdict": wv.to_json(),
+        "content": admitted.decode("utf-8", errors="replace"),
+        "trace_id": trace_id,
+    }
+    if qid:
+        out["quarantine_id"] = qid
+    return json_response(out)
+
+
+# -- the floor and the journal -----------------------------------------------------------
+
+
+async def reload(request: Request) -> Response:
+    state = gateway(request)
+    o, kernel = state.options, state.kernel
+    if o.policy_reloader is None:
+        raise GatewayError(
+            404,
+            "policy_reload_unavailable",
+            "this gateway was not started with --policy; nothing to reload",
         )
+    try:
+        policy, summary = o.policy_reloader()
+    except Exception as exc:  # the loader's message says what is wrong with the file
+        _log.warning("policy reload failed; the running floor is unchanged")
+        raise GatewayError(400, "policy_reload_failed", f"policy reload failed: {exc}") from exc
+    kernel.replace_policy(policy)
+    if state.plane is not None:
+        state.plane.policy_reloaded(o.policy_source)
+    return json_response({"reloaded": True, "source": o.policy_source, "summary": dict(summary)})
 
-    async def events(request: Request) -> Response:
-        if o.events is None:
-            raise GatewayError(
-                404, "journal_not_configured", "no decision journal: set FAK_AUDIT_JOURNAL"
-            )
-        q = request.query_params
-        try:
-            since = int(q.get("since", "0"))
-            limit = min(max(int(q.get("limit", "256")), 1), 1024)
-        except ValueError as exc:
-            raise GatewayError(400, "invalid_request", "since and limit must be integers") from exc
-        try:
-            rows = o.events(since, limit)
-        except (RowError, OSError) as exc:
-            raise GatewayError(
-                500,
-                "journal_unreadable",
-                "the decision journal cannot be read: run `fak journal verify`",
-            ) from exc
-        cursor = rows[-1].get("seq", since) if rows else since
-        return json_response({"events": rows, "cursor": cursor})
 
-    return [
-        Route("/v1/fak/adjudicate", adjudicate, methods=["POST"]),
-        Route("/v1/fak/syscall", syscall, methods=["POST"]),
-        Route("/v1/fak/admit", admit, methods=["POST"]),
-        Route("/v1/fak/policy/reload", reload, methods=["POST"]),
-        Route("/v1/fak/events", events, methods=["GET"]),
-        Route("/v1/fak/witness", witnesses, methods=["GET"]),
-        Route("/v1/fak/witness/{id}", approve, methods=["POST"]),
-        Route("/v1/fak/revoke", revoke, methods=["POST"]),
-    ]
+_CURSOR_MAX = 2**63 - 1  # a journal's seq is a signed 64-bit integer (PostgreSQL bigint)
+
+
+def _cursor(request: Request) -> tuple[int, int]:
+    """``since`` (a journal seq, 0 for the start) and ``limit`` (1-1024) from the query; a
+    negative, oversized or non-integer value is the client's to fix (400), not a 500."""
+    q = request.query_params
+    raw_since, raw_limit = q.get("since", "0"), q.get("limit", "256")
+    if len(raw_since) > 20 or len(raw_limit) > 20:
+        raise GatewayError(400, "invalid_cursor", "since and limit must be integers", param="since")
+    try:
+        since, limit = int(raw_since), int(raw_limit)
+    except ValueError as exc:
+        raise GatewayError(400, "invalid_cursor", "since and limit must be integers") from exc
+    if not 0 <= since <= _CURSOR_MAX:
+        raise GatewayError(
+            400, "invalid_cursor", f"since must be a seq between 0 and {_CURSOR_MAX}", param="since"
+        )
+    return since, min(max(limit, 1), 1024)
+
+
+async def events(request: Request) -> Response:
+    read = gateway(request).options.events
+    if read is None:
+        raise GatewayError(
+            404, "journal_not_configured", "no decision journal: set FAK_AUDIT_JOURNAL"
+        )
+    since, limit = _cursor(request)
+    try:
+        rows = read(since, limit)
+    except (RowError, OSError) as exc:
+        raise GatewayError(
+            500,
+            "journal_unreadable",
+            "the decision journal cannot be read: run `fak journal verify`",
+        ) from exc
+    cursor = rows[-1].get("seq", since) if rows else since
+    return json_response({"events": rows, "cursor": cursor})
+
+
+ROUTES: list[Route] = [
+    Route("/v1/fak/adjudicate", adjudicate, methods=["POST"]),
+    Route("/v1/fak/syscall", syscall, methods=["POST"]),
+    Route("/v1/fak/admit", admit, methods=["POST"]),
+    Route("/v1/fak/policy/reload", reload, methods=["POST"]),
+    Route("/v1/fak/events", events, methods=["GET"]),
+    Route("/v1/fak/witness", witnesses, methods=["GET"]),
+    Route("/v1/fak/witness/{id}", approve, methods=["POST"]),
+    Route("/v1/fak/revoke", revoke, methods=["POST"]),
+]

@@ -19,11 +19,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fak.gateway.errors import GatewayError
-from fak.gateway.http import json_response, read_json
-from fak.gateway.state import GatewayState
+from fak.gateway.http import json_response
+from fak.gateway.routes.inputs import gateway, read_object
 from fak.recall import CoherencePlane, RecallError, RecallErrorCode
 
-__all__ = ["change_request", "recall_routes"]
+__all__ = ["ROUTES", "change_request", "changes", "context_change", "trace_reset"]
 
 _NOT_FOUND = frozenset({RecallErrorCode.IMAGE_MISSING, RecallErrorCode.STEP_UNKNOWN})
 _CHANGE_KEYS = frozenset(
@@ -72,55 +72,53 @@ def _since(value: object) -> tuple[int, int]:
         raise GatewayError(400, "invalid_request", "since must be an integer cursor") from exc
 
 
-def recall_routes(state: GatewayState) -> list[Route]:
-    o = state.options
-    plane: CoherencePlane = state.plane
+def _plane(request: Request) -> CoherencePlane:
+    plane: CoherencePlane = gateway(request).plane
+    return plane
 
-    async def body_of(request: Request) -> Mapping[str, Any]:
-        body, _ = await read_json(request, o.body_cap, o.read_timeout_s)
-        if not isinstance(body, Mapping):
-            raise GatewayError(400, "invalid_request", "request body must be a JSON object")
-        return body
 
-    async def context_change(request: Request) -> Response:
-        body = await body_of(request)
-        try:
-            # fsyncs the image and the journal: off the event loop
-            out = await asyncio.to_thread(change_request, plane, body)
-        except LookupError as exc:
-            raise GatewayError(
-                404,
-                "recall_not_configured",
-                "this gateway records no sessions: start it with --recall-dir DIR",
-            ) from exc
-        except RecallError as err:
-            status = 404 if err.code in _NOT_FOUND else 400
-            raise GatewayError(status, str(err.code), err.message) from err
-        return json_response(out)
+async def context_change(request: Request) -> Response:
+    body = await read_object(gateway(request), request)
+    try:
+        # fsyncs the image and the journal: off the event loop
+        out = await asyncio.to_thread(change_request, _plane(request), body)
+    except LookupError as exc:
+        raise GatewayError(
+            404,
+            "recall_not_configured",
+            "this gateway records no sessions: start it with --recall-dir DIR",
+        ) from exc
+    except RecallError as err:
+        status = 404 if err.code in _NOT_FOUND else 400
+        raise GatewayError(status, str(err.code), err.message) from err
+    return json_response(out)
 
-    async def changes(request: Request) -> Response:
-        if request.method == "POST":
-            body = await body_of(request)
-            since, limit = _since(body.get("since", 0))
-        else:
-            since, limit = _since(request.query_params.get("since", "0"))
-            if "limit" in request.query_params:
-                limit = _since(request.query_params["limit"])[0]
-        page = plane.feed.since(since, min(max(limit, 1), 1024))
-        return json_response(
-            {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
-        )
 
-    async def trace_reset(request: Request) -> Response:
-        body = await body_of(request)
-        trace_id = body.get("trace_id")
-        if not isinstance(trace_id, str) or not trace_id:
-            raise GatewayError(400, "missing_trace_id", "trace_id is required", param="trace_id")
-        plane.trace_reset(trace_id[:256])
-        return json_response({"reset": True, "trace_id": trace_id[:256]})
+async def changes(request: Request) -> Response:
+    if request.method == "POST":
+        body = await read_object(gateway(request), request)
+        since, limit = _since(body.get("since", 0))
+    else:
+        since, limit = _since(request.query_params.get("since", "0"))
+        if "limit" in request.query_params:
+            limit = _since(request.query_params["limit"])[0]
+    page = _plane(request).feed.since(since, min(max(limit, 1), 1024))
+    return json_response(
+        {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
+    )
 
-    return [
-        Route("/v1/fak/context/change", context_change, methods=["POST"]),
-        Route("/v1/fak/changes", changes, methods=["GET", "POST"]),
-        Route("/v1/fak/trace/reset", trace_reset, methods=["POST"]),
-    ]
+
+async def trace_reset(request: Request) -> Response:
+    body = await read_object(gateway(request), request)
+    trace_id = body.get("trace_id")
+    if not isinstance(trace_id, str) or not trace_id:
+        raise GatewayError(400, "missing_trace_id", "trace_id is required", param="trace_id")
+    _plane(request).trace_reset(trace_id[:256])
+    return json_response({"reset": True, "trace_id": trace_id[:256]})
+
+
+ROUTES: list[Route] = [
+    Route("/v1/fak/context/change", context_change, methods=["POST"]),
+    Route("/v1/fak/changes", changes, methods=["GET", "POST"]),
+    Route("/v1/fak/trace/reset", trace_reset, methods=["POST"]),
+]

@@ -1,6 +1,6 @@
 """The model-turn routes: OpenAI Chat, OpenAI Responses, Anthropic Messages (tier T3).
 
-Each handler parses its wire into the canonical request (400 with the wire error's code on bad
+Each endpoint parses its wire into the canonical request (400 with the wire error's code on bad
 input), runs one adjudicated turn through ``TurnRunner`` and renders the outcome in the same
 wire. Streams: OpenAI Chat and Responses relay text as the planner produces it and emit tool
 calls only after adjudication; the Messages stream is synthesized once the turn is decided,
@@ -21,35 +21,27 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fak.abi import TextDelta
-from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
-from fak.gateway.http import EventStream, json_response, read_json
+from fak.gateway.http import EventStream, json_response
+from fak.gateway.routes.inputs import context, gateway, read_body
 from fak.gateway.state import GatewayState
-from fak.gateway.turns import Wire
 from fak.gateway.upstream.planner import ANTHROPIC_VERSION, Passthrough
 from fak.wire import (
     ParsedRequest,
     TurnOutcome,
     WireError,
+    WireName,
     anthropic,
     openai_chat,
     openai_responses,
     split_after_spaces,
 )
 
-__all__ = ["context", "turn_routes"]
+__all__ = ["ROUTES", "chat", "context", "count_tokens", "messages", "responses"]
 
 _T = TypeVar("_T")
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 _SSE = "text/event-stream"
-
-
-def context(request: Request) -> RequestContext:
-    return RequestContext(
-        trace_id=request.scope.get("fak.trace_id", ""),
-        principal=request.headers.get("x-fak-principal", ""),
-        session=request.headers.get("x-fak-session", "")[:256],
-    )
 
 
 async def _bounded(aw: Awaitable[_T], deadline: float | None) -> _T:
@@ -101,164 +93,185 @@ def _within_caps(parsed: ParsedRequest, max_messages: int, max_tool_calls: int) 
         )
 
 
-async def _read(state: GatewayState, request: Request) -> tuple[Any, bytes]:
-    o = state.options
-    return await read_json(request, o.body_cap, o.read_timeout_s)
+# -- OpenAI Chat Completions -------------------------------------------------------------
 
 
-def turn_routes(state: GatewayState) -> list[Route]:
+async def chat(request: Request) -> Response | EventStream:
+    state = gateway(request)
     runner = state.runner
+    body, _ = await read_body(state, request)
+    parsed = _parse(openai_chat.parse_request, body, state.options)
+    ctx = context(request)
+    deadline = _deadline(state)
+    if not parsed.turn.stream:
+        outcome = await _bounded(runner.complete(WireName.OPENAI_CHAT, parsed, ctx), deadline)
+        return json_response(openai_chat.render_response(outcome))
+    id = runner.new_id(WireName.OPENAI_CHAT)
+    gen = runner.stream(WireName.OPENAI_CHAT, parsed, ctx, id=id)
+    first = await _first(gen, deadline)
+    chunks = openai_chat.ChatChunks(id, runner.now(), runner.model_for(parsed))
+    return EventStream(_chat_frames(chunks, gen, first, deadline))
 
-    # -- OpenAI Chat Completions ---------------------------------------------------------
-    async def chat(request: Request) -> Response | EventStream:
-        body, _ = await _read(state, request)
-        parsed = _parse(openai_chat.parse_request, body, state.options)
-        ctx = context(request)
-        deadline = _deadline(state)
-        if not parsed.turn.stream:
-            outcome = await _bounded(runner.complete(Wire.CHAT, parsed, ctx), deadline)
-            return json_response(openai_chat.render_response(outcome))
-        id = runner.new_id(Wire.CHAT)
-        gen = runner.stream(Wire.CHAT, parsed, ctx, id=id)
-        first = await _first(gen, deadline)
-        chunks = openai_chat.ChatChunks(id, runner.now(), runner.model_for(parsed))
 
-        async def frames() -> AsyncIterator[bytes]:
-            yield chunks.role()
-            item, sent = first, ""
-            try:
-                while isinstance(item, TextDelta):
-                    sent += item.text
-                    yield chunks.text(item.text)
-                    item = await _bounded(anext(gen), deadline)
-                outcome: TurnOutcome = item
-                tail = [chunks.text(p) for p in split_after_spaces(outcome.text[len(sent) :])]
-                if outcome.tool_calls:
-                    tail.append(chunks.tool_calls(outcome.tool_calls, outcome.tool_kinds))
-                tail += [chunks.final(outcome), chunks.done()]
-                yield b"".join(tail)  # everything decided at once leaves in one write
-            except GatewayError as exc:
-                yield chunks.error(exc.message, exc.code) + chunks.done()
-            finally:
-                await gen.aclose()
+async def _chat_frames(
+    chunks: openai_chat.ChatChunks,
+    gen: AsyncGenerator[TextDelta | TurnOutcome, None],
+    first: TextDelta | TurnOutcome,
+    deadline: float | None,
+) -> AsyncIterator[bytes]:
+    yield chunks.role()
+    item, sent = first, ""
+    try:
+        while isinstance(item, TextDelta):
+            sent += item.text
+            yield chunks.text(item.text)
+            item = await _bounded(anext(gen), deadline)
+        outcome: TurnOutcome = item
+        tail = [chunks.text(p) for p in split_after_spaces(outcome.text[len(sent) :])]
+        if outcome.tool_calls:
+            tail.append(chunks.tool_calls(outcome.tool_calls, outcome.tool_kinds))
+        tail += [chunks.final(outcome), chunks.done()]
+        yield b"".join(tail)  # everything decided at once leaves in one write
+    except GatewayError as exc:
+        yield chunks.error(exc.message, exc.code) + chunks.done()
+    finally:
+        await gen.aclose()
 
-        return EventStream(frames())
 
-    # -- OpenAI Responses ----------------------------------------------------------------
-    async def responses(request: Request) -> Response | EventStream:
-        body, _ = await _read(state, request)
-        parsed = _parse(openai_responses.parse_request, body, state.options)
-        ctx = context(request)
-        deadline = _deadline(state)
-        if not parsed.turn.stream:
-            outcome = await _bounded(runner.complete(Wire.RESPONSES, parsed, ctx), deadline)
-            return json_response(openai_responses.render_response(outcome))
-        id = runner.new_id(Wire.RESPONSES)
-        gen = runner.stream(Wire.RESPONSES, parsed, ctx, id=id)
-        first = await _first(gen, deadline)
-        events = openai_responses.ResponseEvents(id, runner.model_for(parsed), runner.now())
+# -- OpenAI Responses --------------------------------------------------------------------
 
-        async def frames() -> AsyncIterator[bytes]:
-            head = events.start()
-            item = first
-            try:
-                while isinstance(item, TextDelta):
-                    yield b"".join([*head, *events.text_delta(item.text)])
-                    head = []
-                    item = await _bounded(anext(gen), deadline)
-                yield b"".join([*head, *events.finish(item)])
-            except GatewayError as exc:
-                yield b"".join([*head, events.failed(exc.message, exc.code or "server_error")])
-            finally:
-                await gen.aclose()
 
-        return EventStream(frames())
+async def responses(request: Request) -> Response | EventStream:
+    state = gateway(request)
+    runner = state.runner
+    body, _ = await read_body(state, request)
+    parsed = _parse(openai_responses.parse_request, body, state.options)
+    ctx = context(request)
+    deadline = _deadline(state)
+    if not parsed.turn.stream:
+        outcome = await _bounded(runner.complete(WireName.OPENAI_RESPONSES, parsed, ctx), deadline)
+        return json_response(openai_responses.render_response(outcome))
+    id = runner.new_id(WireName.OPENAI_RESPONSES)
+    gen = runner.stream(WireName.OPENAI_RESPONSES, parsed, ctx, id=id)
+    first = await _first(gen, deadline)
+    events = openai_responses.ResponseEvents(id, runner.model_for(parsed), runner.now())
+    return EventStream(_response_frames(events, gen, first, deadline))
 
-    # -- Anthropic Messages --------------------------------------------------------------
-    def passthrough(request: Request, body: Any, raw: bytes | None) -> Passthrough | None:
-        proxy = runner.proxy
-        if proxy is None or proxy.provider != "anthropic":
-            return None
-        if not anthropic.forwardable_as_is(body):
-            raw = None  # rebuild from what was parsed and screened; the headers still travel
-        headers = {"anthropic-version": request.headers.get("anthropic-version", ANTHROPIC_VERSION)}
-        beta = request.headers.get("anthropic-beta")
-        if beta:
-            headers["anthropic-beta"] = beta
-        client_key = request.headers.get("x-api-key")
-        if client_key and state.options.require_key is None:
-            headers["x-api-key"] = client_key
-        return Passthrough(raw, headers)
 
-    async def messages(request: Request) -> Response | EventStream:
-        body, raw = await _read(state, request)
-        parsed = _parse(anthropic.parse_request, body, state.options)
-        ctx = context(request)
-        deadline = _deadline(state)
-        pt = passthrough(request, body, raw)
-        if not parsed.turn.stream:
-            outcome = await _bounded(
-                runner.complete(Wire.ANTHROPIC, parsed, ctx, passthrough=pt), deadline
-            )
-            return json_response(anthropic.render_response(outcome))
-        id = runner.new_id(Wire.ANTHROPIC)
-        events = anthropic.MessageEvents(id, runner.model_for(parsed))
+async def _response_frames(
+    events: openai_responses.ResponseEvents,
+    gen: AsyncGenerator[TextDelta | TurnOutcome, None],
+    first: TextDelta | TurnOutcome,
+    deadline: float | None,
+) -> AsyncIterator[bytes]:
+    head = events.start()
+    item = first
+    try:
+        while isinstance(item, TextDelta):
+            yield b"".join([*head, *events.text_delta(item.text)])
+            head = []
+            item = await _bounded(anext(gen), deadline)
+        yield b"".join([*head, *events.finish(item)])
+    except GatewayError as exc:
+        yield b"".join([*head, events.failed(exc.message, exc.code or "server_error")])
+    finally:
+        await gen.aclose()
 
-        async def collect() -> TurnOutcome:
-            async for item in runner.stream(Wire.ANTHROPIC, parsed, ctx, id=id, passthrough=pt):
-                if isinstance(item, TurnOutcome):
-                    return item
-            raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
 
-        task = asyncio.ensure_future(_bounded(collect(), deadline))
-        interval = state.options.ping_interval_s
-        if await _client_left(request, task, interval):
-            return Response(b"", status_code=499)  # nobody to answer; the upstream is stopped
-        if task.done():
-            outcome = task.result()  # a failure here keeps its HTTP status
-            frames = [events.start(outcome.usage.prompt_tokens), *events.body(outcome)]
-            return Response(b"".join(frames), media_type=_SSE, headers=_SSE_HEADERS)
-        estimate = max(1, len(raw) // 4)
+# -- Anthropic Messages ------------------------------------------------------------------
 
-        async def stream() -> AsyncIterator[bytes]:
-            try:
-                yield events.start(estimate) + events.ping()
-                while True:
-                    await asyncio.wait({task}, timeout=interval)
-                    if task.done():
-                        break
-                    yield events.ping()
-                try:
-                    outcome = task.result()
-                except GatewayError as exc:
-                    yield events.error(exc.message)
-                    return
-                yield b"".join(events.body(outcome))
-            finally:
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
 
-        return EventStream(stream())
+def _passthrough(
+    state: GatewayState, request: Request, body: Any, raw: bytes | None
+) -> Passthrough | None:
+    proxy = state.runner.proxy
+    if proxy is None or proxy.provider is not WireName.ANTHROPIC:
+        return None
+    if not anthropic.forwardable_as_is(body):
+        raw = None  # rebuild from what was parsed and screened; the headers still travel
+    headers = {"anthropic-version": request.headers.get("anthropic-version", ANTHROPIC_VERSION)}
+    beta = request.headers.get("anthropic-beta")
+    if beta:
+        headers["anthropic-beta"] = beta
+    client_key = request.headers.get("x-api-key")
+    if client_key and state.options.require_key is None:
+        headers["x-api-key"] = client_key
+    return Passthrough(raw, headers)
 
-    async def count_tokens(request: Request) -> Response:
-        body, raw = await _read(state, request)
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            raise GatewayError(
-                400,
-                "invalid_request",
-                "messages is required and must be an array",
-                param="messages",
-            )
-        return json_response({"input_tokens": max(1, len(raw) // 4)})
 
-    return [
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/responses", responses, methods=["POST"]),
-        Route("/v1/messages", messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
-    ]
+async def messages(request: Request) -> Response | EventStream:
+    state = gateway(request)
+    runner = state.runner
+    body, raw = await read_body(state, request)
+    parsed = _parse(anthropic.parse_request, body, state.options)
+    ctx = context(request)
+    deadline = _deadline(state)
+    pt = _passthrough(state, request, body, raw)
+    if not parsed.turn.stream:
+        outcome = await _bounded(
+            runner.complete(WireName.ANTHROPIC, parsed, ctx, passthrough=pt), deadline
+        )
+        return json_response(anthropic.render_response(outcome))
+    id = runner.new_id(WireName.ANTHROPIC)
+    events = anthropic.MessageEvents(id, runner.model_for(parsed))
+    turn = _collect(runner.stream(WireName.ANTHROPIC, parsed, ctx, id=id, passthrough=pt))
+    task = asyncio.ensure_future(_bounded(turn, deadline))
+    interval = state.options.ping_interval_s
+    if await _client_left(request, task, interval):
+        return Response(b"", status_code=499)  # nobody to answer; the upstream is stopped
+    if task.done():
+        outcome = task.result()  # a failure here keeps its HTTP status
+        frames = [events.start(outcome.usage.prompt_tokens), *events.body(outcome)]
+        return Response(b"".join(frames), media_type=_SSE, headers=_SSE_HEADERS)
+    estimate = max(1, len(raw) // 4)
+    return EventStream(_message_frames(events, task, interval, estimate))
+
+
+async def _collect(items: AsyncIterator[TextDelta | TurnOutcome]) -> TurnOutcome:
+    async for item in items:
+        if isinstance(item, TurnOutcome):
+            return item
+    raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
+
+
+async def _message_frames(
+    events: anthropic.MessageEvents,
+    task: asyncio.Future[TurnOutcome],
+    interval: float,
+    estimate: int,
+) -> AsyncIterator[bytes]:
+    """The Messages stream once the turn is in flight: ``ping`` every ``interval`` until it is
+    decided, then the whole message (or the wire's error event)."""
+    try:
+        yield events.start(estimate) + events.ping()
+        while True:
+            await asyncio.wait({task}, timeout=interval)
+            if task.done():
+                break
+            yield events.ping()
+        try:
+            outcome = task.result()
+        except GatewayError as exc:
+            yield events.error(exc.message)
+            return
+        yield b"".join(events.body(outcome))
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+async def count_tokens(request: Request) -> Response:
+    body, raw = await read_body(gateway(request), request)
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        raise GatewayError(
+            400,
+            "invalid_request",
+            "messages is required and must be an array",
+            param="messages",
+        )
+    return json_response({"input_tokens": max(1, len(raw) // 4)})
 
 
 async def _client_left(request: Request, task: asyncio.Future[Any], timeout: float) -> bool:
@@ -293,3 +306,12 @@ async def _first(gen: AsyncIterator[_T], deadline: float | None) -> _T:
             with contextlib.suppress(BaseException):
                 await gen.aclose()
         raise
+
+
+ROUTES: list[Route] = [
+    Route("/v1/chat/completions", chat, methods=["POST"]),
+    Route("/v1/responses", responses, methods=["POST"]),
+    Route("/v1/messages", messages, methods=["POST"]),
+    Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+]
+"""The model-turn routes; ``build_app`` also dispatches these directly (the hot path)."""

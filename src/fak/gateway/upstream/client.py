@@ -5,19 +5,24 @@ pooled ``httpx.AsyncClient`` (``HttpxUpstream``) or an ``aiohttp`` session (``Ai
 used when aiohttp is installed; the gateway benchmark measures both). Transport exceptions are
 translated here, once, into ``UpstreamUnreachable`` / ``UpstreamFailure`` values; nothing above
 sees an httpx or aiohttp exception. Response bodies are returned as bytes, never logged, and are
-capped after decompression (``max_body_bytes``, kind ``too_large``): a small compressed reply
-cannot inflate into gigabytes of memory, whole or streamed.
+capped *during* decompression (``max_body_bytes``, kind ``too_large``): both clients ask for
+``gzip, deflate`` only and read the raw bytes, and ``_Inflater`` inflates them at most 64 KiB at a
+time, so a small compressed reply (a gzip, brotli or zstd bomb) cannot inflate into gigabytes of
+memory, whole or streamed. An encoding fak did not ask for is refused, not decoded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import zlib
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
+
+from fak.config import Settings
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -31,7 +36,7 @@ __all__ = [
     "default_upstream",
 ]
 
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = Settings().upstream_max_bytes  # FAK_UPSTREAM_MAX_BYTES' default
 
 
 class UpstreamFailure(Exception):
@@ -58,6 +63,56 @@ class _Budget:
                 "too_large", f"the upstream reply exceeds {self._cap} bytes (decompressed)"
             )
         return chunk
+
+
+ACCEPT_ENCODING = "gzip, deflate"
+"""What both clients ask the upstream for: encodings ``_Inflater`` inflates a slice at a time."""
+
+_SLICE = 64 * 1024
+
+
+class _Inflater:
+    """Inflates one reply's raw bytes as they arrive, ``_SLICE`` bytes of output at a time, each
+    counted by the budget before the next is made: the cap holds inside one compressed chunk."""
+
+    __slots__ = ("_budget", "_z")
+
+    def __init__(self, content_encoding: str | None, budget: _Budget) -> None:
+        self._budget = budget
+        coding = (content_encoding or "").strip().lower()
+        if coding in ("", "identity"):
+            self._z = None
+        elif coding in ("gzip", "x-gzip"):
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self._z = zlib.decompressobj(32 + zlib.MAX_WBITS)  # zlib-wrapped (auto header)
+        else:
+            raise UpstreamFailure(
+                "transport", f"the upstream sent content-encoding {coding[:40]!r}, not asked for"
+            )
+
+    def feed(self, raw: bytes) -> Iterator[bytes]:
+        if self._z is None:
+            yield self._budget.take(raw)
+            return
+        data = raw
+        try:
+            while data:
+                out = self._z.decompress(data, _SLICE)
+                data = self._z.unconsumed_tail
+                if out:
+                    yield self._budget.take(out)
+        except zlib.error as exc:
+            raise UpstreamFailure("transport", "the upstream's compressed body is corrupt") from exc
+
+    def flush(self) -> Iterator[bytes]:
+        if self._z is None:
+            return
+        while True:  # output held back by the slice limit
+            out = self._z.decompress(b"", _SLICE)
+            if not out:
+                break
+            yield self._budget.take(out)
 
 
 class UpstreamUnreachable(UpstreamFailure):
@@ -102,6 +157,13 @@ class UpstreamClient(Protocol):
     async def aclose(self) -> None: ...
 
 
+def _ask(headers: Mapping[str, str]) -> dict[str, str]:
+    """The request headers, asking only for encodings ``_Inflater`` inflates in slices."""
+    out = {k: v for k, v in headers.items() if k.lower() != "accept-encoding"}
+    out["accept-encoding"] = ACCEPT_ENCODING
+    return out
+
+
 # -- httpx ------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _map_httpx() -> Iterator[None]:
@@ -120,14 +182,17 @@ def _map_httpx() -> Iterator[None]:
 class _HttpxStream:
     def __init__(self, response: httpx.Response, cap: int) -> None:
         self._response = response
-        self._budget = _Budget(cap)
+        self._inflater = _Inflater(response.headers.get("content-encoding"), _Budget(cap))
         self.status = response.status_code
         self.retry_after = response.headers.get("retry-after")
 
     async def chunks(self) -> AsyncIterator[bytes]:
         with _map_httpx():
-            async for chunk in self._response.aiter_bytes():  # decoded (gzip, br, ...)
-                yield self._budget.take(chunk)
+            async for raw in self._response.aiter_raw():  # as sent: inflated here, capped
+                for chunk in self._inflater.feed(raw):
+                    yield chunk
+        for chunk in self._inflater.flush():
+            yield chunk
 
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
@@ -156,7 +221,7 @@ class HttpxUpstream:
         self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
     ) -> UpstreamReply:
         with _map_httpx():
-            req = self._client.build_request(method, url, content=body, headers=dict(headers))
+            req = self._client.build_request(method, url, content=body, headers=_ask(headers))
             r = await self._client.send(req, stream=True)
         try:
             data = await _HttpxStream(r, self._cap).read()
@@ -171,7 +236,7 @@ class HttpxUpstream:
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> AsyncIterator[UpstreamStream]:
         with _map_httpx():
-            req = self._client.build_request("POST", url, content=body, headers=dict(headers))
+            req = self._client.build_request("POST", url, content=body, headers=_ask(headers))
             response = await self._client.send(req, stream=True)
         try:
             yield _HttpxStream(response, self._cap)
@@ -187,14 +252,17 @@ class _AiohttpStream:
     def __init__(self, response: Any, mapper: Any, cap: int) -> None:
         self._response = response
         self._map = mapper
-        self._budget = _Budget(cap)
+        self._inflater = _Inflater(response.headers.get("content-encoding"), _Budget(cap))
         self.status = int(response.status)
         self.retry_after = response.headers.get("retry-after")
 
     async def chunks(self) -> AsyncIterator[bytes]:
         with self._map():
-            async for chunk in self._response.content.iter_any():  # decompressed
-                yield self._budget.take(bytes(chunk))
+            async for raw in self._response.content.iter_any():  # as sent: inflated here, capped
+                for chunk in self._inflater.feed(bytes(raw)):
+                    yield chunk
+        for chunk in self._inflater.flush():
+            yield chunk
 
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
@@ -224,7 +292,7 @@ class AiohttpUpstream:
         if self._session is None or self._session.closed:
             connector = self._aiohttp.TCPConnector(limit=self._limit, ttl_dns_cache=300)
             self._session = self._aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, auto_decompress=True, trust_env=False
+                connector=connector, timeout=self._timeout, auto_decompress=False, trust_env=False
             )
         return self._session
 
@@ -248,7 +316,7 @@ class AiohttpUpstream:
         self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]
     ) -> UpstreamReply:
         with self._map():
-            async with self._get().request(method, url, data=body, headers=dict(headers)) as r:
+            async with self._get().request(method, url, data=body, headers=_ask(headers)) as r:
                 data = await _AiohttpStream(r, self._map, self._cap).read()
                 return UpstreamReply(
                     int(r.status),
@@ -262,7 +330,7 @@ class AiohttpUpstream:
         self, url: str, body: bytes, headers: Mapping[str, str]
     ) -> AsyncIterator[UpstreamStream]:
         with self._map():
-            response = await self._get().post(url, data=body, headers=dict(headers))
+            response = await self._get().post(url, data=body, headers=_ask(headers))
         try:
             yield _AiohttpStream(response, self._map, self._cap)
         finally:

@@ -7,6 +7,8 @@ client's own request bytes, forwarded unchanged when the kernel changed nothing 
 proposes only: replies are parsed into ``PlannerTurn`` for adjudication, and an upstream whose
 announced tool calls do not parse fails the turn (502) instead of skipping adjudication.
 Upstream failures become ``GatewayError`` values here; raw upstream bodies are never surfaced.
+What differs between the wires (endpoint, headers, rendering, parsing, stream reading) is the
+``fak.wire.dialect.Dialect`` the planner holds; it never compares wire names.
 """
 
 from __future__ import annotations
@@ -25,19 +27,11 @@ from fak.gateway.upstream.client import (
     UpstreamReply,
     UpstreamUnreachable,
 )
-from fak.wire import (
-    ParsedRequest,
-    SSEDecoder,
-    WireError,
-    anthropic,
-    openai_chat,
-    openai_responses,
-)
+from fak.wire import ParsedRequest, SSEDecoder, WireError, WireName
+from fak.wire.anthropic.client import ANTHROPIC_VERSION
+from fak.wire.dialect import dialect_for
 
 __all__ = ["ANTHROPIC_VERSION", "ForwardedDone", "Passthrough", "ProxyPlanner"]
-
-ANTHROPIC_VERSION = "2023-06-01"
-PROVIDERS = ("openai", "openai-responses", "anthropic")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,27 +58,23 @@ class ProxyPlanner:
         client: UpstreamClient,
         *,
         base_url: str,
-        provider: str = "openai",
+        provider: WireName | str = WireName.OPENAI_CHAT,
         api_key: str | None = None,
         model: str = "",
         on_error: Callable[[str], None] | None = None,
     ) -> None:
-        if provider not in PROVIDERS:
-            msg = f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}"
-            raise ValueError(msg)
+        try:
+            wire = WireName(provider)
+        except ValueError:
+            msg = f"unknown provider {provider!r}; use one of {', '.join(WireName)}"
+            raise ValueError(msg) from None
         self._client = client
         self._base = base_url.rstrip("/")
-        self._provider = provider
+        self._dialect = dialect_for(wire)
         self._key = api_key or None
         self._model = model
         self._on_error = on_error or (lambda kind: None)
-        if provider == "anthropic":
-            root = self._base[:-3] if self._base.endswith("/v1") else self._base
-            self._url = root + "/v1/messages"
-        elif provider == "openai-responses":
-            self._url = self._base + "/responses"
-        else:
-            self._url = self._base + "/chat/completions"
+        self._url = self._dialect.url(self._base)
 
     def set_error_hook(self, hook: Callable[[str], None]) -> None:
         """Called with a failure kind on every upstream error (the gateway counts them)."""
@@ -100,8 +90,8 @@ class ProxyPlanner:
         return self._model
 
     @property
-    def provider(self) -> str:
-        return self._provider
+    def provider(self) -> WireName:
+        return self._dialect.name
 
     @property
     def base_url(self) -> str:
@@ -123,23 +113,17 @@ class ProxyPlanner:
 
     # -- forwarding ---------------------------------------------------------------------
     def _headers(self, passthrough: Passthrough | None) -> dict[str, str]:
+        dialect = self._dialect
         headers = {"content-type": "application/json", "accept": "application/json"}
-        if self._provider == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
-            if passthrough is not None:
-                headers.update(passthrough.headers)
-            if self._key:
-                headers["x-api-key"] = self._key
-        elif self._key:
-            headers["authorization"] = f"Bearer {self._key}"
+        headers.update(dialect.headers)
+        if passthrough is not None and dialect.passthrough:
+            headers.update(passthrough.headers)
+        if self._key:
+            headers[dialect.auth_header] = dialect.auth_prefix + self._key
         return headers
 
     def _body(self, parsed: ParsedRequest, passthrough: Passthrough | None, stream: bool) -> bytes:
-        if (
-            passthrough is not None
-            and passthrough.body is not None
-            and self._provider == "anthropic"
-        ):
+        if passthrough is not None and passthrough.body is not None and self._dialect.passthrough:
             return passthrough.body
         turn = parsed.turn
         if not turn.model and self._model:
@@ -156,16 +140,7 @@ class ProxyPlanner:
                 parsed.options,
             )
         try:
-            if self._provider == "openai-responses":
-                body = openai_responses.render_request(parsed)
-                body["stream"] = stream
-                return orjson.dumps(body)
-            render = (
-                anthropic.render_request
-                if self._provider == "anthropic"
-                else openai_chat.render_request
-            )
-            return orjson.dumps(render(parsed, stream=stream))
+            return orjson.dumps(self._dialect.render(parsed, stream))
         except WireError as exc:
             raise GatewayError(400, exc.code, exc.message, param=exc.param) from exc
 
@@ -215,14 +190,7 @@ class ProxyPlanner:
         if not 200 <= reply.status < 300:
             raise self._status(reply.status, reply.retry_after)
         try:
-            decoded = orjson.loads(reply.body)
-            if self._provider == "anthropic":
-                return anthropic.parse_response(decoded), anthropic.usage_extra(
-                    decoded.get("usage")
-                )
-            if self._provider == "openai-responses":
-                return openai_responses.parse_response(decoded), {}
-            return openai_chat.parse_response(decoded), {}
+            return self._dialect.parse(orjson.loads(reply.body))
         except orjson.JSONDecodeError as exc:
             raise self._bad(WireError("upstream_bad_response", "not JSON")) from exc
         except WireError as exc:
@@ -239,40 +207,14 @@ class ProxyPlanner:
                 if not 200 <= up.status < 300:
                     await up.read()
                     raise self._status(up.status, up.retry_after)
-                if self._provider == "anthropic":
-                    acc_a = anthropic.MessagesStreamAccumulator()
-                    async for chunk in up.chunks():
-                        # one delta per network read: what arrived together leaves together
-                        text = "".join(
-                            [acc_a.feed(ev.event, _json(ev.data)) for ev in decoder.feed(chunk)]
-                        )
-                        if text:
-                            yield TextDelta(text)
-                    turn, extra = acc_a.finish()
-                    yield ForwardedDone(turn, extra)
-                    return
-                if self._provider == "openai-responses":
-                    acc_r = openai_responses.ResponsesStreamAccumulator()
-                    async for chunk in up.chunks():
-                        text = "".join(
-                            [acc_r.feed(ev.event, _json(ev.data)) for ev in decoder.feed(chunk)]
-                        )
-                        if text:
-                            yield TextDelta(text)
-                    yield ForwardedDone(acc_r.finish(), {})
-                    return
-                acc_o = openai_chat.ChatStreamAccumulator()
+                reader = self._dialect.stream()
                 async for chunk in up.chunks():
-                    parts: list[str] = []
-                    for ev in decoder.feed(chunk):
-                        if ev.data == "[DONE]":
-                            acc_o.mark_done()
-                        else:
-                            parts.append(acc_o.feed(_json(ev.data)))
-                    text = "".join(parts)
+                    # one delta per network read: what arrived together leaves together
+                    text = "".join([reader.feed(ev) for ev in decoder.feed(chunk)])
                     if text:
                         yield TextDelta(text)
-                yield ForwardedDone(acc_o.finish(), {})
+                turn, extra = reader.finish()
+                yield ForwardedDone(turn, extra)
         except UpstreamFailure as exc:
             raise self._fail(exc) from exc
         except WireError as exc:
@@ -291,10 +233,3 @@ class ProxyPlanner:
         if not 200 <= reply.status < 300:
             raise self._status(reply.status, reply.retry_after)
         return reply
-
-
-def _json(data: str) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise WireError("upstream_bad_response", "stream event is not JSON") from exc

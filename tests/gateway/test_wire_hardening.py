@@ -1,4 +1,4 @@
-"""Issue 8 regressions on the wires and the upstream: findings 1, 8, 11 and 12.
+"""Wire and upstream hardening (findings 1, 8, 11 and 12 of the first hostile run).
 
 Every upstream here is a real server on a loopback socket; fak is reached over a real socket too.
 """
@@ -355,3 +355,37 @@ def test_finding_12_disconnect_mid_stream_stops_the_upstream_before_the_next_pin
         time.sleep(0.02)
     assert slow.closed_at is not None
     assert slow.closed_at - left < 1.5  # not at the next ping, 3 s later
+
+
+# -- second hostile run, N1: what a tool result holds is screened or held out, never passed ----
+_N1_BLOCKS = {
+    "document-text": '{"type":"document","source":{"type":"text","media_type":"text/plain",'
+    '"data":"aws_access_key_id=%s"}}',
+    "document-content": '{"type":"document","source":{"type":"content","content":['
+    '{"type":"text","text":"aws_access_key_id=%s"}]}}',
+    "document-title": '{"type":"document","title":"aws_access_key_id=%s","source":'
+    '{"type":"text","media_type":"text/plain","data":"fine"}}',
+    "document-context": '{"type":"document","context":"aws_access_key_id=%s","source":'
+    '{"type":"text","media_type":"text/plain","data":"fine"}}',
+    "citations": '{"type":"text","text":"see","citations":[{"type":"char_location",'
+    '"cited_text":"aws_access_key_id=%s","document_index":0,"start_char_index":0,'
+    '"end_char_index":5}]}',
+    "image-url": '{"type":"image","source":{"type":"url","url":"https://x.example/%s.png"}}',
+    "pdf-base64": '{"type":"document","source":{"type":"base64","media_type":'
+    '"application/pdf","data":"JVBERi0%s"}}',
+}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("shape", sorted(_N1_BLOCKS))
+def test_N1_anthropic_tool_result_blocks_never_reach_the_upstream_unseen(
+    anthropic_gateway: tuple[MockUpstream, str], shape: str, stream: bool
+) -> None:
+    mock, url = anthropic_gateway
+    block = _N1_BLOCKS[shape].replace("%s", AKIA)
+    result = '{"type":"tool_result","tool_use_id":"t1","content":[' + block + "]}"
+    doc = json.loads(_anthropic_history(result))
+    doc["stream"] = stream
+    r = httpx.post(url + "/v1/messages", content=json.dumps(doc), headers=JSON)
+    assert r.status_code == 200, r.text
+    assert mock.bodies and AKIA.encode() not in mock.bodies

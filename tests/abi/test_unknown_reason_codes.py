@@ -1,4 +1,4 @@
-"""Issue 8: an unknown reason code renders as REASON_<n> everywhere and never raises."""
+"""An unknown reason code renders as REASON_<n> everywhere and never raises."""
 
 from __future__ import annotations
 

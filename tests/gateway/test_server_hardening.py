@@ -1,4 +1,5 @@
-"""Issue 8 regressions in the gateway server: findings 4, 6, 7 and 9, on real sockets."""
+"""Gateway server hardening on real sockets: limits, unknown routes and methods mint no metric
+(findings 4, 6, 7 and 9 of the first hostile run)."""
 
 from __future__ import annotations
 

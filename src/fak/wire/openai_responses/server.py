@@ -1,17 +1,16 @@
-"""OpenAI Responses API ⇄ canonical turn IR (tier T1, pure, no I/O).
+"""OpenAI Responses API, we are the server (tier T1, pure, no I/O).
 
 The wire Codex and the OpenAI Agents SDK speak. ``parse_request`` reads ``instructions`` and the
 ``input`` items (messages, function, custom and shell calls and their outputs); ``render_response``
 and ``ResponseEvents`` produce a ``response`` object or its streamed events (created … completed).
-``render_request``/``parse_response``/``ResponsesStreamAccumulator`` speak to a Responses
-upstream (``fak serve --provider openai-responses``) and keep this wire's own shapes. fak keeps
-no server-side response state: ``previous_response_id``, ``conversation`` and ``prompt`` are
-refused with a message saying to send the whole input.
+fak keeps no server-side response state: ``previous_response_id``, ``conversation`` and
+``prompt`` are refused with a message saying to send the whole input. The other direction (a
+Responses upstream, ``fak serve --provider openai-responses``) is ``client``; the item shapes
+both read and write are in ``items``.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +19,6 @@ import orjson
 from fak.abi import (
     FinishReason,
     Message,
-    PlannerTurn,
     ProposedCall,
     Role,
     ToolSpec,
@@ -38,14 +36,12 @@ from fak.wire.fields import (
     opt_str,
     req_str,
 )
+from fak.wire.openai_responses.items import SKIPPED_ITEMS, call_item, read_text, shell_arguments
 from fak.wire.outcome import ParsedRequest, TurnOutcome
 
 __all__ = [
     "ResponseEvents",
-    "ResponsesStreamAccumulator",
     "parse_request",
-    "parse_response",
-    "render_request",
     "render_response",
 ]
 
@@ -55,23 +51,6 @@ _ROLES = {
     "user": Role.USER,
     "assistant": Role.ASSISTANT,
 }
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-# Items that carry nothing for the model to act on here: reasoning (often encrypted), and the
-# records of server-side tools, which fak never forwards (see _SERVER_TOOLS).
-_SKIPPED_ITEMS = frozenset(
-    {
-        "reasoning",
-        "compaction",
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "mcp_call",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-    }
-)
 # Tools the provider would run itself, out of the kernel's sight: stripped from the request.
 _SERVER_TOOLS = frozenset(
     {
@@ -139,45 +118,6 @@ _READ_FIELDS = frozenset(
 _UNFORWARDED_FIELDS = frozenset({"conversation", "prompt", "stream_options", "background"})
 
 
-def _text(value: Any, where: str) -> str:
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise WireError(INVALID, f"{where} must be a string or an array of parts", where)
-    texts: list[str] = []
-    for i, raw in enumerate(value):
-        p = as_object(raw, f"{where}[{i}]")
-        kind = p.get("type")
-        if kind in _TEXT_PARTS:
-            texts.append(req_str(p, "text", f"{where}[{i}]"))
-        elif kind == "refusal":
-            texts.append(req_str(p, "refusal", f"{where}[{i}]"))
-        elif kind in ("input_image", "input_file"):
-            continue  # no text to screen; the upstream turn carries the text around it
-        else:
-            raise WireError(
-                "unsupported_content",
-                f"{where}[{i}] has type {kind!r}; fak serve screens text only, send text parts",
-                f"{where}[{i}].type",
-            )
-    return "".join(texts)
-
-
-def _shell_arguments(name: str, action: Mapping[str, Any], where: str) -> str:
-    """The adjudicated arguments of a shell call: ``command`` as one string, plus the exact
-    list the client will run and the action's other settings."""
-    key = "command" if name == "local_shell" else "commands"
-    listed = action.get(key)
-    if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
-        raise WireError(INVALID, f"{where}.{key} must be an array of strings", f"{where}.{key}")
-    args: dict[str, Any] = {k: v for k, v in action.items() if k not in ("type", key)}
-    if name == "local_shell":
-        args.update(command=shlex.join(listed), argv=listed)
-    else:
-        args.update(command="\n".join(listed), commands=listed)
-    return orjson.dumps(args).decode()
-
-
 def _shell_output_text(value: Any, where: str) -> str:
     """A ``shell_call_output``'s chunks as the text the screen reads and the model sees."""
     if isinstance(value, str):
@@ -217,7 +157,7 @@ def _items(value: Any) -> list[Message]:
                 raise WireError(
                     INVALID, f"{at}.role must be system, developer, user or assistant", f"{at}.role"
                 )
-            out.append(Message(role, _text(item.get("content"), f"{at}.content")))
+            out.append(Message(role, read_text(item.get("content"), f"{at}.content")))
         elif kind in ("function_call", "custom_tool_call"):
             name = req_str(item, "name", at)
             ns = item.get("namespace")
@@ -242,7 +182,7 @@ def _items(value: Any) -> list[Message]:
             call = ProposedCall(
                 id=req_str(item, "call_id", at),
                 name=name,
-                arguments=_shell_arguments(name, action, f"{at}.action"),
+                arguments=shell_arguments(name, action, f"{at}.action"),
             )
             names[call.id] = call.name
             last = out[-1] if out else None
@@ -264,12 +204,12 @@ def _items(value: Any) -> list[Message]:
             text = (
                 _shell_output_text(output, f"{at}.output")
                 if kind == "shell_call_output"
-                else _text(output, f"{at}.output")
+                else read_text(output, f"{at}.output")
             )
             out.append(
                 Message(Role.TOOL, text, tool_call_id=call_id, name=names.get(call_id, "tool"))
             )
-        elif kind not in _SKIPPED_ITEMS:
+        elif kind not in SKIPPED_ITEMS:
             raise WireError(
                 "unsupported_content",
                 f"{at} has type {kind!r}; fak serve carries messages, function_call and "
@@ -420,168 +360,7 @@ def parse_request(body: Any) -> ParsedRequest:
     return ParsedRequest(turn, options)
 
 
-def _output_item(m: Message, kind: str) -> dict[str, Any]:
-    """A tool result as the input item its call's kind takes."""
-    if kind == "custom":
-        return {"type": "custom_tool_call_output", "call_id": m.tool_call_id, "output": m.content}
-    if kind == "local_shell":
-        return {"type": "local_shell_call_output", "id": m.tool_call_id, "output": m.content}
-    if kind == "shell":
-        chunk = {"stdout": m.content, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
-        return {"type": "shell_call_output", "call_id": m.tool_call_id, "output": [chunk]}
-    return {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
-
-
-def _native_tools(kept: Any, names: set[str]) -> list[dict[str, Any]]:
-    """The client's own tool objects, limited to the tools still offered (a namespace keeps
-    only its offered members)."""
-    out: list[dict[str, Any]] = []
-    for tool in kept:
-        kind = tool.get("type")
-        if kind == "namespace":
-            ns = tool.get("name")
-            members = [
-                fn
-                for fn in tool.get("tools") or []
-                if isinstance(fn, Mapping) and f"{ns}.{fn.get('name')}" in names
-            ]
-            if members:
-                out.append({**tool, "tools": members})
-        elif (tool.get("name") if kind in ("function", "custom") else kind) in names:
-            out.append(tool)
-    return out
-
-
-def render_request(parsed: ParsedRequest) -> dict[str, Any]:
-    """Canonical form → a Responses request (every message as an input item). Tools, calls
-    and results of a request that came in on this wire keep their own shapes (namespaces,
-    custom and shell tools), and its fields fak does not read are carried over."""
-    turn = parsed.turn
-    opts = parsed.options
-    kinds: Mapping[str, str] = opts.get("tool_kinds") or {}
-    items: list[dict[str, Any]] = []
-    for m in turn.messages:
-        if m.role is Role.TOOL:
-            items.append(_output_item(m, kinds.get(m.name or "", "")))
-            continue
-        if m.role is not Role.ASSISTANT or m.content or not m.tool_calls:
-            items.append({"type": "message", "role": str(m.role), "content": m.content})
-        items.extend(_call_item(c, "", kinds=kinds) for c in m.tool_calls)
-    body: dict[str, Any] = dict(opts.get("responses_extra") or {})
-    body.update(model=turn.model, input=items)
-    if turn.tools:
-        names = {t.name for t in turn.tools}
-        kept = opts.get("responses_tools")
-        if kept:
-            body["tools"] = _native_tools(kept, names)
-        else:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                }
-                for t in turn.tools
-            ]
-    if turn.max_tokens is not None:
-        body["max_output_tokens"] = turn.max_tokens
-    if turn.temperature is not None:
-        body["temperature"] = turn.temperature
-    if turn.stream:
-        body["stream"] = True
-    if turn.session:
-        body["user"] = turn.session
-    if "top_p" in opts:
-        body["top_p"] = opts["top_p"]
-    choice = opts.get("tool_choice")
-    if isinstance(choice, str):
-        body["tool_choice"] = (
-            {"type": "function", "name": choice[5:]} if choice.startswith("tool:") else choice
-        )
-    if "parallel_tool_calls" in opts:
-        body["parallel_tool_calls"] = opts["parallel_tool_calls"]
-    return body
-
-
 # -- client response ------------------------------------------------------------------------
-def _call_item(
-    c: ProposedCall,
-    item_id: str,
-    status: str = "completed",
-    kinds: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    kind = (kinds or {}).get(c.name, "")
-    item: dict[str, Any]
-    if kind in ("local_shell", "shell"):
-        item = {
-            "type": f"{kind}_call",
-            "call_id": c.id,
-            "action": _shell_action(kind, c.arguments),
-            "status": status,
-        }
-    elif kind == "custom":
-        try:
-            args = orjson.loads(c.arguments or "{}")
-        except orjson.JSONDecodeError:
-            args = {}
-        value = args.get("input") if isinstance(args, dict) else None
-        item = {
-            "type": "custom_tool_call",
-            "call_id": c.id,
-            "name": c.name,
-            "input": value if isinstance(value, str) else "",
-            "status": status,
-        }
-    else:
-        item = {
-            "type": "function_call",
-            "call_id": c.id,
-            "name": c.name,
-            "arguments": c.arguments,
-            "status": status,
-        }
-        if kind.startswith("namespace:"):
-            ns = kind.split(":", 1)[1]
-            item["namespace"] = ns
-            item["name"] = c.name.removeprefix(ns + ".")
-    if item_id:
-        item["id"] = item_id
-    return item
-
-
-def _shell_action(kind: str, arguments: str) -> dict[str, Any]:
-    """The action a shell call item carries, from its adjudicated arguments: the exact list
-    when it is there, else the command line split as a POSIX shell would."""
-    try:
-        args = orjson.loads(arguments or "{}")
-    except orjson.JSONDecodeError:
-        args = {}
-    if not isinstance(args, dict):
-        args = {}
-    line = args.get("command") if isinstance(args.get("command"), str) else ""
-    if kind == "local_shell":
-        argv = args.get("argv")
-        if not (isinstance(argv, list) and all(isinstance(x, str) for x in argv)):
-            try:
-                argv = shlex.split(line)
-            except ValueError:
-                argv = ["sh", "-c", line]
-        action: dict[str, Any] = {"type": "exec", "command": argv, "env": args.get("env") or {}}
-        for key in ("timeout_ms", "working_directory", "user"):
-            if args.get(key) is not None:
-                action[key] = args[key]
-        return action
-    commands = args.get("commands")
-    if not (isinstance(commands, list) and all(isinstance(x, str) for x in commands)):
-        commands = [line] if line else []
-    action = {"commands": commands}
-    for key in ("timeout_ms", "max_output_length"):
-        if args.get(key) is not None:
-            action[key] = args[key]
-    return action
-
-
 def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     content = (
         [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
@@ -631,7 +410,7 @@ def _output(o: TurnOutcome) -> list[dict[str, Any]]:
     if o.text:
         out.append(_message_item(f"msg_{o.id}", o.text))
     out.extend(
-        _call_item(c, f"fc_{o.id}_{i}", kinds=o.tool_kinds) for i, c in enumerate(o.tool_calls)
+        call_item(c, f"fc_{o.id}_{i}", kinds=o.tool_kinds) for i, c in enumerate(o.tool_calls)
     )
     return out
 
@@ -646,88 +425,6 @@ def render_response(o: TurnOutcome) -> dict[str, Any]:
     if o.extension is not None and not o.extension.empty:
         body["fak"] = o.extension.to_json()
     return body
-
-
-def parse_response(body: Any) -> PlannerTurn:
-    """A ``response`` object → ``PlannerTurn`` (the inverse of ``render_response``)."""
-    obj = as_object(body, "response")
-    texts: list[str] = []
-    calls: list[ProposedCall] = []
-    for raw in obj.get("output") or []:
-        item = as_object(raw, "output[]")
-        kind = item.get("type")
-        if kind == "message":
-            texts.append(_text(item.get("content") or [], "output[].content"))
-        elif kind in ("function_call", "custom_tool_call"):
-            name = req_str(item, "name", "output[]")
-            ns = item.get("namespace")
-            if isinstance(ns, str) and ns:
-                name = f"{ns}.{name}"
-            if kind == "custom_tool_call":
-                raw_input = item.get("input")
-                arguments = orjson.dumps(
-                    {"input": raw_input if isinstance(raw_input, str) else ""}
-                ).decode()
-            else:
-                arguments = req_str(item, "arguments", "output[]")
-            calls.append(ProposedCall(req_str(item, "call_id", "output[]"), name, arguments))
-        elif kind in ("local_shell_call", "shell_call"):
-            name = "local_shell" if kind == "local_shell_call" else "shell"
-            action = as_object(item.get("action"), "output[].action")
-            calls.append(
-                ProposedCall(
-                    req_str(item, "call_id", "output[]"),
-                    name,
-                    _shell_arguments(name, action, "output[].action"),
-                )
-            )
-        elif kind not in _SKIPPED_ITEMS and kind != "reasoning":
-            raise WireError(
-                "upstream_bad_tool_calls",
-                f"the upstream answered an output item of type {kind!r} fak cannot adjudicate",
-            )
-    usage = obj.get("usage") if isinstance(obj.get("usage"), Mapping) else {}
-    assert isinstance(usage, Mapping)
-    finish = FinishReason.TOOL_CALLS if calls else FinishReason.STOP
-    if obj.get("status") == "incomplete":
-        finish = FinishReason.LENGTH
-    model = obj.get("model")
-    return PlannerTurn(
-        text="".join(texts),
-        tool_calls=tuple(calls),
-        finish_reason=finish,
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
-        model=model if isinstance(model, str) else "",
-    )
-
-
-class ResponsesStreamAccumulator:
-    """Reads a Responses upstream's stream: text deltas as they arrive, and the turn from the
-    final ``response`` object. A stream that fails or ends before it is a bad response."""
-
-    __slots__ = ("_final",)
-
-    def __init__(self) -> None:
-        self._final: Any = None
-
-    def feed(self, event: str | None, data: Any) -> str:
-        obj = as_object(data, "event")
-        kind = obj.get("type") or event
-        if kind == "response.output_text.delta":
-            delta = obj.get("delta")
-            return delta if isinstance(delta, str) else ""
-        if kind in ("response.completed", "response.incomplete"):
-            self._final = obj.get("response")
-        elif kind in ("response.failed", "error"):
-            raise WireError("upstream_bad_response", "the upstream's response failed")
-        return ""
-
-    def finish(self) -> PlannerTurn:
-        if self._final is None:
-            raise WireError(
-                "upstream_bad_response", "the upstream's stream ended before response.completed"
-            )
-        return parse_response(self._final)
 
 
 class ResponseEvents:
@@ -821,7 +518,7 @@ class ResponseEvents:
         for i, call in enumerate(o.tool_calls):
             item_id = f"fc_{o.id}_{i}"
             index = base + i
-            done = _call_item(call, item_id, kinds=o.tool_kinds)
+            done = call_item(call, item_id, kinds=o.tool_kinds)
             if done["type"] != "function_call":  # a custom call: its item says it all
                 pending = {**done, "status": "in_progress"}
                 for name, item in (("added", pending), ("done", done)):

@@ -1,4 +1,4 @@
-"""Issue 8 regressions in the policy package: grammar repair order, tool-name variants."""
+"""Policy hardening: grammar repair order, tool-name variants."""
 
 from __future__ import annotations
 

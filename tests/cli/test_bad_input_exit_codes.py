@@ -1,4 +1,5 @@
-"""Issue 8 finding 13: bad manifests and journals give one clean line and exit 1 on every verb."""
+"""Bad input on every verb (finding 13 of the first hostile run): a bad manifest or journal
+gives one clean line and exit 1."""
 
 from __future__ import annotations
 

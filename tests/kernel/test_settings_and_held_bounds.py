@@ -1,5 +1,5 @@
-"""Issue 8 regressions in the kernel: settings reach the kernel built from them (``build_kernel``;
-a bare ``Kernel()`` takes values only); held bytes are bounded."""
+"""Kernel hardening: settings reach the kernel built from them (``build_kernel``; a bare
+``Kernel()`` takes values only); held bytes are bounded."""
 
 from __future__ import annotations
 

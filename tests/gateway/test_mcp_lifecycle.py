@@ -1,4 +1,4 @@
-"""Issue 8, MCP: version negotiation per the lifecycle rule; stdin EOF drains in-flight requests."""
+"""MCP lifecycle: version negotiation per the lifecycle rule; stdin EOF drains what is in flight."""
 
 from __future__ import annotations
 
