@@ -16,7 +16,7 @@ import hmac
 import itertools
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Final
 
 import orjson
@@ -109,10 +109,9 @@ class EventStream:
                 writer.uncancel()
         finally:
             watcher.cancel()
-            aclose = getattr(frames, "aclose", None)
-            if aclose is not None:
+            if isinstance(frames, AsyncGenerator):
                 try:
-                    await aclose()
+                    await frames.aclose()
                 except asyncio.CancelledError:  # the client left just as the stream ended
                     if not gone.is_set():
                         raise

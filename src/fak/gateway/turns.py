@@ -234,9 +234,8 @@ class TurnRunner:
                     break
         finally:
             await guarded.aclose()
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()
         if done is None:
             raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
         turn = done.turn

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fak.abi import JournalSink, Reason, Verdict, VerdictKind, fold_rank
+from fak.journal import JournalKind, journal_record
 from fak.recall.errors import RecallError, RecallErrorCode
 from fak.recall.image import (
     TAINT_QUARANTINED,
@@ -420,12 +421,12 @@ class Session:
             role = page.role
         if self._journal is not None:
             self._journal.append(
-                {
-                    "kind": "TOMBSTONE",
-                    "tool": role,
-                    "trace_id": self._session_id[:128],
-                    "by": change.requested_by[:64],
-                    "result_digest": change.digest,
-                }
+                journal_record(
+                    JournalKind.TOMBSTONE,
+                    tool=role,
+                    trace_id=self._session_id[:128],
+                    by=change.requested_by[:64],
+                    result_digest=change.digest,
+                )
             )
         return change, True
