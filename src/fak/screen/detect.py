@@ -163,7 +163,7 @@ def find_pollution(data: bytes) -> Finding | None:
     hit = find_repeats(data)
     if hit is None:
         return None
-    span = (hit.start, hit.end) if hit.view == "raw" else None
+    span = (hit.start, hit.end) if hit.view in ("raw", "edited") else None
     return Finding(
         Reason.OVERSIZE, Detector.REPEATED_CHUNK, span=span, detail=f"period={hit.period}"
     )

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 __all__ = [
     "ANCHOR_STRIDE",
     "DOMINANT_RUN",
+    "EDITED_COPIES",
+    "EDITED_EQUAL",
+    "EDITED_PERIOD",
     "MAX_PERIOD",
     "MIN_PERIOD",
     "MIN_REPEATS",
@@ -206,4 +209,43 @@ def find_repeats(data: bytes) -> RepeatHit | None:
         return scan.hit
     if len(data) > _SMALL_BODY and not _near_hint(scan):
         return None
-    return _scan(fold(data), "folded").hit
+    folded = _scan(fold(data), "folded").hit
+    return folded if folded is not None else _edited(data)
+
+
+# Letters -> "a", digits -> "0", other ASCII kept, other bytes one value: a unit repeated with a
+# letter or digit changed here and there repeats exactly in this view.
+_CLASS = bytes(
+    97 if (65 <= b <= 90 or 97 <= b <= 122) else 48 if 48 <= b <= 57 else b if b < 128 else 128
+    for b in range(256)
+)
+_DIGITS = frozenset(b"0123456789")
+EDITED_PERIOD = 64
+"""Near repeats with edits count only for short units (a looping phrase, not a log line)."""
+EDITED_EQUAL = 0.85
+"""At least this fraction of the stretch's bytes equal the byte one period later."""
+EDITED_COPIES = 3
+"""Edits in at least this many copies: spread over the stretch, not one seam between two runs."""
+
+
+def _edited(data: bytes) -> RepeatHit | None:
+    """A short unit repeated with small edits (a letter changed here and there): the stretch
+    repeats exactly in the class view, at least ``EDITED_EQUAL`` of its bytes repeat exactly,
+    the differences fall in ``EDITED_COPIES`` or more copies and are not all digits (a counter
+    or a timestamp column is a log, not a loop)."""
+    classes = data.translate(_CLASS)
+    hit = _scan(classes, "edited", data).hit
+    if hit is None or hit.period > EDITED_PERIOD:
+        return None
+    start, end, period = hit.start, hit.end, hit.period
+    here, there = data[start : end - period], data[start + period : end]
+    diff = (int.from_bytes(here, "big") ^ int.from_bytes(there, "big")).to_bytes(len(here), "big")
+    differing = len(diff) - diff.count(0)
+    if differing > (1 - EDITED_EQUAL) * len(diff):
+        return None
+    at = [i for i, byte in enumerate(diff) if byte]
+    if len({i // period for i in at}) < EDITED_COPIES:
+        return None
+    if all(data[start + i] in _DIGITS and data[start + i + period] in _DIGITS for i in at):
+        return None
+    return RepeatHit(start, end, period, "edited")
