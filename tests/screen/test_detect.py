@@ -158,6 +158,25 @@ def test_near_repeats_with_small_edits_count(rate: float, copies: int) -> None:
     assert hit.detail == "period=16"
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.binary(min_size=8, max_size=64),
+    st.integers(0, 400),
+    st.integers(816, 1500),
+    st.integers(0, 400),
+)
+def test_the_class_prefilter_passes_every_short_class_period(
+    unit: bytes, head: int, stretch: int, tail: int
+) -> None:
+    # a stretch of >= 816 bytes (what any body needs) repeating a unit of <= 64 bytes, anywhere:
+    # the cheap condition that guards the edited-loop scan must hold
+    rng = random.Random(len(unit) + head)
+    body = bytes(rng.randrange(256) for _ in range(head))
+    body += (unit * (stretch // len(unit) + 2))[:stretch]
+    body += bytes(rng.randrange(256) for _ in range(tail))
+    assert pollution_module._class_recurs(body)
+
+
 def test_a_numbered_log_is_not_an_edited_loop() -> None:
     # the copies differ only in digits: a counter, not a loop with edits
     body = b"\n".join(b"item %04d ok" % i for i in range(400))

@@ -228,13 +228,30 @@ EDITED_COPIES = 3
 """Edits in at least this many copies: spread over the stretch, not one seam between two runs."""
 
 
+def _class_recurs(data: bytes) -> bool:
+    """A necessary condition, cheap: at some anchor, the next ``EDITED_PERIOD`` bytes' classes
+    recur within ``EDITED_PERIOD`` bytes (only 128 bytes per anchor are translated). A
+    reportable stretch (``need`` bytes, as ``_scan`` asks) with a period of at most
+    ``EDITED_PERIOD`` holds an anchor whose 2 x 64 bytes lie inside it when anchors are
+    ``need - 128`` bytes apart, so it always passes."""
+    size = len(data)
+    need = min(MIN_RUN, max(DOMINANT_RUN, (size + 1) // 2))
+    width = EDITED_PERIOD
+    for anchor in range(0, size - 2 * width + 1, need - 2 * width):
+        window = data[anchor : anchor + 2 * width].translate(_CLASS)
+        if window.find(window[:width], 1) >= 0:
+            return True
+    return False
+
+
 def _edited(data: bytes) -> RepeatHit | None:
     """A short unit repeated with small edits (a letter changed here and there): the stretch
     repeats exactly in the class view, at least ``EDITED_EQUAL`` of its bytes repeat exactly,
     the differences fall in ``EDITED_COPIES`` or more copies and are not all digits (a counter
     or a timestamp column is a log, not a loop)."""
-    classes = data.translate(_CLASS)
-    hit = _scan(classes, "edited", data).hit
+    if not _class_recurs(data):
+        return None
+    hit = _scan(data.translate(_CLASS), "edited", data).hit
     if hit is None or hit.period > EDITED_PERIOD:
         return None
     start, end, period = hit.start, hit.end, hit.period
