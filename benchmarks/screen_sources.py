@@ -488,16 +488,24 @@ def _mo_strings(data: bytes) -> list[str]:
     return out
 
 
-def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[tuple[str, str]]:
+def _keyed(key: object) -> random.Random:
+    """A generator seeded by a name: a package or file added to the machine changes only its
+    own items, not every draw after it."""
+    return random.Random(f"{SEED}:{key}")
+
+
+def benign(venv_site: Path, corpus_site: Path) -> Iterator[tuple[str, str]]:
     """(source, text) pairs of ordinary tool-result-sized text."""
     metas = sorted(venv_site.glob("*.dist-info/METADATA"))
     for path in metas:
+        rng = _keyed(path.parent.name)
         body = path.read_text(encoding="utf-8", errors="ignore").split("\n\n", 1)
         if len(body) == 2 and len(body[1]) > 300:
             for piece in list(_chunks(body[1], rng))[:6]:
                 yield f"pkg-readme-{_half(path.parent.name)}", piece
     tops = sorted(p for p in venv_site.iterdir() if p.is_dir() and not p.name.endswith("-info"))
     for top in tops:
+        rng = _keyed(top.name)
         files = sorted(top.rglob("*.py"))
         for path in rng.sample(files, min(len(files), 6)):
             text = path.read_text(encoding="utf-8", errors="ignore")
@@ -510,6 +518,7 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
                 for piece in list(_chunks(text, rng))[:2]:
                     yield f"json-fixtures-{_half(top.name)}", piece
     for top in tops:
+        rng = _keyed("docs:" + top.name)
         docs = sorted([*top.rglob("*.md"), *top.rglob("*.rst"), *top.rglob("*.txt")])
         for path in rng.sample(docs, min(len(docs), 4)):
             if path.stat().st_size < 400_000:
@@ -518,6 +527,7 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
                     yield f"pkg-docs-{_half(top.name)}", piece
     stdlib = Path(ast.__file__).parent
     modules = sorted(stdlib.glob("*.py")) + sorted(stdlib.glob("*/*.py"))
+    rng = _keyed("stdlib")
     for path in rng.sample(modules, min(len(modules), 300)):
         try:
             tree = ast.parse(path.read_text(encoding="utf-8", errors="ignore"))
@@ -530,6 +540,7 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
             yield "py-stdlib-docs", piece
     man = Path("/usr/share/man")
     for path in sorted([*man.glob("man*/*.gz"), *man.glob("*/man*/*.gz")]):
+        rng = _keyed(path)
         lang = path.parts[4]
         source = "manpages-en" if lang.startswith("man") else "manpages-l10n"
         if rng.random() > (0.03 if source == "manpages-en" else 0.3):
@@ -538,11 +549,13 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
         for piece in list(_chunks(text, rng))[:2]:
             yield source, piece
     for path in sorted(Path("/usr/share/doc").glob("*/changelog*.gz")):
+        rng = _keyed(path)
         if rng.random() < 0.4:
             text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="ignore")
             for piece in list(_chunks(text, rng))[:1]:
                 yield "debian-changelogs", piece
     mos = sorted(Path("/usr/share/locale").glob("*/LC_MESSAGES/*.mo"))
+    rng = _keyed("gettext")
     for path in rng.sample(mos, min(len(mos), 700)):
         strings = _mo_strings(path.read_bytes())
         if len(strings) >= 5:
@@ -551,9 +564,10 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
     for row in _aib_rows(corpus_site):
         if row["family"] == "control":
             yield "redteam-docs-train", row["injected"]
-    docs = (("agentdojo", "redteam-docs-train"), ("pyrit", "redteam-docs-train"),
-            ("garak", "redteam-docs-heldout"), ("spikee", "redteam-docs-heldout"))  # fmt: skip
-    for pkg, source in docs:
+    redteam = (("agentdojo", "redteam-docs-train"), ("pyrit", "redteam-docs-train"),
+               ("garak", "redteam-docs-heldout"), ("spikee", "redteam-docs-heldout"))  # fmt: skip
+    for pkg, source in redteam:
+        rng = _keyed("docs:" + pkg)
         files = sorted((corpus_site / pkg).rglob("*.md")) + sorted(
             (corpus_site / pkg).rglob("*.py")
         )
@@ -564,9 +578,9 @@ def benign(venv_site: Path, corpus_site: Path, rng: random.Random) -> Iterator[t
                     tree = ast.parse(text)
                 except SyntaxError:
                     continue
-                docs = [ast.get_docstring(n) for n in ast.walk(tree)
+                said = [ast.get_docstring(n) for n in ast.walk(tree)
                         if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef)]  # fmt: skip
-                text = "\n\n".join(d for d in docs if d and len(d) > 80)
+                text = "\n\n".join(d for d in said if d and len(d) > 80)
             for piece in list(_chunks(text, rng))[:2]:
                 yield source, piece
 
@@ -634,20 +648,20 @@ def _into_carrier(planted: Planted, pool: list[str], rng: random.Random) -> Plan
 
 
 def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
-    rng = random.Random(SEED)
     items: list[dict[str, object]] = []
     counts: dict[str, int] = {}
     pools: dict[str, list[str]] = {"train": [], "heldout": []}
-    for source, piece in benign(venv_site, corpus_site, rng):
+    for source, piece in benign(venv_site, corpus_site):
         n = counts[source] = counts.get(source, 0) + 1
         split = BENIGN_SOURCES[source][1]
         pools[split].append(piece)
-        tool, text, _ = wrap(piece, None, rng)
+        tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
         items.append({"id": f"{source}-{n}", "source": source, "split": split,
                       "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
     for name, reader in ATTACK_READERS.items():
         split = PACKAGES[name][2]
-        for n, bare in enumerate(reader(corpus_site, rng)):
+        for n, bare in enumerate(reader(corpus_site, _keyed(name))):
+            rng = _keyed(f"{name}:{n}")
             planted = _into_carrier(bare, pools[split], rng) if rng.random() < 0.7 else bare
             tool, text, span = wrap(planted.text, (planted.start, planted.end), rng)
             assert span is not None

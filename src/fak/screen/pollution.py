@@ -220,7 +220,7 @@ _CLASS = bytes(
     for b in range(256)
 )
 _DIGITS = frozenset(b"0123456789")
-EDITED_PERIOD = 64
+EDITED_PERIOD = 32
 """Near repeats with edits count only for short units (a looping phrase, not a log line)."""
 EDITED_EQUAL = 0.85
 """At least this fraction of the stretch's bytes equal the byte one period later."""
@@ -247,8 +247,8 @@ def _class_recurs(data: bytes) -> bool:
 def _edited(data: bytes) -> RepeatHit | None:
     """A short unit repeated with small edits (a letter changed here and there): the stretch
     repeats exactly in the class view, at least ``EDITED_EQUAL`` of its bytes repeat exactly,
-    the differences fall in ``EDITED_COPIES`` or more copies and are not all digits (a counter
-    or a timestamp column is a log, not a loop)."""
+    the differences fall in ``EDITED_COPIES`` or more copies and none of them is a digit (a
+    counter, an issue number or a timestamp column is a list or a log, not a loop)."""
     if not _class_recurs(data):
         return None
     hit = _scan(data.translate(_CLASS), "edited", data).hit
@@ -263,6 +263,6 @@ def _edited(data: bytes) -> RepeatHit | None:
     at = [i for i, byte in enumerate(diff) if byte]
     if len({i // period for i in at}) < EDITED_COPIES:
         return None
-    if all(data[start + i] in _DIGITS and data[start + i + period] in _DIGITS for i in at):
-        return None
+    if any(data[start + i] in _DIGITS or data[start + i + period] in _DIGITS for i in at):
+        return None  # a number changes: a list or a log (issue numbers, counters), not a loop
     return RepeatHit(start, end, period, "edited")
