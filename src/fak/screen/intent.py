@@ -280,7 +280,7 @@ def load_model() -> IntentModel:
 
 
 BUDGET_BASE = 4
-BUDGET_BYTES = 8192
+BUDGET_BYTES = 32768
 """Windows read per body: at most ``BUDGET_BASE`` plus one per ``BUDGET_BYTES`` bytes, the
 ones whose cues weigh most first. Ordinary results have no cues at all; this bounds what a
 body dense with trigger words (a security tool's own source) costs."""
