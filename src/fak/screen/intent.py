@@ -7,9 +7,9 @@ reader as "you", an imperative at a sentence start, instructions / rules / promp
 what came before, something new instead, controlling the answer, acting on data, a role to
 play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
 es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
-as *about* injection or as code or narrative. A logistic regression over those features and
-their pairs (``benchmarks/screen_train.py``, fitted on the train sources of the by-source
-corpus only) weighs them; the weights ship as ``intent_weights.json.gz`` with their provenance.
+as *about* injection or as code or narrative; plus a few common words. A logistic regression
+(``benchmarks/screen_train.py``, fitted on the train sources of the by-source corpus only)
+weighs them; the weights ship as ``intent_weights.json.gz`` with their provenance.
 It runs only on candidate windows: the cues the first-match screen's RE2 pass already finds
 (``fak.screen.injection``, including weight-0 candidate cues) that did not reach the cue
 threshold; a body without cues costs nothing more. Pure; nothing is downloaded; spans only.
@@ -40,11 +40,11 @@ __all__ = [
 
 WEIGHTS = "intent_weights.json.gz"
 WINDOW = 700
-"""Bytes one window reads; anchors closer than this share a window."""
+"""Bytes one window reads at least; cues closer than this to a run's first cue share a window."""
 _BEFORE = 200  # a window starts this far before its first cue
 
-# Concept lexicons over lower-cased text. ``\b`` is Unicode-aware in ``re``; CJK entries have no
-# word boundaries. Each concept is one alternation.
+# Concept lexicons over lower-cased text, compiled for RE2 by ``_re2_source`` (non-ASCII words
+# are bounded by non-letters there); CJK entries have no word boundaries.
 CONCEPTS: dict[str, str] = {
     "ai": r"\b(?:ai|a\.i\.|assistant|chatbot|bot|llm|llms|language model|gpt|chatgpt|claude|gemini|copilot|llama|agent|model|ia|modèle|ki|assistent|sprachmodell|modell|asistente|modelo|assistente|modello|ассистент|ии|модель|нейросеть|бот)\b|助手|人工智能|模型|アシスタント|モデル|어시스턴트|모델|인공지능",
     "you": r"\b(?:you|your|yours|yourself|you're|you'll|u|tu|vous|votre|vos|ton|ta|tes|toi|du|dich|dir|dein|deine|deinen|tú|usted|tus|te|você|voce|seu|sua|ti|tuo|tua|tuoi|ты|тебе|тебя|твой|твои|вы|вам|ваш)\b|你|您|あなた|당신|너는",
