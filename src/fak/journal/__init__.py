@@ -18,7 +18,7 @@ from fak.journal.record import (
     journal_record,
     row_hash,
 )
-from fak.journal.seek import rows_after
+from fak.journal.seek import journal_rows, rows_after
 from fak.journal.verify import VerifyReport, read_rows, verify, verify_lines
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "open_error_line",
     "read_rows",
     "row_hash",
+    "journal_rows",
     "rows_after",
     "verify",
     "verify_lines",
