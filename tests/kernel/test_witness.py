@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +201,34 @@ def test_N3_an_approved_call_keeps_the_folds_redactions() -> None:
     kernel.approve_witness(again.meta["witness_id"])
     kernel.syscall(call)
     assert dispatched == [{**args, "password": "[REDACTED]"}]
+
+
+def test_D2_one_client_cannot_fill_the_book_for_all_and_a_full_book_costs_o1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fak.kernel.witness import MemoryWitnessStore
+
+    clock = _Clock()
+    store = MemoryWitnessStore(clock.now, capacity=4096)
+    for i in range(1024):  # one client's quarter of the book
+        assert store.hold("send_money", f"d{i}", "x", owner="mallory") is not None
+    assert store.hold("send_money", "one-more", "x", owner="mallory") is None
+    assert store.hold("send_money", "alice-1", "x", owner="alice") is not None  # others still can
+    for owner in ("b", "c", "d"):
+        for i in range(1024):
+            store.hold("t", f"{owner}{i}", "x", owner=owner)
+    looked = 0
+    real = MemoryWitnessStore._current
+
+    def counted(self: MemoryWitnessStore, hold: Any, now: float) -> Any:
+        nonlocal looked
+        looked += 1
+        return real(self, hold, now)
+
+    monkeypatch.setattr(MemoryWitnessStore, "_current", counted)
+    for i in range(1000):  # the book is full of live holds: each refusal must be cheap
+        assert store.hold("t", f"e{i}", "x", owner=f"new{i}") is None
+    assert looked <= 3 * 1000  # not a scan of 4,096 holds per attempt
+    clock.t += 10_000  # everything expires
+    assert store.hold("t", "fresh", "x", owner="alice") is not None
+    assert len(store._owners) <= 4096  # refused owners left nothing behind

@@ -476,9 +476,12 @@ class Kernel:
                     return again
                 return Verdict.transform(new_args, f"witness:{used.id}", meta=meta)
             return Verdict.allow(f"witness:{used.id}", meta=meta)
-        hold = self._witness.hold(call.tool, digest, verdict.claim)
+        hold = self._witness.hold(call.tool, digest, verdict.claim, call.caller)
         if hold is None:  # the book is full of live holds: refuse rather than forget one
-            claim = "too many witness holds open; approve or let some expire"
+            claim = (
+                "no witness hold could be opened: the book, or this client's share of it, is "
+                "full of live holds (approve or let some expire), or its store is unreachable"
+            )
             return Verdict.deny(Reason.UNWITNESSED, "witness", claim=claim)
         meta = {
             **verdict.meta,

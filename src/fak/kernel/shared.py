@@ -575,7 +575,9 @@ class RedisWitnessStore:
         return out
 
     # -- the kernel's side ------------------------------------------------------------------
-    def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
+    def hold(self, tool: str, digest: str, claim: str, owner: str = "") -> Hold | None:
+        """As the memory store's, bounded by the book's capacity; the per-owner share is not
+        kept on Redis (a fleet-wide per-client count is future work)."""
         try:
             got = self._run(
                 "hold",

@@ -22,7 +22,7 @@ import enum
 import secrets
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Final, Protocol
@@ -39,6 +39,8 @@ __all__ = [
 
 DEFAULT_TTL_S: Final = 900.0
 DEFAULT_CAPACITY: Final = 4096
+OWNER_SHARE: Final = 4
+"""One owner (the calling client) may hold at most ``capacity // OWNER_SHARE`` live holds."""
 
 
 class HoldState(enum.StrEnum):
@@ -83,6 +85,9 @@ class WitnessError(LookupError):
         self.message = message
 
 
+_LIVE: Final = frozenset({HoldState.PENDING, HoldState.APPROVED})
+
+
 def _new_id() -> str:
     return "w-" + secrets.token_hex(12)
 
@@ -101,7 +106,10 @@ class WitnessStore(Protocol):
 
     def holds(self) -> list[Hold]: ...
 
-    def hold(self, tool: str, digest: str, claim: str) -> Hold | None: ...
+    def hold(self, tool: str, digest: str, claim: str, owner: str = "") -> Hold | None:
+        """The open hold for this call, else a new one; None when the book, or ``owner``'s
+        share of it (the calling client), is full of live holds."""
+        ...
 
     def consume(self, tool: str, digest: str) -> Hold | None: ...
 
@@ -158,10 +166,11 @@ class WitnessBook:
         """Every hold still on the book, oldest first."""
         return self._store.holds()
 
-    def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
+    def hold(self, tool: str, digest: str, claim: str, owner: str = "") -> Hold | None:
         """The open hold for this call (reused while it lives), else a new pending one.
-        None when the book is full of live holds (the caller keeps refusing: fail closed)."""
-        return self._store.hold(tool, digest, claim)
+        None when the book, or ``owner``'s share of it, is full of live holds (the caller keeps
+        refusing: fail closed)."""
+        return self._store.hold(tool, digest, claim, owner)
 
     def consume(self, tool: str, digest: str) -> Hold | None:
         """Spend the approval for exactly this call, if there is a live one."""
@@ -194,7 +203,19 @@ class WitnessBook:
 class MemoryWitnessStore:
     """Holds in this process's memory. ``clock`` is wall time in seconds."""
 
-    __slots__ = ("_capacity", "_clock", "_holds", "_ids", "_lock", "_open", "_ttl_s")
+    __slots__ = (
+        "_capacity",
+        "_clock",
+        "_holds",
+        "_ids",
+        "_lock",
+        "_open",
+        "_owner_cap",
+        "_owner_of",
+        "_owners",
+        "_settled",
+        "_ttl_s",
+    )
 
     def __init__(
         self,
@@ -214,6 +235,11 @@ class MemoryWitnessStore:
         self._lock = threading.Lock()
         self._holds: OrderedDict[str, Hold] = OrderedDict()
         self._open: dict[tuple[str, str], str] = {}  # (tool, digest) -> pending/approved id
+        # one client may hold at most a quarter of the book (owner -> its holds, oldest first)
+        self._owner_cap = max(1, capacity // OWNER_SHARE)
+        self._owners: dict[str, OrderedDict[str, None]] = {}
+        self._owner_of: dict[str, str] = {}  # hold id -> owner, so a dropped hold leaves no trace
+        self._settled: deque[str] = deque()  # ids no longer live, dropped first when full
 
     @property
     def ttl_s(self) -> float:
@@ -239,29 +265,64 @@ class MemoryWitnessStore:
             return [self._current(h, now) for h in list(self._holds.values())]
 
     # -- the kernel's side ------------------------------------------------------------------
-    def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
+    def hold(self, tool: str, digest: str, claim: str, owner: str = "") -> Hold | None:
         """The open hold for this call (reused while it lives), else a new pending one.
-        None when the book is full of live holds (the caller keeps refusing: fail closed)."""
+        None when the book, or ``owner``'s quarter of it, is full of live holds (the caller
+        keeps refusing: fail closed). Every step is O(1) amortized, full or not."""
         with self._lock:
             now = self._clock()
             open_id = self._open.get((tool, digest))
             if open_id is not None:
                 current = self._current(self._holds[open_id], now)
-                if current.state in (HoldState.PENDING, HoldState.APPROVED):
+                if current.state in _LIVE:
                     return current
-            if len(self._holds) >= self._capacity and not self._drop_settled(now):
+            mine = self._owners.get(owner)
+            if mine is not None:
+                self._prune_owner(mine, now)
+                if len(mine) >= self._owner_cap:
+                    return None  # this client's share is full; the rest of the book is not
+            if len(self._holds) >= self._capacity and not self._drop_one(now):
                 return None
             hold = Hold(self._ids(), tool, digest, claim, now, now + self._ttl_s)
             self._holds[hold.id] = hold
             self._open[(tool, digest)] = hold.id
+            self._owners.setdefault(owner, OrderedDict())[hold.id] = None
+            self._owner_of[hold.id] = owner
             return hold
 
-    def _drop_settled(self, now: float) -> bool:
-        for hold_id, hold in self._holds.items():
-            if self._current(hold, now).state not in (HoldState.PENDING, HoldState.APPROVED):
-                del self._holds[hold_id]
+    def _prune_owner(self, mine: OrderedDict[str, None], now: float) -> None:
+        """Forget an owner's oldest holds while they are no longer live (one TTL for all, so
+        the oldest is the first to expire)."""
+        while mine:
+            oldest = next(iter(mine))
+            hold = self._holds.get(oldest)
+            if hold is not None and self._current(hold, now).state in _LIVE:
+                return
+            del mine[oldest]  # no longer live; _forget drops the rest when the book does
+
+    def _drop_one(self, now: float) -> bool:
+        """Drop one hold that is no longer live: a settled one first, else the oldest if it
+        expired. O(1) amortized: never a scan of the book."""
+        while self._settled:
+            hold_id = self._settled.popleft()
+            hold = self._holds.get(hold_id)
+            if hold is not None and hold.state not in _LIVE:
+                self._forget(hold_id)
                 return True
+        oldest = next(iter(self._holds), None)
+        if oldest is not None and self._current(self._holds[oldest], now).state not in _LIVE:
+            self._forget(oldest)
+            return True
         return False
+
+    def _forget(self, hold_id: str) -> None:
+        del self._holds[hold_id]
+        owner = self._owner_of.pop(hold_id, None)
+        mine = self._owners.get(owner) if owner is not None else None
+        if mine is not None:
+            mine.pop(hold_id, None)
+            if not mine:
+                del self._owners[owner]  # type: ignore[arg-type]
 
     def consume(self, tool: str, digest: str) -> Hold | None:
         """Spend the approval for exactly this call, if there is a live one."""
@@ -275,6 +336,7 @@ class MemoryWitnessStore:
             used = replace(hold, state=HoldState.USED)
             self._holds[hold_id] = used
             del self._open[(tool, digest)]
+            self._settled.append(hold_id)
             return used
 
     # -- the operator's side ----------------------------------------------------------------
@@ -311,6 +373,7 @@ class MemoryWitnessStore:
             self._holds[hold_id] = revoked
             if self._open.get((hold.tool, hold.digest)) == hold_id:
                 del self._open[(hold.tool, hold.digest)]
+            self._settled.append(hold_id)
             return revoked
 
     def note_cleared(self, witness: str, qid: str) -> None:
