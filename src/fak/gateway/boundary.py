@@ -2,10 +2,13 @@
 
 ``admit_inbound`` screens every inbound tool result with the kernel before a planner may see
 it (QUARANTINE / TRANSFORM forward the stub or pointer; a result that cannot be admitted is held
-out with an ADMIT_ERROR stub). ``adjudicate`` decides every proposed call: ALLOW and TRANSFORM
-(with rewritten arguments) survive, everything else is dropped. ``outcome`` assembles what the
-wire renders: surviving calls, deny summary, ``fak`` extension, ``[fak]`` note. Each operation
-is counted and access-logged by name and verdict only; bytes never leave through here.
+out with an ADMIT_ERROR stub). The request context says whether the client can page a pointer
+back in (``RequestContext.pageout``); when it cannot, the kernel's one admission keeps benign
+results whole instead of paging them out by size. ``adjudicate`` decides every proposed call:
+ALLOW and TRANSFORM (with rewritten arguments) survive, everything else is dropped.
+``outcome`` assembles what the wire renders: surviving calls, deny summary, ``fak`` extension,
+``[fak]`` note. Each operation is counted and access-logged by name and verdict only; bytes
+never leave through here.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from fak.abi import (
 )
 from fak.gateway.accesslog import AccessLog
 from fak.gateway.metrics import Metrics
+from fak.kernel.quarantine import PAGEOUT_META, PAGEOUT_OFF
 from fak.policy import args_digest
 from fak.wire import (
     Adjudication,
@@ -50,6 +54,7 @@ __all__ = ["ADMIT_ERROR_STUB", "Boundary", "KernelPort", "RequestContext"]
 _log = logging.getLogger(__name__)
 
 ADMIT_ERROR_STUB = '{"_quarantined":true,"boundary":"proxy","reason":"ADMIT_ERROR"}'
+_NO_PAGEOUT: Mapping[str, str] = {PAGEOUT_META: PAGEOUT_OFF}
 _MALFORMED = WireVerdict("DENY", by="gateway", reason="MALFORMED", disposition="RETRYABLE")
 
 
@@ -82,6 +87,9 @@ class RequestContext:
     trace_id: str
     principal: str = ""
     session: str = ""  # the x-fak-session header: the recall session (else the trace id)
+    # the client can page a paged-out pointer back in (fak-native routes, x-fak-pageout: on,
+    # fak serve --pageout); False: benign results reach it whole, whatever their size
+    pageout: bool = False
 
 
 def _is_object(arguments: str) -> bool:
@@ -133,7 +141,13 @@ class Boundary:
         t0 = time.perf_counter()
         try:
             adm: _AdmissionLike = self._kernel.admit_result(
-                ToolResult(tool=tool, payload=payload, call_id=call_id, trace_id=ctx.trace_id)
+                ToolResult(
+                    tool=tool,
+                    payload=payload,
+                    call_id=call_id,
+                    trace_id=ctx.trace_id,
+                    meta={} if ctx.pageout else _NO_PAGEOUT,
+                )
             )
             wv = WireVerdict.of(adm.verdict)
             out = payload if wv.kind == VerdictKind.ALLOW else adm.payload
