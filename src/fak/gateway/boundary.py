@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import orjson
@@ -35,9 +36,10 @@ from fak.abi import (
     VerdictKind,
 )
 from fak.gateway.accesslog import AccessLog
+from fak.gateway.clientroot import client_root
 from fak.gateway.metrics import Metrics
 from fak.kernel.quarantine import PAGEOUT_META, PAGEOUT_OFF
-from fak.policy import args_digest
+from fak.policy import ROOT_META, args_digest
 from fak.wire import (
     Adjudication,
     FakExtension,
@@ -54,7 +56,8 @@ __all__ = ["ADMIT_ERROR_STUB", "Boundary", "KernelPort", "RequestContext"]
 _log = logging.getLogger(__name__)
 
 ADMIT_ERROR_STUB = '{"_quarantined":true,"boundary":"proxy","reason":"ADMIT_ERROR"}'
-_NO_PAGEOUT: Mapping[str, str] = {PAGEOUT_META: PAGEOUT_OFF}
+_NO_PAGEOUT: Mapping[str, str] = MappingProxyType({PAGEOUT_META: PAGEOUT_OFF})
+_NO_META: Mapping[str, str] = MappingProxyType({})
 _MALFORMED = WireVerdict("DENY", by="gateway", reason="MALFORMED", disposition="RETRYABLE")
 
 
@@ -198,6 +201,7 @@ class Boundary:
         *,
         op: str = "adjudicate",
         provenance: Context | None = None,
+        meta: Mapping[str, str] | None = None,
     ) -> tuple[WireVerdict, Verdict | None]:
         t0 = time.perf_counter()
         try:
@@ -208,6 +212,7 @@ class Boundary:
                     caller=ctx.principal,
                     trace_id=ctx.trace_id,
                     call_id=call_id,
+                    meta=meta or _NO_META,
                     context=provenance,
                 )
             )
@@ -240,9 +245,11 @@ class Boundary:
         kept: list[ProposedCall] = []
         adjudications: list[Adjudication] = []
         provenance = self.provenance(history) if turn.tool_calls else None
+        stated = client_root(history) if turn.tool_calls else ""  # path rules may narrow to it
+        meta = {ROOT_META: stated} if stated else None
         for call in turn.tool_calls:
             wv, verdict = self.decide_one(
-                call.name, call.arguments, call.id, ctx, provenance=provenance
+                call.name, call.arguments, call.id, ctx, provenance=provenance, meta=meta
             )
             arguments = call.arguments
             repaired: dict[str, Any] | None = None
