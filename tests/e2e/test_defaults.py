@@ -193,3 +193,30 @@ def test_claude_code_reads_its_project_through_fak_serve_started_elsewhere(
     else:  # the control: without --root the rule resolves against fak serve's directory
         assert b"out/7f3a" not in mock.bodies
         assert "POLICY_BLOCK" in result["result"]
+
+
+def test_claude_codes_stated_directory_narrows_a_parent_root(
+    serve_elsewhere: tuple[MockUpstream, Path, list[str]], tmp_path: Path
+) -> None:
+    """One fak serve rooted at the parent of several projects: Claude Code, working in one of
+    them, reads its own files and is refused a sibling's (its system prompt names its cwd)."""
+    agent("claude")
+    mock, project, cmd = serve_elsewhere
+    (project / "NOTES.md").write_text("mine: out/7f3a\n")
+    sibling = tmp_path / "sibling"
+    sibling.mkdir()
+    (sibling / "NOTES.md").write_text("theirs: out/9c1d\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc, url = _serve([*cmd, "--root", str(tmp_path)], elsewhere, tmp_path)
+    try:
+        for path in (project / "NOTES.md", sibling / "NOTES.md"):
+            prompt = "call Read " + json.dumps({"file_path": str(path)})
+            result = _claude(url, project, prompt, tmp_path / "home")
+            assert result["_exit"] == 0, result
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert b"out/7f3a" in mock.bodies
+    assert b"out/9c1d" not in mock.bodies
+    assert "POLICY_BLOCK" in result["result"]
