@@ -47,7 +47,7 @@ HEAVY: dict[str, set[str]] = {
     "click": {"cli"},
 }
 # The core install's own dependencies (pyproject's [project] dependencies), usable anywhere.
-CORE = {"orjson", "pydantic", "re2"}
+CORE = {"orjson", "pydantic", "re2", "idna", "publicsuffixlist"}
 
 MAX_LINES = 800
 # Names that mark a test double or a demo; such modules live in fak.testing (the offline demo is

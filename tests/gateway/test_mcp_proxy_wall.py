@@ -107,3 +107,28 @@ def test_N2_a_tool_or_prompt_description_split_by_escapes_is_caught() -> None:
     prompt = types.Prompt(name="p", description=f"Summarize. {INJECT}")
     assert not _proxy(kernel)._clean_definition(prompt)
     assert _proxy(kernel)._clean_definition(types.Prompt(name="p", description="Summarize."))
+
+
+def test_N8_each_http_session_keeps_its_own_run_context() -> None:
+    from fak.abi import ToolCall, VerdictKind
+    from fak.policy import Policy
+
+    manifest = {"allow": ["docs__send", "docs__fetch"], "after_untrusted": {"docs__send": "deny"}}
+    kernel = Kernel(Policy.loads(json.dumps(manifest), source="<test>"))
+    proxy = _proxy(kernel)  # the HTTP proxy: no single stdio context
+
+    class Session:  # stands for the SDK's ServerSession (weakly referenced)
+        pass
+
+    fetched, fresh = Session(), Session()
+    assert proxy.context_for(fetched) is proxy.context_for(fetched)
+    page = types.CallToolResult(content=[_text("a harmless page")])
+    proxy._wall("docs__fetch", page, "t1", proxy.context_for(fetched))
+
+    def send(session: Session) -> VerdictKind:
+        call = ToolCall("docs__send", {"to": "x"}, context=proxy.context_for(session))
+        return kernel.decide(call).kind
+
+    assert send(fetched) is VerdictKind.DENY  # this session's model read a tool result
+    assert send(fresh) is VerdictKind.ALLOW  # another session's did not
+    assert kernel.decide(ToolCall("docs__send", {"to": "x"})).kind is VerdictKind.DENY

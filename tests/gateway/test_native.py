@@ -173,3 +173,53 @@ def test_events_404_without_a_journal_and_rows_with_one(
     assert body["cursor"] == 2
     assert asyncio.run(get(app, "?since=1")).json()["events"][0]["seq"] == 2
     assert "hunter" not in path.read_text()
+
+
+@pytest.mark.parametrize(
+    "query", ["?since=-5", f"?since={10**23}", "?since=abc", "?limit=x", "?since=" + "9" * 30]
+)
+def test_E1_a_bad_events_cursor_is_a_400_with_a_code(
+    app_factory: Callable[..., Any], tmp_path: Path, query: str
+) -> None:
+    from fak.journal import Journal
+
+    path = tmp_path / "journal.jsonl"
+    kernel = Kernel(Policy.default(), journal=Journal(str(path)))
+    app = app_factory(MockPlanner(), kernel=kernel, events=file_events(str(path)))
+    post_all(app, [("/v1/fak/adjudicate", {"tool": "read_file", "arguments": {"path": "a"}})])
+
+    async def get() -> Any:
+        async with asgi_client(app) as c:
+            return await c.get("/v1/fak/events" + query)
+
+    r = asyncio.run(get())
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_cursor"
+
+
+def test_N8_adjudicate_takes_the_run_context_and_judges_its_absence_as_the_worst_case(
+    app_factory: Callable[..., Any],
+) -> None:
+    import json
+
+    manifest = {
+        "allow": ["update_password", "get_webpage"],
+        "after_untrusted": {"update_password": "deny"},
+    }
+    kernel = Kernel(Policy.loads(json.dumps(manifest), source="<test>"))
+    app = app_factory(MockPlanner(), kernel=kernel)
+    call = {"tool": "update_password", "arguments": {"password": "x"}}
+    clean = {"user": ["change my password"], "results": []}
+    dirty = {"user": ["change my password"], "results": [{"tool": "get_webpage", "text": "hi"}]}
+
+    async def ask(body: dict[str, Any]) -> Any:
+        async with asgi_client(app) as c:
+            return await c.post("/v1/fak/adjudicate", json=body)
+
+    kinds = [
+        asyncio.run(ask({**call, **extra})).json()["verdict"]["kind"]
+        for extra in ({}, {"context": clean}, {"context": dirty})
+    ]
+    assert kinds == ["DENY", "ALLOW", "DENY"]
+    bad = asyncio.run(ask({**call, "context": {"user": "not a list"}}))
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_context"

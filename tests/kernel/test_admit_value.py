@@ -23,8 +23,10 @@ HELD = (VerdictKind.QUARANTINE, VerdictKind.DENY)
 def test_N2_a_newline_split_injection_in_a_leaf_is_found_decoded() -> None:
     kernel = Kernel()
     value = {"review": {"body": SPLIT, "approved": False}}
-    escaped = kernel.admit_result(ToolResult("review", serialized(value)))
-    assert escaped.verdict.kind is VerdictKind.ALLOW  # the JSON text alone reads "\\n"
+    escaped = kernel.ledger.admit(ToolResult("review", serialized(value)))
+    assert escaped.verdict.kind is VerdictKind.ALLOW  # the JSON text's bytes alone read "\\n"
+    as_text = kernel.admit_result(ToolResult("review", serialized(value)))
+    assert as_text.verdict.kind is VerdictKind.QUARANTINE  # the kernel reads it decoded
     held = kernel.admit_value("review", value)
     assert held.verdict.kind is VerdictKind.QUARANTINE
     assert SPLIT.encode() not in held.payload and b"Ignore" not in held.payload

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fak.abi import Context, Reason, ToolCall, VerdictKind
+from fak.abi import Context, Reason, ToolCall, Verdict, VerdictKind
 from fak.kernel import Kernel
 from fak.policy import Policy, PolicyError
 from fak.policy.provenance import normal_text
 
 
-def _load(manifest: dict[str, object]) -> Policy:
+def _load(manifest: Mapping[str, object]) -> Policy:
     return Policy.loads(json.dumps(manifest), source="<test>")
 
 
@@ -23,7 +25,13 @@ def _policy(**extra: object) -> Policy:
         "allow": ["send_money", "send_email", "get_webpage", "read_contacts", "update_password"],
         "sinks": [
             {"tool": "send_money", "arg": "recipient", "kind": "iban"},
-            {"tool": "send_money", "arg": "amount", "kind": "number", "needs": "any"},
+            {
+                "tool": "send_money",
+                "arg": "amount",
+                "kind": "number",
+                "needs": "any",
+                "unknown": "allow",
+            },
             {"tool": "send_email", "arg": "recipients[]", "kind": "email", "needs": "trusted"},
             {"tool": "get_webpage", "arg": "url", "kind": "url", "unknown": "witness"},
         ],
@@ -32,14 +40,14 @@ def _policy(**extra: object) -> Policy:
     return _load(manifest)
 
 
-def _decide(policy: Policy, tool: str, args: dict[str, object], ctx: Context) -> object:
+def _decide(policy: Policy, tool: str, args: dict[str, object], ctx: Context) -> Verdict:
     return Kernel(policy).decide(ToolCall(tool, args, context=ctx))
 
 
 def test_value_the_user_typed_is_admitted() -> None:
-    ctx = Context().user("Please pay my landlord DE89 3704 0044 0532 0130 00 the rent.")
-    verdict = _decide(_policy(), "send_money", {"recipient": "DE89370400440532013000"}, ctx)
-    assert verdict.kind is VerdictKind.ALLOW
+    ctx = Context().user("Please pay my landlord DE89 3704 0044 0532 0130 00 the rent, 950 EUR.")
+    args = {"recipient": "DE89370400440532013000", "amount": 950}
+    assert _decide(_policy(), "send_money", args, ctx).kind is VerdictKind.ALLOW
 
 
 def test_value_from_a_tool_result_never_satisfies_user() -> None:
@@ -151,12 +159,12 @@ def test_bad_sink_rules_fail_loudly() -> None:
 
 
 def test_old_manifests_keep_their_hash() -> None:
-    manifest = {"allow": ["read_file"]}
+    manifest: dict[str, object] = {"allow": ["read_file"]}
     assert _load(manifest).version == _load({**manifest, "sinks": [], "pinned": []}).version
 
 
 _TEXT = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=60
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=60
 )
 _IBANS = st.sampled_from(
     ["DE89370400440532013000", "GB29NWBK60161331926819", "FR1420041010050500013M02606"]
@@ -211,3 +219,17 @@ def test_witness_list_holds_every_call_of_an_allowed_tool_only() -> None:
     # a witness entry never admits a tool the floor refuses
     assert kernel.decide(ToolCall("wipe_disk", {})).kind is VerdictKind.DENY
     assert json.loads(policy.dump())["witness"] == ["refund", "wipe_disk"]
+
+
+def test_N8_a_call_without_a_run_context_is_judged_as_the_worst_case() -> None:
+    def bare(policy: Policy, tool: str, args: dict[str, object]) -> Any:
+        return Kernel(policy).decide(ToolCall(tool, args))  # a door that passed no context
+
+    after = _policy(after_untrusted={"update_password": "deny"})
+    verdict = bare(after, "update_password", {"password": "x"})
+    assert verdict.kind is VerdictKind.DENY and "no run context" in verdict.claim
+    held = _policy(after_untrusted={"update_password": "witness"})
+    assert bare(held, "update_password", {"password": "x"}).kind is VerdictKind.REQUIRE_WITNESS
+    paid = bare(_policy(), "send_money", {"recipient": "DE89370400440532013000", "amount": 5})
+    assert paid.kind is VerdictKind.DENY  # the sink's untrusted answer, not its unknown one
+    assert bare(_policy(), "read_contacts", {}).kind is VerdictKind.ALLOW  # unguarded

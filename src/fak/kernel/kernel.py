@@ -14,6 +14,7 @@ that cannot be journaled is refused. The policy state is swapped atomically, nev
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -39,7 +40,7 @@ from fak.config import Settings
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import Admission, QuarantineLedger, screen_policy_for
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
-from fak.kernel.views import decoded_view, serialized
+from fak.kernel.views import decoded_view, json_text_view, serialized
 from fak.kernel.witness import Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
@@ -683,7 +684,12 @@ class Kernel:
 
     # -- results ----------------------------------------------------------------------------
     def admit_result(self, result: ToolResult) -> Admission:
-        """Screen a tool result before it may enter a model's context (the wall)."""
+        """Screen a tool result before it may enter a model's context (the wall). A text result
+        that is JSON with escapes is screened decoded as well (``fak.kernel.views``)."""
+        if result.view is None:
+            view = json_text_view(bytes(result.payload))
+            if view is not None:
+                result = dataclasses.replace(result, view=view)
         admission = self._ledger.admit(result)
         match admission.verdict.kind:
             case VerdictKind.ALLOW:

@@ -5,8 +5,10 @@ A result arrives as text, bytes or a JSON value (an MCP ``structuredContent``, a
 screen over serialized JSON reads ``\\n`` where the model reads a line break, so an injection
 split by escapes inside a string, or hidden in a key, slips past. ``decoded_view`` lists what
 the model will read: every key and every string leaf, decoded, one per line, and the text a
-base64 leaf carries when it decodes to text. ``serialized`` is the canonical bytes of a value
-(any integer size, sorted keys, UTF-8), so a digest never fails on a value JSON allows.
+base64 leaf carries when it decodes to text. A text result that is JSON holding escapes (an API
+reply passed as a string) is read with its escapes decoded (``json_text_view``). ``serialized``
+is the canonical bytes of a value (any integer size, sorted keys, UTF-8), so a digest never
+fails on a value JSON allows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final
 
-__all__ = ["VIEW_MAX", "decoded_view", "serialized"]
+__all__ = ["VIEW_MAX", "decoded_view", "json_text_view", "serialized", "unescaped"]
 
 VIEW_MAX: Final = 16 * 1024 * 1024
 """Characters of a decoded view; past it the rest of the value is not listed (the serialized
@@ -58,11 +60,39 @@ def _base64_text(leaf: str) -> str | None:
     return None
 
 
+_UNICODE_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
+_SIMPLE_ESCAPES: Final = (("\\n", "\n"), ("\\t", "\t"), ("\\r", "\r"), ('\\"', '"'), ("\\/", "/"))
+
+
+def _code_point(match: re.Match[str]) -> str:
+    point = int(match.group(1), 16)
+    return " " if 0xD800 <= point <= 0xDFFF else chr(point)
+
+
+def unescaped(text: str) -> str | None:
+    """``text`` with its JSON/C-style escapes (``\\n``, ``\\t``, ``\\u0041``, ...) read as
+    the model reads them, or None when it holds none (JSON text inside a string, a log line).
+    A screening view, not a decoder: an escaped backslash before an ``n`` reads as a line break
+    too, which can only add a line break to what is screened."""
+    if "\\" not in text:
+        return None
+    out = text
+    for escape, char in _SIMPLE_ESCAPES:
+        if escape in out:
+            out = out.replace(escape, char)
+    if "\\u" in out:
+        out = _UNICODE_ESCAPE.sub(_code_point, out)
+    return out if out != text else None
+
+
 def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
     if depth > _DEPTH_MAX:
         return
     if isinstance(value, str):
         yield value
+        opened = unescaped(value)
+        if opened is not None:
+            yield opened
         decoded = _base64_text(value)
         if decoded is not None:
             yield decoded
@@ -85,3 +115,35 @@ def decoded_view(value: Any) -> str:
         if size > VIEW_MAX:
             break
     return "\n".join(out)
+
+
+_JSON_START: Final = frozenset(b"{[")
+_LEAD: Final = b" \t\r\n\xef\xbb\xbf\xbd\xff\xfe"  # whitespace, a BOM, stray or replaced bytes
+
+
+def json_text_view(payload: bytes) -> bytes | None:
+    """What the model reads of a text result that is JSON (an object or array passed as text,
+    an API reply) holding escapes (``\\n``, ``\\u…``): the text with its escapes read, keys
+    and values decoded in place, in one pass; None for any other text, which the screen already
+    reads as the model does (source code's escapes are not worth a second screen)."""
+    if b"\\" not in payload:
+        return None
+    head = payload[:64].lstrip(_LEAD)[:1]
+    if not head or head[0] not in _JSON_START:
+        return None
+    out = payload
+    for escape, char in _SIMPLE_BYTES:
+        if escape in out:
+            out = out.replace(escape, char)
+    if b"\\u" in out:
+        out = _UNICODE_BYTES.sub(_code_point_bytes, out)
+    return out if out != payload else None
+
+
+_SIMPLE_BYTES: Final = tuple((a.encode(), b.encode()) for a, b in _SIMPLE_ESCAPES)
+_UNICODE_BYTES: Final = re.compile(rb"\\u([0-9a-fA-F]{4})")
+
+
+def _code_point_bytes(match: re.Match[bytes]) -> bytes:
+    point = int(match.group(1), 16)
+    return b" " if 0xD800 <= point <= 0xDFFF else chr(point).encode("utf-8")

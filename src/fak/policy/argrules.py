@@ -1,28 +1,32 @@
 """Compiled arg-level predicates: restrict-only rules on one decoded argument value (tier T1).
 
 A rule never grants anything; it can only refuse an otherwise allowed call. ``arg`` is a name or
-a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one);
-values are read as scalars (string, number, bool); objects, arrays and null count as absent.
-``allow_glob`` takes one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and
-``allow_emails`` as an e-mail address, and admit it only when its parsed host / address is
-listed. The witness names the
-violated bound (``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
+a path (``recipients[]`` for each element of a list, ``event.participants[]`` for a nested one),
+found under every case- or separator-variant of each name (``arg_key``); values are read as
+scalars (string, number, bool); objects, arrays and null count as absent. ``allow_glob`` takes
+one glob or a set; ``allow_hosts`` reads the value as an http(s) URL and ``allow_emails`` as an
+e-mail address, and admit it only when its host / address, in the normal form of
+``fak.policy.hosts`` (UTS #46, IDNA 2008), is listed. The witness names the violated bound
+(``tool.arg allow_glob g``), never the argument value. Pure; regexes are RE2.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
 
 from fak.abi import Reason
 from fak.policy.globs import AllowGlob
+from fak.policy.hosts import email_address, url_host
 from fak.policy.manifest import ArgRule, compile_re2
 from fak.policy.names import match_key
 
 __all__ = [
     "CompiledArgRule",
+    "arg_key",
     "email_address",
     "email_listed",
     "host_listed",
@@ -48,34 +52,6 @@ def scalar_text(value: object) -> str | None:
     return None
 
 
-_URL_BANNED = frozenset("\\ \t\r\n\x00")
-
-
-def url_host(value: str) -> str | None:
-    """The lower-case host of an ``http``/``https`` URL, or None for anything else — including
-    URLs that parsers disagree on (backslashes, whitespace, control characters, credentials
-    before the host), so what is checked is what a client would connect to."""
-    if any(ch in _URL_BANNED or ord(ch) < 0x20 or ch == "\x7f" for ch in value):
-        return None
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # raises on a malformed port
-    except ValueError:
-        return None
-    del port
-    if parts.scheme.lower() not in ("http", "https") or "@" in parts.netloc:
-        return None
-    host = (parts.hostname or "").rstrip(".")
-    if not host:
-        return None
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            return None
-    return host.lower()
-
-
 def host_listed(host: str, patterns: tuple[str, ...]) -> bool:
     """``example.com`` matches that host only; ``*.example.com`` matches its subdomains."""
     for pattern in patterns:
@@ -85,27 +61,6 @@ def host_listed(host: str, patterns: tuple[str, ...]) -> bool:
         elif host == pattern:
             return True
     return False
-
-
-def email_address(value: str) -> tuple[str, str] | None:
-    """(local part, domain) of one e-mail address — bare or as ``Name <addr>`` — lower case
-    with the domain IDNA-encoded, or None for anything that is not exactly one address (a
-    display name that itself holds an ``@`` is ambiguous, so it is none)."""
-    text = value.strip()
-    if text.endswith(">") and text.count("<") == 1:
-        name, _, text = text[:-1].partition("<")
-        if "@" in name:
-            return None
-        text = text.strip()
-    if any(ch in _URL_BANNED or ord(ch) < 0x20 or ch in '<>,;"()[]:/?#' for ch in text):
-        return None
-    local, at, domain = text.rpartition("@")
-    if not at or not local or "@" in local or not domain or domain.endswith("."):
-        return None
-    host = url_host(f"https://{domain}/")
-    if host is None:
-        return None
-    return local.lower(), host
 
 
 def email_listed(address: tuple[str, str], patterns: tuple[str, ...]) -> bool:
@@ -126,20 +81,36 @@ def parse_arg_path(path: str) -> tuple[_Segment, ...]:
     return tuple((part.removesuffix("[]"), part.endswith("[]")) for part in path.split("."))
 
 
+@lru_cache(maxsize=4096)
+def arg_key(name: str) -> str:
+    """The form argument names are matched in: NFKC, case-folded, letters and digits only, so
+    ``Recipient``, ``RECIPIENT``, ``recipient_`` and ``re-cipient`` are all ``recipient`` (a
+    tool that reads a variant of the name a rule checks is not let past the rule)."""
+    folded = "".join(ch for ch in unicodedata.normalize("NFKC", name).casefold() if ch.isalnum())
+    return folded or name
+
+
 def values_at(args: Mapping[str, Any], path: tuple[_Segment, ...]) -> list[Any] | None:
-    """Every value the path reaches; None when a field on the way is missing (a path through a
-    list reaches nothing in an empty list, which is not missing)."""
+    """Every value the path reaches, under every key that is a variant of the name (``arg_key``);
+    None when a field on the way is missing or null under every variant (a path through a list
+    reaches nothing in an empty list, which is not missing)."""
     current: list[Any] = [args]
     for name, each in path:
+        key = arg_key(name)
         reached: list[Any] = []
         for node in current:
-            value = node.get(name) if isinstance(node, Mapping) else None
-            if value is None:
+            found = (
+                [v for k, v in node.items() if v is not None and arg_key(str(k)) == key]
+                if isinstance(node, Mapping)
+                else []
+            )
+            if not found:
                 return None
-            if each and isinstance(value, list):
-                reached.extend(value)
-            else:
-                reached.append(value)
+            for value in found:
+                if each and isinstance(value, list):
+                    reached.extend(value)
+                else:
+                    reached.append(value)
         current = reached
     return current
 

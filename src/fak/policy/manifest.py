@@ -273,8 +273,10 @@ class SinkRule(_Strict):
     ``user`` — the user's own text (or a pinned value); ``trusted`` — that, or a trusted source;
     ``any`` — anywhere it appears, even a tool result (only values from nowhere are judged).
     A value from elsewhere is refused with ``reason`` (default TRUST_VIOLATION), or held for a
-    witness with ``untrusted: witness``; a value found nowhere follows ``unknown``. ``kind`` says
-    how values are compared (``urls``: every link or domain written inside a free-text value)."""
+    witness with ``untrusted: witness``; a value found nowhere follows ``unknown``, and so does
+    an argument that is absent or null, unless the rule is ``optional`` (then an absent or null
+    argument has nothing to check; a present one is judged as always). ``kind`` says how values
+    are compared (``urls``: every link or domain written inside a free-text value)."""
 
     tool: str
     arg: str
@@ -282,7 +284,13 @@ class SinkRule(_Strict):
     needs: Literal["user", "trusted", "any"] = "user"
     unknown: Literal["deny", "witness", "allow"] = "deny"
     untrusted: Literal["deny", "witness"] = "deny"
+    optional: bool | None = None
     reason: str | None = None
+
+    @field_validator("optional")
+    @classmethod
+    def _optional(cls, value: bool | None) -> bool | None:
+        return True if value else None  # false is the default: it dumps (and hashes) as absent
 
     @field_validator("tool")
     @classmethod

@@ -11,20 +11,18 @@ rung looks every value up in the run's ``fak.abi.Context``:
 - **nowhere** — the model made it up; the rule's ``unknown`` decides (deny, witness, allow).
 
 A value must be satisfied by its rule's ``needs`` (user ⊂ trusted ⊂ any); else the call is
-refused with TRUST_VIOLATION. Lookups compare normalised forms, never raw bytes:
+refused with TRUST_VIOLATION. Values compare in one normal form per kind (``fak.policy.lookup``
+indexes the run's text in the same forms, once per context and then only what is appended, so
+no lookup walks the places where a value's letters recur): ``text`` NFKC + case-fold on word
+boundaries; ``email`` / ``url`` / ``host`` by the UTS #46 / IDNA 2008 host of
+``fak.policy.hosts`` compared whole (``acme.co`` is not the ``acme.co.uk`` the user wrote;
+``straße.de`` is not ``strasse.de``); ``iban`` as whole alphanumeric runs; ``number`` by value;
+``urls`` as every link in a free-text value (any TLD the Public Suffix List knows, IPv4
+addresses, any ``scheme://``), walking lists and objects.
 
-- every text is NFKC-normalised and case-folded, and runs of white space become one space;
-- ``text`` values match a normalised substring that starts and ends on a word boundary;
-- ``email`` values are parsed (one address, ``Name <addr>`` allowed) and matched as
-  ``local@domain``; ``url`` values by their parsed host, ``host`` values as hosts — a host
-  must stand alone in the text (``evil-example.com`` does not contain ``example.com``);
-- ``iban`` values (and other account ids) match upper-case with white space and hyphens
-  removed, as a whole number of the text's alphanumeric runs (``DE89 3704 0044 …`` in a bill
-  matches ``DE89370400…``; a prefix that ends inside a group does not);
-- ``number`` values match any number written in the text with the same absolute value
-  (``1,250.00`` matches ``1250``);
-- ``urls`` values are free text (a message body): every link or bare domain written in it is
-  judged as a ``url`` on its own, so a body is admitted only if each of its links is.
+An argument a sink names is found under any case- or separator-variant of its name
+(``Recipient`` is ``recipient``); one that is absent, null or not a readable scalar is judged
+as the rule's ``unknown``, never skipped (an ``optional`` rule lets an absent or null one pass).
 
 Laws (tests/policy/test_provenance.py): a value found only in tool results never satisfies
 ``user``; for ``user`` and ``trusted`` sinks, adding untrusted text to a context never turns a
@@ -34,18 +32,23 @@ present. A run with no context is an empty one: every value is "nowhere".
 
 from __future__ import annotations
 
-import json
+import copy
+import functools
 import re
 import threading
 import unicodedata
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from fak.abi import Context, PieceKind, Reason, ToolCall, Verdict
-from fak.policy.argrules import email_address, parse_arg_path, scalar_text, url_host, values_at
+import orjson
+
+from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
+from fak.policy.argrules import arg_key, parse_arg_path, scalar_text
+from fak.policy.hosts import email_address, links, url_host
+from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
 from fak.policy.names import match_key
 
@@ -54,133 +57,16 @@ __all__ = [
     "Origin",
     "ProvenanceIndex",
     "ProvenanceRung",
+    "arg_key",
     "normal_text",
 ]
 
 _BY: Final = "provenance"
-_SPACE = re.compile(r"\s+")
-_COMPACT_DROP = re.compile(r"[\s\-]+")
-_ALNUM_RUN = re.compile(r"[^\W_]+")
-_LINK = re.compile(
-    r"(?i)\b(?:https?://[^\s<>\"'`)\]]+|www\.[^\s<>\"'`)\]]+|"
-    r"(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|ai|co|info|biz|app|xyz|me|us|uk|de|fr|ru|cn)"
-    r"(?:/[^\s<>\"'`)\]]*)?)"
-)
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
-
-
-def normal_text(text: str) -> str:
-    """NFKC, case-folded, white space collapsed: the form every lookup compares."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+_COMPACT_DROP: Final = re.compile(r"[\s\-]+")
 
 
 def _compact(text: str) -> str:
     return _COMPACT_DROP.sub("", unicodedata.normalize("NFKC", text)).upper()
-
-
-@dataclass(frozen=True, slots=True)
-class _Runs:
-    """A text's alphanumeric runs joined (``DE89 3704 …`` -> ``DE893704…``), with the offsets
-    where a run starts and ends, so a grouped account number matches only whole runs."""
-
-    joined: str
-    starts: frozenset[int]
-    ends: frozenset[int]
-
-    @classmethod
-    def of(cls, text: str) -> _Runs:
-        parts: list[str] = []
-        starts: set[int] = set()
-        ends: set[int] = set()
-        at = 0
-        for match in _ALNUM_RUN.finditer(unicodedata.normalize("NFKC", text).upper()):
-            starts.add(at)
-            parts.append(match.group())
-            at += len(match.group())
-            ends.add(at)
-        return cls("".join(parts), frozenset(starts), frozenset(ends))
-
-    def has(self, needle: str) -> bool:
-        at = self.joined.find(needle)
-        while at != -1:
-            if at in self.starts and at + len(needle) in self.ends:
-                return True
-            at = self.joined.find(needle, at + 1)
-        return False
-
-
-def _numbers(text: str) -> frozenset[Decimal]:
-    out: set[Decimal] = set()
-    for match in _NUMBER.finditer(unicodedata.normalize("NFKC", text)):
-        try:
-            out.add(abs(Decimal(match.group().replace(",", ""))))
-        except InvalidOperation:
-            continue
-    return frozenset(out)
-
-
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _host_char(ch: str) -> bool:
-    return ch.isalnum() or ch in "-._"
-
-
-def _email_char(ch: str) -> bool:
-    return ch.isalnum() or ch in "._%+-"
-
-
-def _find(haystack: str, needle: str, inside: Any) -> bool:
-    """``needle`` occurs in ``haystack`` with no ``inside`` character touching either end
-    (ends of the needle that are not themselves such characters need no boundary)."""
-    if not needle:
-        return False
-    start = haystack.find(needle)
-    check_left = inside(needle[0])
-    check_right = inside(needle[-1])
-    while start != -1:
-        end = start + len(needle)
-        left_ok = not check_left or start == 0 or not inside(haystack[start - 1])
-        right_ok = not check_right or end == len(haystack) or not inside(haystack[end])
-        if not right_ok and haystack[end] == ".":  # a full stop ends a sentence, not a host
-            right_ok = (
-                end + 1 == len(haystack)
-                or not haystack[end + 1].isalnum()
-                or inside is _host_char  # "www.x.com.They …": the user's own text, unspaced
-            )
-        if left_ok and right_ok:
-            return True
-        start = haystack.find(needle, start + 1)
-    return False
-
-
-@dataclass(slots=True)
-class _View:
-    """The normalised forms of one piece of text, built on first use."""
-
-    raw: str
-    _text: str | None = None
-    _runs: _Runs | None = None
-    _numbers: frozenset[Decimal] | None = None
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = normal_text(self.raw)
-        return self._text
-
-    @property
-    def runs(self) -> _Runs:
-        if self._runs is None:
-            self._runs = _Runs.of(self.raw)
-        return self._runs
-
-    @property
-    def numbers(self) -> frozenset[Decimal]:
-        if self._numbers is None:
-            self._numbers = _numbers(self.raw)
-        return self._numbers
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,36 +79,39 @@ def _needle(kind: str, value: str) -> _Needle | None:
     """The comparable form of one argument value, or None when it has none (unparseable)."""
     if kind == "email":
         address = email_address(value)
-        return None if address is None else _Needle("email", f"{address[0]}@{address[1]}")
+        return None if address is None else _Needle("email", email_key(*address))
     if kind in ("url", "host"):
         candidate = value.strip()
-        host = url_host(candidate) if "://" in candidate else url_host(f"https://{candidate}/")
-        if host is None or (kind == "host" and ("/" in candidate or "@" in candidate)):
+        if kind == "host" and ("/" in candidate or "@" in candidate):
             return None
-        return _Needle("host", normal_text(host))
+        host = url_host(candidate) if "://" in candidate else url_host(f"https://{candidate}/")
+        return None if host is None else _Needle("host", host)
     if kind == "iban":
         compact = _compact(value)
         return _Needle("iban", compact) if compact.isalnum() else None
     if kind == "number":
         try:
-            return _Needle("number", abs(Decimal(value.strip().replace(",", ""))))
+            number = Decimal(value.strip().replace(",", ""))
         except InvalidOperation:
             return None
+        return _Needle("number", abs(number)) if number.is_finite() else None
     text = normal_text(value)
-    return _Needle("text", text) if text else None
+    return _Needle("text", text) if text and SEP not in text and MARK not in text else None
 
 
-def _matches(view: _View, needle: _Needle) -> bool:
-    kind = needle.kind
-    if kind == "number":
-        return needle.value in view.numbers
-    if kind == "iban":
-        return bool(view.runs.has(needle.value))
-    if kind == "host":
-        return _find(view.text, needle.value, _host_char)
-    if kind == "email":
-        return _find(view.text, needle.value, _email_char)
-    return _find(view.text, needle.value, _word)
+def _first(index: TextIndex, *, needle: _Needle) -> int | None:
+    """The index of the first piece of ``index`` that holds the value, or None."""
+    match needle.kind:
+        case "number":
+            return index.number(needle.value)
+        case "iban":
+            return index.run(needle.value)
+        case "host":
+            return index.host(needle.value)
+        case "email":
+            return index.email(needle.value)
+        case _:
+            return index.text(needle.value)
 
 
 class Origin(tuple[str, str, str]):
@@ -271,9 +160,20 @@ def _scalars(values: Iterable[Any]) -> Iterable[str]:
 
 
 class ProvenanceIndex:
-    """The normalised views of one context under one policy's trusted sources."""
+    """One context under one policy's trusted sources, as three classes of text (user, trusted,
+    untrusted) that a lookup asks in that order. ``extended`` indexes appended pieces only."""
 
-    __slots__ = ("has_untrusted", "trusted", "untrusted", "untrusted_names", "user")
+    __slots__ = (
+        "_fields",
+        "_tools",
+        "has_untrusted",
+        "pieces",
+        "trusted",
+        "trusted_names",
+        "untrusted",
+        "untrusted_names",
+        "user",
+    )
 
     def __init__(
         self,
@@ -283,57 +183,132 @@ class ProvenanceIndex:
         trusted_tools: frozenset[str] = frozenset(),
         trusted_fields: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
-        fields = trusted_fields or {}
-        self.user: list[_View] = [_View(p) for p in pinned]
-        self.trusted: list[tuple[_View, str, str]] = []
-        self.untrusted: list[tuple[_View, str, str]] = []
-        for piece in context.pieces if context is not None else ():
+        self._tools = trusted_tools
+        self._fields: Mapping[str, tuple[str, ...]] = trusted_fields or {}
+        self.pieces = 0
+        self.user = Segments.of(list(pinned))
+        self.trusted = Segments()
+        self.untrusted = Segments()
+        self.trusted_names: tuple[tuple[str, str], ...] = ()
+        self.untrusted_names: tuple[tuple[str, str], ...] = ()
+        self.has_untrusted = False
+        if context is not None:
+            self._add(context.pieces)
+
+    def extended(self, pieces: Sequence[Piece]) -> ProvenanceIndex:
+        """This index with ``pieces`` appended (the context's pieces after ``self.pieces``);
+        self is left as it was, for whoever still reads it."""
+        grown = copy.copy(self)
+        grown._add(pieces)
+        return grown
+
+    def _add(self, pieces: Sequence[Piece]) -> None:
+        user: list[str] = []
+        trusted: list[str] = []
+        untrusted: list[str] = []
+        trusted_names: list[tuple[str, str]] = []
+        untrusted_names: list[tuple[str, str]] = []
+        for piece in pieces:
             if piece.kind is PieceKind.USER:
-                self.user.append(_View(piece.text))
+                user.append(piece.text)
                 continue
             key = match_key(piece.tool)
-            if key in trusted_tools:
-                self.trusted.append((_View(piece.text), piece.tool, piece.call_id))
+            if key in self._tools:
+                trusted.append(piece.text)
+                trusted_names.append((piece.tool, piece.call_id))
                 continue
-            paths = fields.get(key)
+            paths = self._fields.get(key)
             if paths:
                 try:
-                    doc = json.loads(piece.text)
-                except ValueError:
+                    doc = orjson.loads(piece.text)
+                except orjson.JSONDecodeError:  # not JSON (or not JSON orjson reads): no fields
                     doc = None
                 for path in paths:
                     for value in _scalars(_field_values(doc, path)):
-                        self.trusted.append((_View(value), piece.tool, piece.call_id))
-            self.untrusted.append((_View(piece.text), piece.tool, piece.call_id))
-        self.has_untrusted = bool(self.untrusted)
-        self.untrusted_names = sorted(
-            {f"{tool}#{cid}" if cid else tool for _, tool, cid in self.untrusted}
-        )
+                        trusted.append(value)
+                        trusted_names.append((piece.tool, piece.call_id))
+            untrusted.append(piece.text)
+            untrusted_names.append((piece.tool, piece.call_id))
+        self.pieces += len(pieces)
+        self.user = self.user.extended(user)
+        self.trusted = self.trusted.extended(trusted)
+        self.untrusted = self.untrusted.extended(untrusted)
+        self.trusted_names += tuple(trusted_names)
+        self.untrusted_names += tuple(untrusted_names)
+        self.has_untrusted = self.has_untrusted or bool(untrusted)
+
+    def held_names(self) -> list[str]:
+        """``tool#call`` of every untrusted result, sorted (for the after_untrusted claim)."""
+        return sorted({_name(tool, cid) for tool, cid in self.untrusted_names})
 
     def origin(self, kind: str, value: str) -> Origin | None:
         """Where ``value`` (compared as ``kind``) came from; None if it has no such form."""
         needle = _needle(kind, value)
         if needle is None:
             return None
-        if any(_matches(view, needle) for view in self.user):
+        ask = functools.partial(_first, needle=needle)
+        if self.user.first(ask) is not None:
             return _USER
-        for source, views in (("trusted", self.trusted), ("untrusted", self.untrusted)):
-            for view, tool, call_id in views:
-                if _matches(view, needle):
-                    return Origin((source, tool, call_id))
+        for source, index, names in (
+            ("trusted", self.trusted, self.trusted_names),
+            ("untrusted", self.untrusted, self.untrusted_names),
+        ):
+            at = index.first(ask)
+            if at is not None:
+                return Origin((source, *names[at]))
         return _NOWHERE
+
+
+class _Gap:
+    """A place a sink names that holds no value to look up: judged as ``unknown``."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+_ABSENT: Final = _Gap("is missing")  # absent or null (nothing to check if the rule is optional)
+_NOT_AN_OBJECT: Final = _Gap("has no readable form")  # the path runs through a non-object
+
+
+def sink_values(args: Mapping[str, Any], path: tuple[tuple[str, bool], ...]) -> list[Any]:
+    """Every value a sink path reaches, under every key that is a case- or separator-variant of
+    the name (``{"Recipient": …}`` is the ``recipient`` argument); an absent or null argument is
+    ``_ABSENT``, a place on the path that is not an object ``_NOT_AN_OBJECT``. A path through a
+    list reaches each element (nothing in an empty list); a non-list there is one element."""
+    current: list[Any] = [args]
+    for name, each in path:
+        reached: list[Any] = []
+        for node in current:
+            if isinstance(node, _Gap) or not isinstance(node, Mapping):
+                reached.append(node if isinstance(node, _Gap) else _NOT_AN_OBJECT)
+                continue
+            found = [v for k, v in node.items() if arg_key(str(k)) == name]
+            if not found:
+                reached.append(_ABSENT)
+            for value in found:
+                if value is None:
+                    reached.append(_ABSENT)
+                elif each and isinstance(value, list):
+                    reached.extend(value)
+                else:
+                    reached.append(value)
+        current = reached
+    return current
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledSink:
     rule: SinkRule
-    path: tuple[tuple[str, bool], ...]
+    path: tuple[tuple[str, bool], ...]  # names as ``arg_key`` folds them
     reason: Reason = Reason.TRUST_VIOLATION
 
     @classmethod
     def compile(cls, rule: SinkRule) -> CompiledSink:
         reason = Reason[rule.reason] if rule.reason else Reason.TRUST_VIOLATION
-        return cls(rule, parse_arg_path(rule.arg), reason)
+        path = tuple((arg_key(name), each) for name, each in parse_arg_path(rule.arg))
+        return cls(rule, path, reason)
 
     @property
     def label(self) -> str:
@@ -373,14 +348,19 @@ class ProvenanceRung:
     def index(self, context: Context | None) -> ProvenanceIndex:
         if context is None:
             return self._build(None)
-        version = context.version
+        pieces = context.pieces  # one snapshot: the version is its length
         with self._lock:
             hit = self._cache.get(context)
-        if hit is not None and hit[0] == version:
+        if hit is not None and hit[0] == len(pieces):
             return hit[1]
-        built = self._build(context)
+        if hit is not None and hit[0] < len(pieces):  # a context only grows: index what is new
+            built = hit[1].extended(pieces[hit[0] :])
+        else:
+            built = self._build(None).extended(pieces)
         with self._lock:
-            self._cache[context] = (version, built)
+            current = self._cache.get(context)
+            if current is None or current[0] <= len(pieces):
+                self._cache[context] = (len(pieces), built)
         return built
 
     def _build(self, context: Context | None) -> ProvenanceIndex:
@@ -399,20 +379,28 @@ class ProvenanceRung:
             return Verdict.require_witness(f"witness {call.tool}: every call is held", _BY)
         if (not sinks and mode is None) or args is None:
             return Verdict.defer(_BY)
+        if call.context is None:  # a door that passed no run context: judged as the worst case
+            return self._without_context(call.tool, sinks, mode, args)
         index = self.index(call.context)
         if mode is not None and index.has_untrusted:
             claim = (
-                f"after_untrusted {call.tool}: the run holds {', '.join(index.untrusted_names[:3])}"
+                f"after_untrusted {call.tool}: the run holds {', '.join(index.held_names()[:3])}"
             )
             if mode == "witness":
                 return Verdict.require_witness(claim, _BY)
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
         held: Verdict | None = None
         for sink in sinks:
-            values = values_at(args, sink.path)
-            for text, kind in _probes(values or (), sink.rule.kind):
-                origin = index.origin(kind, text) if text is not None else None
-                verdict = self._judge(sink, origin)
+            for text, kind in _probes(sink_values(args, sink.path), sink.rule.kind):
+                if text is _ABSENT and sink.rule.optional:
+                    continue
+                if isinstance(text, _Gap):
+                    verdict = self._judge(sink, None, text.what)
+                elif text is None:
+                    verdict = self._judge(sink, None, "has no readable form")
+                else:
+                    assert isinstance(text, str)
+                    verdict = self._judge(sink, index.origin(kind, text), "has no readable form")
                 if verdict is None:
                     continue
                 if verdict.kind.value == "DENY":
@@ -421,7 +409,29 @@ class ProvenanceRung:
         return held if held is not None else Verdict.allow(_BY)
 
     @staticmethod
-    def _judge(sink: CompiledSink, origin: Origin | None) -> Verdict | None:
+    def _without_context(
+        tool: str, sinks: tuple[CompiledSink, ...], mode: str | None, args: Mapping[str, Any]
+    ) -> Verdict:
+        """No run context came with the call, so where its values came from cannot be known:
+        ``after_untrusted`` applies as if a result were in, each sink as if its value came from
+        a tool result (its ``untrusted`` answer). A rule is never skipped for want of context."""
+        claim = f"{tool}: no run context came with the call; judged as if from a tool result"
+        if mode is not None:
+            if mode == "witness":
+                return Verdict.require_witness(claim, _BY)
+            return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
+        held: Verdict | None = None
+        for sink in sinks:
+            probes = list(_probes(sink_values(args, sink.path), sink.rule.kind))
+            if sink.rule.optional and all(text is _ABSENT for text, _ in probes):
+                continue  # an optional argument left out: nothing to judge
+            if sink.rule.untrusted != "witness":
+                return Verdict.deny(sink.reason, _BY, claim=f"sink {sink.label}: {claim}")
+            held = held or Verdict.require_witness(f"sink {sink.label}: {claim}", _BY)
+        return held if held is not None else Verdict.allow(_BY)
+
+    @staticmethod
+    def _judge(sink: CompiledSink, origin: Origin | None, unread: str) -> Verdict | None:
         """None when the value may pass; else the refusal or the witness request."""
         rule = sink.rule
         if origin is not None and origin.source in _ACCEPTS[rule.needs]:
@@ -429,7 +439,7 @@ class ProvenanceRung:
         if origin is None or origin.source == "nowhere":
             if rule.unknown == "allow":
                 return None
-            what = "has no readable form" if origin is None else "appears nowhere in the run"
+            what = unread if origin is None else "appears nowhere in the run"
             claim = f"sink {sink.label} (needs {rule.needs}): the value {what}"
             if rule.unknown == "witness":
                 return Verdict.require_witness(claim, _BY)
@@ -443,12 +453,29 @@ class ProvenanceRung:
         return Verdict.deny(sink.reason, _BY, claim=claim)
 
 
-def _probes(values: Iterable[Any], kind: str) -> Iterable[tuple[str | None, str]]:
-    """(text, comparison kind) for each value at a sink; a ``urls`` value yields its links."""
+def _probes(values: Iterable[Any], kind: str) -> Iterator[tuple[str | _Gap | None, str]]:
+    """(text, comparison kind) for each value at a sink (a ``_Gap`` where there is none, None
+    for one that is not a scalar); a ``urls`` value yields every link written anywhere in it,
+    walking a list or an object (its keys too) instead of skipping it."""
     for value in values:
-        text = scalar_text(value)
-        if kind != "urls":
-            yield text, kind
-            continue
-        for link in _LINK.findall(text or ""):
-            yield link.rstrip(".,;:!?"), "url"
+        if isinstance(value, _Gap):
+            yield value, kind
+        elif kind != "urls":
+            yield scalar_text(value), kind
+        else:
+            for text in _strings(value):
+                for link in links(text):
+                    yield link, "url"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, Mapping):
+            for key, item in node.items():
+                stack.extend((str(key), item))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)

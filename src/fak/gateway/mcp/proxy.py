@@ -20,7 +20,9 @@ import base64
 import binascii
 import contextlib
 import logging
+import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
@@ -102,6 +104,12 @@ class McpProxy:
         self.kernel = kernel
         self.config = config
         self.context: Context | None = Context() if session_context else None
+        # per MCP session (Streamable HTTP serves many): what its model was shown, for sink and
+        # after_untrusted rules; dropped with the session
+        self._session_contexts: weakref.WeakKeyDictionary[Any, Context] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
         self.catalog = Catalog(
             kernel,
             separator=config.separator,
@@ -262,41 +270,59 @@ class McpProxy:
         )
 
     # -- the wall -------------------------------------------------------------------------------
-    def _admit(self, tool: str, value: Any, trace_id: str) -> tuple[str, bool]:
+    def context_for(self, session: Any) -> Context | None:
+        """The run context of one client session: the stdio proxy's one context, else one per
+        MCP session object (kept while the session lives)."""
+        if self.context is not None or session is None:
+            return self.context
+        with self._lock:
+            found = self._session_contexts.get(session)
+            if found is None:
+                found = self._session_contexts[session] = Context()
+            return found
+
+    def _admit(
+        self, tool: str, value: Any, trace_id: str, context: Context | None = None
+    ) -> tuple[str, bool]:
         """One admission (text, or a JSON value screened decoded): what the model is shown and
-        whether it passed whole."""
+        whether it passed whole; what it is shown joins the session's run context."""
         admission = self.kernel.admit_value(tool, value, trace_id=trace_id)
         clean = admission.verdict.kind == VerdictKind.ALLOW
         shown = admission.payload.decode("utf-8", "replace")
-        if self.context is not None:
-            self.context.result(tool, trace_id, shown)
+        run = context if context is not None else self.context
+        if run is not None:
+            run.result(tool, trace_id, shown)
         return shown, clean
 
-    def _held_meta(self, tool: str, block: Any, trace_id: str) -> str | None:
+    def _held_meta(
+        self, tool: str, block: Any, trace_id: str, context: Context | None = None
+    ) -> str | None:
         """A block's ``_meta`` is screened too: the stub when it does not pass, else None."""
         meta = block.meta  # every SDK content type has the optional ``_meta``
         if not meta:
             return None
-        text, clean = self._admit(tool, meta, trace_id)
+        text, clean = self._admit(tool, meta, trace_id, context)
         return None if clean else text
 
-    def _wall_block(self, tool: str, block: Any, trace_id: str) -> tuple[Any, bool]:
-        held = self._held_meta(tool, block, trace_id)
+    def _wall_block(
+        self, tool: str, block: Any, trace_id: str, context: Context | None = None
+    ) -> tuple[Any, bool]:
+        held = self._held_meta(tool, block, trace_id, context)
         if held is not None:
             return types.TextContent(type="text", text=held), False
         match block:
             case types.TextContent():
-                text, clean = self._admit(tool, block.text, trace_id)
+                text, clean = self._admit(tool, block.text, trace_id, context)
                 return (block if clean else types.TextContent(type="text", text=text)), clean
             case types.EmbeddedResource(resource=types.TextResourceContents() as res):
-                text, clean = self._admit(tool, res.text, trace_id)
+                text, clean = self._admit(tool, res.text, trace_id, context)
                 if clean:
                     return block, True
                 return types.TextContent(type="text", text=text), False
             case types.EmbeddedResource(resource=types.BlobResourceContents() as res):
                 decoded = _blob_text(res)  # a text blob is text: screened as the model reads it
                 if decoded is not None:
-                    text, clean = self._admit(tool, decoded, trace_id)
+                    text, clean = self._admit(tool, decoded, trace_id, context)
                     if clean:
                         return block, True
                     return types.TextContent(type="text", text=text), False
@@ -305,7 +331,9 @@ class McpProxy:
                 return self._media(block)
             case types.ResourceLink():
                 dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
-                text, clean = self._admit(tool, dumped, trace_id)  # name, title, description
+                text, clean = self._admit(
+                    tool, dumped, trace_id, context
+                )  # name, title, description
                 return (block if clean else types.TextContent(type="text", text=text)), clean
         note = f'{{"_dropped":true,"type":"unknown","by":"{_BY}"}}'
         return types.TextContent(type="text", text=note), False
@@ -337,7 +365,13 @@ class McpProxy:
                 return f"more than {MAX_RESULT_BYTES} bytes"
         return ""
 
-    def _wall(self, tool: str, result: types.CallToolResult, trace_id: str) -> types.CallToolResult:
+    def _wall(
+        self,
+        tool: str,
+        result: types.CallToolResult,
+        trace_id: str,
+        context: Context | None = None,
+    ) -> types.CallToolResult:
         """Every part of a result the client may show the model passes the kernel's one
         admission — content blocks, their ``_meta``, ``structuredContent`` and the result's
         ``_meta`` — journaled with one group commit; past the caps it is refused whole."""
@@ -349,16 +383,16 @@ class McpProxy:
         all_clean = True
         with self.kernel.batch():
             for block in result.content:
-                out, clean = self._wall_block(tool, block, trace_id)
+                out, clean = self._wall_block(tool, block, trace_id, context)
                 content.append(out)
                 all_clean = all_clean and clean
             structured = None
             if result.structured_content is not None and all_clean:
-                _, clean = self._admit(tool, result.structured_content, trace_id)
+                _, clean = self._admit(tool, result.structured_content, trace_id, context)
                 structured = result.structured_content if clean else None
             meta = None
             if result.meta:
-                _, clean = self._admit(tool, result.meta, trace_id)
+                _, clean = self._admit(tool, result.meta, trace_id, context)
                 meta = result.meta if clean else None
         return types.CallToolResult(
             content=content, structured_content=structured, is_error=result.is_error, _meta=meta
@@ -366,7 +400,11 @@ class McpProxy:
 
     # -- tools ----------------------------------------------------------------------------------
     async def call(
-        self, name: str, arguments: Mapping[str, Any] | None, progress_token: Any = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress_token: Any = None,
+        session: Any = None,
     ) -> types.CallToolResult:
         """One tools/call through the kernel; never raises for a refusal or a dead server."""
         if name == PAGE_IN:  # fak's own page-in, never a downstream tool
@@ -377,7 +415,8 @@ class McpProxy:
         start = time.perf_counter()
         trace_id = new_trace_id()
         args = dict(arguments or {})
-        call = ToolCall(name, args, trace_id=trace_id, context=self.context)
+        run = self.context_for(session)
+        call = ToolCall(name, args, trace_id=trace_id, context=run)
         entry = self.catalog.get(name)
         if entry is None and not self._started:  # called before the first tools/list
             await self._all_ready()
@@ -431,9 +470,9 @@ class McpProxy:
             }
             return self._answer(ReplyBuilder().error(_TOOL_FAILED, fault), trace_id, start)
         if self._journal_threaded:
-            walled = await anyio.to_thread.run_sync(self._wall, name, result, trace_id)
+            walled = await anyio.to_thread.run_sync(self._wall, name, result, trace_id, run)
         else:
-            walled = self._wall(name, result, trace_id)
+            walled = self._wall(name, result, trace_id, run)
         self.counts[(server, name, "allow")] += 1
         key = (server, name)
         self.latency_s[key] = self.latency_s.get(key, 0.0) + time.perf_counter() - start
@@ -464,7 +503,7 @@ class McpProxy:
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             proxy._upstream = ctx.session
             token = _progress_token(ctx.meta) or _progress_token(getattr(params, "meta", None))
-            return await proxy.call(params.name, params.arguments, token)
+            return await proxy.call(params.name, params.arguments, token, ctx.session)
 
         async def list_resources(
             ctx: Any, params: types.PaginatedRequestParams | None

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fak.abi import ToolCall, VerdictKind
+from fak.abi import Context, ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import KeyCheck, json_response
@@ -164,7 +164,10 @@ async def adjudicate(request: Request) -> Response:
     tool, args = _tool(body), _arguments(body)
     ctx = context(request)
     trace_id = _trace(request, body)
-    wv, verdict = state.boundary.decide_one(tool, args, "", RequestContext(trace_id, ctx.principal))
+    run = _run_context(body)
+    wv, verdict = state.boundary.decide_one(
+        tool, args, "", RequestContext(trace_id, ctx.principal), provenance=run
+    )
     out: dict[str, Any] = {"verdict": wv.to_json(), "trace_id": trace_id}
     if (
         verdict is not None
@@ -173,6 +176,39 @@ async def adjudicate(request: Request) -> Response:
     ):
         out["repaired_arguments"] = dict(verdict.new_args)
     return json_response(out)
+
+
+def _run_context(body: Mapping[str, Any]) -> Context | None:
+    """The run's context a caller sends with a call (``context``: ``user`` texts and tool
+    ``results`` as the model was shown them), for sink and ``after_untrusted`` rules; None when
+    it sends none (the rules then judge the worst case: fak.policy.provenance)."""
+    raw = body.get("context")
+    if raw is None:
+        return None
+    bad = GatewayError(
+        400,
+        "invalid_context",
+        'context must be {"user": [text, ...], "results": [{"tool", "call_id", "text"}, ...]}',
+        param="context",
+    )
+    if not isinstance(raw, Mapping) or set(raw) - {"user", "results"}:
+        raise bad
+    users, results = raw.get("user", []), raw.get("results", [])
+    if not isinstance(users, list) or not isinstance(results, list):
+        raise bad
+    ctx = Context()
+    for text in users:
+        if not isinstance(text, str):
+            raise bad
+        ctx.user(text)
+    for item in results:
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            raise bad
+        tool, call_id = item.get("tool", "tool_result"), item.get("call_id", "")
+        if not isinstance(tool, str) or not isinstance(call_id, str):
+            raise bad
+        ctx.result(tool, call_id, item["text"] or "(empty)")
+    return ctx
 
 
 def _call(request: Request, body: Mapping[str, Any], trace_id: str) -> ToolCall:
@@ -187,6 +223,7 @@ def _call(request: Request, body: Mapping[str, Any], trace_id: str) -> ToolCall:
         caller=request.headers.get("x-fak-principal", ""),
         trace_id=trace_id,
         meta=meta,
+        context=_run_context(body),
     )
 
 
@@ -304,14 +341,25 @@ async def reload(request: Request) -> Response:
     return json_response({"reloaded": True, "source": o.policy_source, "summary": dict(summary)})
 
 
+_CURSOR_MAX = 2**63 - 1  # a journal's seq is a signed 64-bit integer (PostgreSQL bigint)
+
+
 def _cursor(request: Request) -> tuple[int, int]:
+    """``since`` (a journal seq, 0 for the start) and ``limit`` (1-1024) from the query; a
+    negative, oversized or non-integer value is the client's to fix (400), not a 500."""
     q = request.query_params
+    raw_since, raw_limit = q.get("since", "0"), q.get("limit", "256")
+    if len(raw_since) > 20 or len(raw_limit) > 20:
+        raise GatewayError(400, "invalid_cursor", "since and limit must be integers", param="since")
     try:
-        since = int(q.get("since", "0"))
-        limit = min(max(int(q.get("limit", "256")), 1), 1024)
+        since, limit = int(raw_since), int(raw_limit)
     except ValueError as exc:
-        raise GatewayError(400, "invalid_request", "since and limit must be integers") from exc
-    return since, limit
+        raise GatewayError(400, "invalid_cursor", "since and limit must be integers") from exc
+    if not 0 <= since <= _CURSOR_MAX:
+        raise GatewayError(
+            400, "invalid_cursor", f"since must be a seq between 0 and {_CURSOR_MAX}", param="since"
+        )
+    return since, min(max(limit, 1), 1024)
 
 
 async def events(request: Request) -> Response:
