@@ -167,8 +167,9 @@ def _answer_codex_pre(verdict: Verdict) -> HookAnswer:
         case VerdictKind.ALLOW:
             return HookAnswer(0, "", "")
         case VerdictKind.TRANSFORM if verdict.new_args is not None:
-            why += "; the call needs repaired arguments, which Codex hooks cannot pass: " + (
-                json.dumps(dict(verdict.new_args), sort_keys=True)[:500]
+            why += (
+                "; the call needs repaired arguments, which Codex hooks cannot pass: "
+                + (json.dumps(dict(verdict.new_args), sort_keys=True)[:500])
             )
         case VerdictKind.REQUIRE_WITNESS:
             why += "; it needs a person's approval, which Codex hooks cannot ask for"
