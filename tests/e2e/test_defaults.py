@@ -2,8 +2,8 @@
 ``fak init codex`` wires, and Claude Code reading its project through a ``fak serve`` started
 in another directory with ``--root``.
 
-Codex 0.169.0 runs a project's ``.codex/hooks.json`` once the project is trusted and the hook
-approved; the test trusts the project in ``config.toml`` as a user would and passes
+Codex (0.171.0 and 0.169.0) runs a project's ``.codex/hooks.json`` once the project is trusted
+and the hook approved; the test trusts the project in ``config.toml`` as a user would and passes
 ``--dangerously-bypass-hook-trust`` in place of approving the hook in Codex's ``/hooks`` screen.
 The hook process runs this checkout's fak (``PYTHONPATH``), as the launcher ``fak init`` names.
 """
