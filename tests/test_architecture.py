@@ -185,3 +185,48 @@ def test_every_third_party_import_is_classified() -> None:
             if top not in HEAVY and top not in CORE:
                 unknown.add(f"{path.relative_to(SRC)}: {top}")
     assert unknown == set()
+
+
+# -- seams are typed: no attribute probes across them (issue 22) ---------------------------------
+PROBE_FREE = ("gateway", "recall", "kernel")
+
+
+def _probes(root: Path = SRC) -> list[str]:
+    """``getattr(x, "name", None)`` and ``hasattr(x, "name")`` in the probe-free packages: an
+    optional ability is a Protocol member that always exists, so a rename fails mypy."""
+    bad: list[str] = []
+    for pkg in PROBE_FREE:
+        for path in sorted((root / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                    continue
+                name, args = node.func.id, node.args
+                probe = (
+                    name == "getattr"
+                    and len(args) == 3
+                    and isinstance(args[2], ast.Constant)
+                    and args[2].value is None
+                ) or name == "hasattr"
+                if probe:
+                    bad.append(f"{path}:{node.lineno}: {name}(...) probe")
+    return bad
+
+
+def test_no_attribute_probes_in_the_gateway_recall_or_kernel() -> None:
+    assert _probes() == []
+
+
+def test_the_probe_checker_catches_getattr_none_and_hasattr(tmp_path: Path) -> None:
+    for pkg in PROBE_FREE:
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "kernel" / "a.py").write_text(
+        'x = getattr(object(), "batch", None)\ny = getattr(object(), "n", 0)\n', encoding="utf-8"
+    )
+    (tmp_path / "gateway" / "b.py").write_text(
+        'if hasattr(object(), "stats"):\n    pass\n', encoding="utf-8"
+    )
+    found = _probes(tmp_path)
+    assert len(found) == 2
+    assert found[0].endswith("gateway/b.py:1: hasattr(...) probe")
+    assert found[1].endswith("kernel/a.py:1: getattr(...) probe")

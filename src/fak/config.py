@@ -4,8 +4,8 @@ This is the only module that reads process environment variables (apart from
 ``fak.hooks.client``, the hook's launcher, which cannot afford this module's imports), and only
 through ``Settings.from_environ(environ)`` where the caller passes the mapping (the CLI passes
 ``os.environ``; tests pass a dict). Library code receives a ``Settings`` or plain arguments;
-``Settings.current()`` is the process's settings, for library defaults (a bare ``Kernel()``
-honours ``FAK_CTXMMU_MAX_HELD`` and friends like ``fak serve`` does). Stdlib only, so every
+``Settings.current()`` is the process's settings (``build_kernel`` turns them into a Kernel's
+values; a bare ``Kernel()`` reads none). Stdlib only, so every
 package above the vocabulary may import it.
 Each setting is one field naming its variable, its default and its reader, written once; a bad
 value for a bounded setting falls back to that default rather than loosening anything.

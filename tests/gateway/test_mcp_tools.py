@@ -121,7 +121,9 @@ def test_held_result_needs_clearance_and_still_fails_the_rescreen() -> None:
     assert unknown["data"]["refused"] == "no quarantined result"
 
 
-class _BrokenKernel:
+class _BrokenKernel(Kernel):
+    """A kernel whose decide and admit_result fault (the rest is a real kernel's)."""
+
     def decide(self, call: Any) -> Any:
         raise ValueError(f"boom with {SECRET}")
 
@@ -130,7 +132,7 @@ class _BrokenKernel:
 
 
 def test_a_fault_is_an_error_reply_naming_only_the_type(caplog: pytest.LogCaptureFixture) -> None:
-    t = McpTools(_BrokenKernel())  # type: ignore[arg-type]
+    t = McpTools(_BrokenKernel())
     with caplog.at_level(logging.DEBUG):
         decided = t.call("fak_adjudicate", {"tool": "x", "trace_id": "t-fault"})
         admitted = t.call("fak_admit", {"tool": "x", "result": "r"})

@@ -16,6 +16,13 @@ from .conftest import POISON, SECRET, closing
 from .scripts import agent_script
 
 pytestmark = pytest.mark.gateway
+
+# a partly refused turn: the surviving text, then the refusal note (issue 24, item 6)
+LOOK_AND_NOTE = (
+    "Let me look. \n\n[fak] refused 1 tool call(s): delete_account → DENY "
+    "(POLICY_BLOCK/TERMINAL). Propose a different approach rather than repeating a refused "
+    "call unchanged."
+)
 TOOLS: list[Any] = [
     {
         "type": "function",
@@ -47,7 +54,7 @@ def test_sync_allowed_call_survives_and_denied_call_is_dropped(
     assert choice.finish_reason == "tool_calls"
     assert [c.function.name for c in choice.message.tool_calls or []] == ["read_file"]
     assert choice.message.tool_calls[0].function.arguments == '{"path":"README.md"}'  # type: ignore[index]
-    assert choice.message.content == "Let me look. "
+    assert choice.message.content == LOOK_AND_NOTE  # the model learns of the refusal
     fak = r.model_extra["fak"]  # type: ignore[index]
     kinds = {a["tool"]: (a["admitted"], a["verdict"]["kind"]) for a in fak["adjudications"]}
     assert kinds == {"read_file": (True, "ALLOW"), "delete_account": (False, "DENY")}
@@ -118,7 +125,7 @@ def test_streaming_text_then_adjudicated_tool_calls(served: tuple[MockPlanner, s
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     calls = [tc for c in chunks if c.choices for tc in (c.choices[0].delta.tool_calls or [])]
-    assert text == "Let me look. "
+    assert text == LOOK_AND_NOTE  # the refusal note follows the streamed text (issue 24, 6)
     assert [tc.function.name for tc in calls if tc.function] == ["read_file"]
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
     assert chunks[-1].model_extra["fak"]["adjudications"][1]["verdict"]["kind"] == "DENY"  # type: ignore[index]

@@ -22,6 +22,13 @@ from .conftest import POISON, SECRET
 from .scripts import agent_script
 
 pytestmark = pytest.mark.gateway
+
+# a partly refused turn: the surviving text, then the refusal note (issue 24, item 6)
+LOOK_AND_NOTE = (
+    "Let me look. \n\n[fak] refused 1 tool call(s): delete_account → DENY "
+    "(POLICY_BLOCK/TERMINAL). Propose a different approach rather than repeating a refused "
+    "call unchanged."
+)
 CLIENTS = [HttpxUpstream, AiohttpUpstream]
 
 
@@ -79,7 +86,7 @@ def test_openai_upstream_streaming(
     names = [
         t.function.name for c in chunks if c.choices for t in (c.choices[0].delta.tool_calls or [])
     ]
-    assert text == "Let me look. " and names == ["read_file"]
+    assert text == LOOK_AND_NOTE and names == ["read_file"]
 
 
 def test_anthropic_passthrough_forwards_the_client_bytes_unchanged(

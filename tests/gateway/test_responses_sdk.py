@@ -16,6 +16,13 @@ from .conftest import POISON, SECRET, closing
 from .scripts import agent_script
 
 pytestmark = pytest.mark.gateway
+
+# a partly refused turn: the surviving text, then the refusal note (issue 24, item 6)
+LOOK_AND_NOTE = (
+    "Let me look. \n\n[fak] refused 1 tool call(s): delete_account → DENY "
+    "(POLICY_BLOCK/TERMINAL). Propose a different approach rather than repeating a refused "
+    "call unchanged."
+)
 TOOLS: list[Any] = [
     {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}}
 ]
@@ -34,7 +41,7 @@ def test_function_call_kept_and_denied_dropped(served: tuple[MockPlanner, str]) 
     client = closing(openai.OpenAI(base_url=url + "/v1", api_key="local"))
     r = client.responses.create(model="m", input="read the readme", tools=TOOLS)
     assert r.status == "completed"
-    assert r.output_text == "Let me look. "
+    assert r.output_text == LOOK_AND_NOTE  # the model learns of the refusal (issue 24, 6)
     calls = [o for o in r.output if o.type == "function_call"]
     assert [(c.name, c.arguments) for c in calls] == [("read_file", '{"path":"README.md"}')]
     fak = r.model_extra["fak"]  # type: ignore[index]
@@ -75,7 +82,7 @@ def test_streaming_events_through_the_sdk_helper(served: tuple[MockPlanner, str]
     assert (
         "response.output_text.delta" in types and "response.function_call_arguments.done" in types
     )
-    assert final.output_text == "Let me look. "
+    assert final.output_text == LOOK_AND_NOTE
     assert [o.type for o in final.output] == ["message", "function_call"]
 
 

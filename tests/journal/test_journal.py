@@ -15,8 +15,10 @@ from fak.journal import (
     FIELDS,
     Journal,
     JournalCorruptError,
+    JournalKind,
     MemoryJournal,
     RowError,
+    journal_record,
     read_rows,
     row_hash,
     verify,
@@ -148,6 +150,37 @@ def test_records_that_could_carry_content_are_refused_and_nothing_is_written(
     with Journal(path) as journal, pytest.raises(RowError):
         journal.append(record)
     assert path.read_bytes() == b""
+
+
+def test_the_row_kinds_are_closed_and_spelled_as_on_disk(tmp_path: Path) -> None:
+    assert [str(k) for k in JournalKind] == [
+        "DECIDE",
+        "DENY",
+        "HOLD",
+        "VDSO_HIT",
+        "WITNESS_APPROVE",
+        "WITNESS_REVOKE",
+        "ADMIT",
+        "PAGE_OUT",
+        "PAGE_IN",
+        "RESULT_DENY",
+        "QUARANTINE",
+        "QUARANTINE_SPAN",
+        "MCP_SERVER_REQUEST",
+        "MCP_TOOL",
+        "MCP_TOOL_CHANGED",
+        "TOMBSTONE",
+        "KV_EVICT",
+    ]
+    path = tmp_path / "j.jsonl"
+    digest = hashlib.sha256(b"x").hexdigest()
+    with Journal(path) as journal:
+        with pytest.raises(RowError):
+            journal.append({"kind": "NOT_A_KIND"})
+        journal.append(journal_record(JournalKind.QUARANTINE, tool="t", digest=digest))
+    row = next(read_rows(path))
+    assert (row["kind"], row["tool"], row["result_digest"]) == ("QUARANTINE", "t", digest)
+    assert "args_digest" not in row and "verdict" not in row
 
 
 def test_long_names_are_truncated_not_refused(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from fak.abi import ToolResult, VerdictKind
-from fak.kernel import Kernel
+from fak.config import Settings
+from fak.kernel import Kernel, build_kernel
 
 BENIGN = b"".join(b"def f%d(x):\n    return x + %d\n" % (i, i) for i in range(800))  # ~25 KB
 
@@ -24,12 +25,12 @@ def test_default_pages_out_a_large_benign_result() -> None:
 
 def test_zero_admits_it_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAK_PAGEOUT_BYTES", "0")
-    kernel = Kernel()
+    kernel = build_kernel(Settings.current())
     admission = kernel.admit_result(ToolResult(tool="Read", payload=BENIGN))
     assert admission.verdict.kind == VerdictKind.ALLOW and admission.payload == BENIGN
 
 
 def test_a_larger_threshold_and_an_explicit_argument(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAK_PAGEOUT_BYTES", str(len(BENIGN) + 1))
-    assert _kind(Kernel()) == VerdictKind.ALLOW
+    assert _kind(build_kernel(Settings.current())) == VerdictKind.ALLOW
     assert _kind(Kernel(pageout_bytes=1024)) == VerdictKind.TRANSFORM

@@ -1,4 +1,5 @@
-"""Kernel hardening: settings reach a bare Kernel(); held bytes are bounded."""
+"""Kernel hardening: settings reach the kernel built from them (``build_kernel``; a bare
+``Kernel()`` takes values only); held bytes are bounded."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 
 from fak.abi import ToolResult, VerdictKind
 from fak.cas import MemoryStore
-from fak.kernel import Kernel
+from fak.config import Settings
+from fak.kernel import Kernel, build_kernel
 from fak.kernel.quarantine import PageInRefused, QuarantineLedger
 
 SECRET_LINE = b'{"aws_access_key_id": "AKIAQ3EGRTWK5NX7LB4M"}\n'
@@ -17,13 +19,27 @@ def _secret_blob(size: int, salt: int) -> bytes:
     return SECRET_LINE + filler * (size // len(filler))
 
 
-def test_finding_small_bare_kernel_reads_ctxmmu_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_finding_small_built_kernel_reads_ctxmmu_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAK_CTXMMU_MAX_HELD", "3")
     monkeypatch.setenv("FAK_CTXMMU_MAX_HELD_BYTES", "12345678")
-    kernel = Kernel()
+    kernel = build_kernel(Settings.current())
     assert kernel.ledger.max_held == 3
     assert kernel.ledger.max_held_bytes == 12345678
     assert Kernel(max_held=7).ledger.max_held == 7  # an explicit argument still wins
+
+
+def test_a_bare_kernel_takes_values_with_the_settings_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAK_CTXMMU_MAX_HELD", "3")
+    monkeypatch.setenv("FAK_WITNESS_TTL_S", "5")
+    bare, built = Kernel(), build_kernel(Settings())
+    assert (bare.ledger.max_held, bare.ledger.max_held_bytes, bare.witnesses.ttl_s) == (
+        built.ledger.max_held,
+        built.ledger.max_held_bytes,
+        built.witnesses.ttl_s,
+    )
+    assert (bare.ledger.max_held, bare.witnesses.ttl_s) == (8192, 900.0)  # FAK_* not read
 
 
 def test_finding_5_held_bytes_are_bounded() -> None:

@@ -231,3 +231,26 @@ def test_N12_a_manifest_that_is_not_a_regular_file_is_refused(
     (root / "manifest.json").unlink()
     os.mkfifo(root / "manifest.json")  # would block a plain open
     assert _load_code(root) is RecallErrorCode.FOREIGN_FILE
+
+
+def test_N12_a_replayed_older_manifest_cannot_undo_a_journaled_tombstone(tmp_path: Path) -> None:
+    from fak.journal import Journal
+    from fak.recall import ResolveStatus
+
+    root = tmp_path / "image"
+    journal = Journal(tmp_path / "audit.jsonl")
+    session = Session.create(DirectoryImage(root), "s-replay", journal=journal)
+    session.record("get_user_details", b'{"tier": "gold"}')
+    session.record("read_notes", b"the user's private notes, to be forgotten")
+    session.persist()
+    older = (root / "manifest.json").read_bytes()  # a copy from before the tombstone
+    session.tombstone(1, "the user asked to forget it")
+    (root / "manifest.json").write_bytes(older)  # the replay: the tombstone is gone from disk
+    assert Session.load(DirectoryImage(root)).resolve(1).status is not ResolveStatus.TOMBSTONED
+    back = Session.load(DirectoryImage(root), journal=journal)
+    assert back.restored_tombstones == 1
+    assert back.resolve(1).status is ResolveStatus.TOMBSTONED
+    assert back.resolve(0).status is not ResolveStatus.TOMBSTONED
+    again = Session.load(DirectoryImage(root))  # persisted: it holds without the journal now
+    assert again.resolve(1).status is ResolveStatus.TOMBSTONED
+    assert Session.load(DirectoryImage(root), journal=journal).restored_tombstones == 0

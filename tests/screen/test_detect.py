@@ -137,6 +137,59 @@ def test_near_repeats_differing_in_case_spacing_and_punctuation_count() -> None:
     assert hit is not None
 
 
+def _edited_loop(rate: float, copies: int, seed: int = 3) -> bytes:
+    rng = random.Random(seed)
+    unit = b"buy cheap meds! "  # 16 bytes
+    out = bytearray()
+    for _ in range(copies):
+        copy = bytearray(unit)
+        if rng.random() < rate:
+            at = rng.choice([i for i, c in enumerate(unit) if chr(c).isalpha()])
+            copy[at] = rng.choice(b"abcdefghijklmnopqrstuvwxyz")
+        out += copy
+    return b"header\n" + bytes(out)
+
+
+@pytest.mark.parametrize(("rate", "copies"), [(0.2, 60), (1.0, 60), (0.5, 400), (0.3, 2000)])
+def test_near_repeats_with_small_edits_count(rate: float, copies: int) -> None:
+    # a period-16 loop with a letter changed in some (or every) copy
+    hit = find_pollution(_edited_loop(rate, copies))
+    assert hit is not None
+    assert hit.detail == "period=16"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.binary(min_size=8, max_size=32),
+    st.integers(0, 400),
+    st.integers(816, 1500),
+    st.integers(0, 400),
+)
+def test_the_class_prefilter_passes_every_short_class_period(
+    unit: bytes, head: int, stretch: int, tail: int
+) -> None:
+    # a stretch of >= 816 bytes (what any body needs) repeating a unit of <= 32 bytes, anywhere:
+    # the cheap condition that guards the edited-loop scan must hold
+    rng = random.Random(len(unit) + head)
+    body = bytes(rng.randrange(256) for _ in range(head))
+    body += (unit * (stretch // len(unit) + 2))[:stretch]
+    body += bytes(rng.randrange(256) for _ in range(tail))
+    assert pollution_module._class_recurs(body)
+
+
+def test_a_numbered_log_is_not_an_edited_loop() -> None:
+    # the copies differ in digits: a counter, not a loop with edits
+    body = b"\n".join(b"item %04d ok" % i for i in range(400))
+    assert find_pollution(body) is None
+
+
+def test_a_markdown_link_list_is_not_an_edited_loop() -> None:
+    # issue links whose numbers change width shift the letters too (a held-out README held once)
+    refs = [7, 9, 12, 15, 99, 121, 148, 158, 170, 172, 1003, 1040, 1100] * 4
+    body = "\n".join(f"[#{n}]: https://github.com/o/r/issues/{n}" for n in refs).encode()
+    assert find_pollution(body) is None
+
+
 def test_long_one_byte_runs_and_repeated_tokens() -> None:
     for body in (b"=" * 2000, b"\x00" * 1000, b"ok " * 400, "🙂 ".encode() * 300):
         assert find_pollution(b"log start\n" + body + b"\nlog end") is not None, body[:8]

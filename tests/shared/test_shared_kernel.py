@@ -30,7 +30,7 @@ _OPEN: list[Kernel] = []
 def _close_clients() -> Iterator[None]:
     yield
     while _OPEN:
-        _OPEN.pop().ledger.client.close()  # type: ignore[attr-defined]
+        _OPEN.pop().ledger.close()
 
 
 def _worker(url: str, **overrides: Any) -> Kernel:

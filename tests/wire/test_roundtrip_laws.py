@@ -161,22 +161,31 @@ def _through_json(body: dict[str, Any]) -> Any:
     return orjson.loads(orjson.dumps(body))
 
 
+_WIRE_KEYS = ("wire", "extra", "raw_tools")
+
+
+def _neutral(p: ParsedRequest) -> ParsedRequest:
+    """``p`` without what a parser keeps for its own wire (the wire's name, the fields it
+    carries unchanged, the client's tool objects): the law is about the canonical form."""
+    return ParsedRequest(p.turn, {k: v for k, v in p.options.items() if k not in _WIRE_KEYS})
+
+
 @given(chat_requests())
 def test_chat_request_roundtrip(p: Any) -> None:
     body = _through_json(openai_chat.render_request(p, stream=p.turn.stream))
-    assert openai_chat.parse_request(body) == p
+    assert _neutral(openai_chat.parse_request(body)) == p
 
 
 @given(anthropic_requests())
 def test_anthropic_request_roundtrip(p: Any) -> None:
     body = _through_json(anthropic.render_request(p, stream=p.turn.stream))
-    assert anthropic.parse_request(body) == p
+    assert _neutral(anthropic.parse_request(body)) == p
 
 
 @given(responses_requests())
 def test_responses_request_roundtrip(p: Any) -> None:
     body = _through_json(responses.render_request(p))
-    assert responses.parse_request(body) == p
+    assert _neutral(responses.parse_request(body)) == p
 
 
 @given(outcomes())

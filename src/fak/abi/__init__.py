@@ -5,12 +5,14 @@ Stdlib only, no I/O. Everything above imports from here; this package imports no
 
 from fak.abi.context import Context, Piece, PieceKind
 from fak.abi.protocols import (
+    AuditJournal,
     BlobStore,
     Clock,
     JournalSink,
     Planner,
     PlannerEvent,
     PlannerInputError,
+    Reachable,
     TextDelta,
     TurnDone,
 )
@@ -41,6 +43,7 @@ from fak.abi.verdicts import Verdict, VerdictKind, fold_rank
 __all__ = [
     "INLINE_MAX",
     "REGISTRY",
+    "AuditJournal",
     "BlobStore",
     "Clock",
     "Context",
@@ -55,6 +58,7 @@ __all__ = [
     "PlannerInputError",
     "PlannerTurn",
     "ProposedCall",
+    "Reachable",
     "Reason",
     "Ref",
     "RefKind",

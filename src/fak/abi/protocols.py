@@ -1,12 +1,16 @@
 """The seams between tiers, as Protocols (tier T0, stdlib only).
 
 Each Protocol is documented by what sits above and below it. The in-memory doubles live next to
-the real implementations in their own packages (``fak.cas.MemoryStore``, ...).
+the real implementations in their own packages (``fak.cas.MemoryStore``, ...). An ability a seam
+offers is a member that always exists: a backend with nothing to do makes it a no-op (a local
+store's ``ping`` answers True, a journal without group commit returns a null context), so a
+caller never probes for it and a rename fails the type check instead of switching a feature off.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -14,12 +18,14 @@ from fak.abi.turn import PlannerTurn, TurnRequest
 from fak.abi.types import Ref
 
 __all__ = [
+    "AuditJournal",
     "BlobStore",
     "Clock",
     "JournalSink",
     "Planner",
     "PlannerEvent",
     "PlannerInputError",
+    "Reachable",
     "TextDelta",
     "TurnDone",
 ]
@@ -39,14 +45,38 @@ class Clock(Protocol):
 
 
 @runtime_checkable
-class BlobStore(Protocol):
-    """Above: the quarantine ledger, vDSO, recall. Below: memory or a directory on disk.
+class Reachable(Protocol):
+    """Above: ``/healthz`` and the store-up gauge. Below: a store or journal, local or shared."""
+
+    @property
+    def shared(self) -> bool:
+        """True when it lives outside this process (shared by workers), so it can be down."""
+        ...
+
+    def ping(self) -> bool:
+        """True when it answers now; a local one always does."""
+        ...
+
+
+@runtime_checkable
+class BlobStore(Reachable, Protocol):
+    """Above: the quarantine ledger, vDSO, recall. Below: memory, a directory on disk, Redis.
 
     ``put`` is idempotent by content; ``get`` re-verifies the digest and raises ``KeyError`` for an
     unknown or evicted digest. Pinned digests are never evicted.
     """
 
     def put(self, data: bytes) -> Ref: ...
+
+    def put_hashed(self, data: bytes, digest: str) -> Ref:
+        """``put`` for bytes whose sha256 the caller has just computed from ``data`` itself (a
+        store that cannot use it hashes again)."""
+        ...
+
+    def put_pinned(self, data: bytes) -> Ref:
+        """``put`` and ``pin`` in one step, so the blob cannot be evicted in between (an inline
+        Ref comes back unpinned: nothing was stored)."""
+        ...
 
     def get(self, ref: Ref | str) -> bytes: ...
 
@@ -65,6 +95,22 @@ class JournalSink(Protocol):
     """
 
     def append(self, record: Mapping[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class AuditJournal(JournalSink, Reachable, Protocol):
+    """Above: the kernel (group commit for a batch of decisions) and the events feed (the rows
+    after a cursor). Below: the file journal, the in-memory double, PostgreSQL."""
+
+    def group(self) -> AbstractContextManager[None]:
+        """Appends made by this thread inside the block are durable when it ends (one commit
+        for all of them where the backend can; a null context where each append already is)."""
+        ...
+
+    def rows_after(self, since: int, limit: int) -> list[dict[str, Any]] | None:
+        """Up to ``limit`` rows with ``seq > since``; None when this object cannot answer (the
+        caller reads the journal's file instead)."""
+        ...
 
 
 class PlannerInputError(ValueError):
@@ -124,3 +170,13 @@ class Planner(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+    def stats(self) -> Mapping[str, Any] | None:
+        """Counters and gauges for metrics and ``/healthz`` (numbers by name); None for a
+        planner that keeps none."""
+        ...
+
+    def set_error_hook(self, hook: Callable[[str], None]) -> None:
+        """``hook(kind)`` is called on every upstream failure (the gateway counts them by
+        kind); a planner with no upstream never calls it."""
+        ...

@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "FinishReason",
     "Message",
+    "Part",
     "PlannerTurn",
     "ProposedCall",
     "Role",
@@ -51,11 +52,25 @@ class ProposedCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Part:
+    """A non-text part of a user's own message (an image, a file, audio), kept as the client's
+    wire wrote it: ``wire`` names that wire (a ``WireName`` value), ``raw`` is the part object,
+    ``at`` where it sat in the request (what a refusal names when it cannot cross a wire)."""
+
+    wire: str
+    raw: Mapping[str, Any]
+    at: str
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One conversation message.
 
     For ``role == TOOL`` the message is a tool result: ``tool_call_id`` names the call it answers,
     ``name`` the tool, and ``content`` the (already admitted) result text.
+
+    ``parts`` is set only on a user message that carried media: its content in order, each a
+    text (``str``) or a ``Part``; ``content`` is then the text parts joined, what screens read.
     """
 
     role: Role
@@ -63,13 +78,17 @@ class Message:
     tool_calls: tuple[ProposedCall, ...] = ()
     tool_call_id: str = ""
     name: str = ""
+    parts: tuple[str | Part, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
+    """A tool on offer. ``strict`` is the client's strict-schema flag (None when it sent none)."""
+
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    strict: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,15 @@ class MemoryStore:
     def max_bytes(self) -> int:
         return self._max
 
+    @property
+    def shared(self) -> bool:
+        """In this process only."""
+        return False
+
+    def ping(self) -> bool:
+        """Always reachable (it is this process's memory)."""
+        return True
+
     def put(self, data: bytes) -> Ref:
         """Store ``data`` (idempotent by content) and return its Ref; small payloads stay inline.
 

@@ -188,6 +188,15 @@ class RedisStore:
         """Store ``data`` (idempotent by content); small payloads stay inline."""
         return self._store(data, pin=False)
 
+    def put_hashed(self, data: bytes, digest: str) -> Ref:
+        """``put`` (the digest is computed again: the Lua script trusts the one it is sent)."""
+        return self._store(data, pin=False)
+
+    @property
+    def shared(self) -> bool:
+        """Shared by every worker: it can be unreachable (see ``ping``)."""
+        return True
+
     def put_pinned(self, data: bytes) -> Ref:
         """``put`` and ``pin`` in one atomic step (no other worker can evict in between)."""
         return self._store(data, pin=True)

@@ -32,7 +32,7 @@ from fak.certs import (
     verify_certificate_bytes,
 )
 from fak.config import Settings, process_environ
-from fak.journal import Journal
+from fak.journal import Journal, JournalKind, journal_record
 from fak.kernel import Kernel
 
 __all__ = ["EngineEviction", "evict_and_certify", "register"]
@@ -93,15 +93,15 @@ def evict_and_certify(
     delta = _max_delta(evicted_logits, fresh_logits)
     control = _max_delta(kept_logits, fresh_logits)
     journal.append(
-        {
-            "kind": "KV_EVICT",
-            "tool": "read_refund_policy",
-            "trace_id": trace_id,
-            "verdict": str(admission.verdict.kind),
-            "reason": admission.verdict.reason.name,
-            "by": "engine",
-            "result_digest": admission.digest,
-        }
+        journal_record(
+            JournalKind.KV_EVICT,
+            tool="read_refund_policy",
+            trace_id=trace_id,
+            verdict=str(admission.verdict.kind),
+            reason=admission.verdict.reason.name,
+            by="engine",
+            result_digest=admission.digest,
+        )
     )
     anchor = journal.tail(1)[0]
     run = hashlib.sha256(orjson.dumps([engine.name, ids, start, length])).hexdigest()[:16]

@@ -27,14 +27,15 @@ def _ledger(cas_url: str | None) -> Any:
         )
     try:
         from fak.cas.redis import RedisStore, connect
-        from fak.kernel.shared import RedisLedger
+        from fak.kernel import QuarantineLedger
+        from fak.kernel.shared import RedisHeldTable
     except ImportError as exc:
         raise click.UsageError("the shared ledger needs the shared extra (fak[shared])") from exc
     try:
         client = connect(url)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    return RedisLedger(RedisStore(client), client, admitters=())
+    return QuarantineLedger(RedisStore(client), admitters=(), table=RedisHeldTable(client))
 
 
 _URL = click.option("--cas-url", default=None, metavar="URL", help="redis://… (FAK_CAS_URL).")
@@ -63,7 +64,7 @@ def clear_cmd(qid: str, cas_url: str | None) -> None:
     except ConnectionError as exc:
         raise click.UsageError(f"the shared ledger cannot be reached ({exc})") from exc
     finally:
-        ledger.client.close()
+        ledger.close()
     click.echo(f"cleared {qid}")
 
 

@@ -195,6 +195,9 @@ class InKernelPlanner:
     def model(self) -> str:
         return self.engine.name
 
+    def set_error_hook(self, hook: Callable[[str], None]) -> None:
+        """The engine has no upstream: nothing to report."""
+
     def stats(self) -> dict[str, int]:
         """Counters since start plus the radix tree's size (all ints, for metrics export)."""
         out = dict(self._counters)  # read without the turn lock: ints, updated under it

@@ -5,23 +5,23 @@ disposition, duration) and ``gateway_http_request`` (one per request: route, met
 bytes, duration). Both carry ``trace_id``, which is also returned as ``X-Trace-Id``. A line
 never holds a body, an argument, a result or a digest of one. The sink is injected (the CLI
 passes a buffered stdout/stderr writer; tests pass a list); with no sink nothing is written. A
-sink with a ``flush`` method is flushed once per request, after its ``gateway_http_request``
-line, so a request's lines cost one write to the descriptor rather than one each. Every string
-field is bounded (``bounded``: 200 characters and the count of the rest), so a 500 KB tool name
-proposed by an upstream costs the log one short line.
+``BufferedSink`` (a sink with a ``flush`` method) is flushed once per request, after its
+``gateway_http_request`` line, so a request's lines cost one write to the descriptor rather than
+one each. Every string field is bounded (``bounded``: 200 characters and the count of the
+rest), so a 500 KB tool name proposed by an upstream costs the log one short line.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
 from fak.wire import WireVerdict
 
-__all__ = ["FIELD_LIMIT", "AccessLog", "bounded"]
+__all__ = ["FIELD_LIMIT", "AccessLog", "BufferedSink", "bounded"]
 
 FIELD_LIMIT = 200
 
@@ -33,6 +33,15 @@ def bounded(value: str, limit: int = FIELD_LIMIT) -> str:
     return f"{value[:limit]}...(+{len(value) - limit} chars)"
 
 
+@runtime_checkable
+class BufferedSink(Protocol):
+    """A sink that buffers lines until ``flush`` (the CLI's stdout/stderr writer)."""
+
+    def __call__(self, line: bytes) -> Any: ...
+
+    def flush(self) -> Any: ...
+
+
 class AccessLog:
     __slots__ = ("_clock", "_flush", "_sink")
 
@@ -41,8 +50,9 @@ class AccessLog:
     ) -> None:
         self._sink = sink
         self._clock = clock
-        flush = getattr(sink, "flush", None)
-        self._flush: Callable[[], Any] | None = flush if callable(flush) else None
+        self._flush: Callable[[], Any] | None = (
+            sink.flush if isinstance(sink, BufferedSink) else None
+        )
 
     @property
     def enabled(self) -> bool:

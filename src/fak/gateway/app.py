@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,8 +30,9 @@ from fak.gateway.origin import Cors, HostCheck
 from fak.gateway.routes import native, ops, recall, turns
 from fak.gateway.state import GatewayOptions, GatewayState
 from fak.gateway.turns import TurnRunner
-from fak.kernel import Kernel
+from fak.kernel import QuarantineLedger
 from fak.recall import CoherencePlane, SessionDirectory
+from fak.screen import ResultAdmitter
 
 __all__ = ["build_app"]
 
@@ -106,9 +106,7 @@ def _sdk_host_patterns(hosts: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return tuple(p for n in names for p in (n, f"{n}:*"))
 
 
-def _live_chain(ledger: Any) -> Callable[[], Any] | None:
-    if ledger is None or not hasattr(ledger, "admitters"):
-        return None
+def _live_chain(ledger: QuarantineLedger) -> Callable[[], tuple[ResultAdmitter, ...]]:
     return lambda: ledger.admitters
 
 
@@ -116,19 +114,17 @@ def build_app(
     kernel: KernelPort, planner: Planner, options: GatewayOptions | None = None
 ) -> Starlette:
     o = options or GatewayOptions()
-    ledger = getattr(kernel, "ledger", None)
+    ledger = kernel.ledger
 
     def pollution_rate() -> float | None:
-        rate = getattr(ledger, "pollution_rate", None)
-        return float(rate) if isinstance(rate, int | float) else None
+        return float(ledger.pollution_rate)
 
-    stats = getattr(planner, "stats", None)  # structural: the engine's planner has one
     sessions = None
     if o.recall_dir:
         sessions = SessionDirectory(
             o.recall_dir,
             admitters=_live_chain(ledger),  # re-screens use the kernel's current chain
-            journal=getattr(kernel, "journal", None),
+            journal=kernel.journal,
         )
     plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock)
     metrics = Metrics(
@@ -136,7 +132,7 @@ def build_app(
         pollution_rate=pollution_rate,
         planner=planner.kind,
         model=planner.model,
-        planner_stats=stats if callable(stats) else None,
+        planner_stats=planner.stats,
         clock=o.clock,
         vdso=plane.vdso_counts,
     )
@@ -149,13 +145,12 @@ def build_app(
         runner.ids = o.ids
     state = GatewayState(kernel, runner, boundary, metrics, log, o, plane)
 
-    if isinstance(planner, object) and hasattr(planner, "_on_error"):
-        planner._on_error = metrics.upstream_error
+    planner.set_error_hook(metrics.upstream_error)
 
     stores = ops.StoreWatch(kernel, metrics.registry)  # registered before the MCP collectors
     routes: list[Route] = [*turns.ROUTES, *native.ROUTES, *ops.ROUTES, *recall.ROUTES]
     mcp_endpoint = None
-    if o.mcp and isinstance(kernel, Kernel):
+    if o.mcp:
         from fak.gateway.mcp.server import McpHttpEndpoint
 
         proxy = o.mcp_proxy

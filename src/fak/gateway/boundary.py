@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -38,6 +38,7 @@ from fak.abi import (
 from fak.gateway.accesslog import AccessLog
 from fak.gateway.clientroot import client_root
 from fak.gateway.metrics import Metrics
+from fak.kernel import Kernel
 from fak.kernel.quarantine import PAGEOUT_META, PAGEOUT_OFF
 from fak.policy import ROOT_META, args_digest
 from fak.wire import (
@@ -61,28 +62,9 @@ _NO_META: Mapping[str, str] = MappingProxyType({})
 _MALFORMED = WireVerdict("DENY", by="gateway", reason="MALFORMED", disposition="RETRYABLE")
 
 
-class _AdmissionLike(Protocol):
-    @property
-    def verdict(self) -> Verdict: ...
-
-    @property
-    def payload(self) -> bytes: ...
-
-    @property
-    def quarantine_id(self) -> str: ...
-
-
-class KernelPort(Protocol):
-    """What the gateway needs from ``fak.kernel.Kernel``."""
-
-    def decide(self, call: ToolCall) -> Verdict: ...
-
-    def admit_result(self, result: ToolResult) -> Any: ...
-
-    def syscall(self, call: ToolCall) -> Any: ...
-
-    @property
-    def counters(self) -> Mapping[str, int]: ...
+KernelPort = Kernel
+"""What the gateway holds: the kernel itself (T2 below T3), typed, so a renamed or removed kernel
+member fails the type check instead of switching a gateway feature off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +97,7 @@ class Boundary:
 
     def batch(self) -> contextlib.AbstractContextManager[Any]:
         """One journal group commit for the decisions made inside (see ``Kernel.batch``)."""
-        batch = getattr(self._kernel, "batch", None)
-        return batch() if callable(batch) else contextlib.nullcontext()
+        return self._kernel.batch()
 
     def record(
         self,
@@ -143,7 +124,7 @@ class Boundary:
         """Screen one result → (verdict, bytes that may enter context, quarantine id)."""
         t0 = time.perf_counter()
         try:
-            adm: _AdmissionLike = self._kernel.admit_result(
+            adm = self._kernel.admit_result(
                 ToolResult(
                     tool=tool,
                     payload=payload,
@@ -228,8 +209,7 @@ class Boundary:
         """The run's provenance, rebuilt from the conversation the planner was given (system and
         user messages trusted; tool results untrusted, as admitted — a held result counts as its
         stub). None when the policy names no sinks (nothing would read it)."""
-        policy = getattr(self._kernel, "policy", None)
-        if getattr(policy, "provenance", None) is None:
+        if self._kernel.policy.provenance is None:
             return None
         ctx = Context()
         for m in history:

@@ -16,7 +16,7 @@ import hmac
 import itertools
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Final
 
 import orjson
@@ -48,6 +48,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _JSON = "application/json"
+_MESSAGES_PATHS = ("/v1/messages", "/v1/v1/messages")  # as app._is_anthropic reads them
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -108,10 +109,9 @@ class EventStream:
                 writer.uncancel()
         finally:
             watcher.cancel()
-            aclose = getattr(frames, "aclose", None)
-            if aclose is not None:
+            if isinstance(frames, AsyncGenerator):
                 try:
-                    await aclose()
+                    await frames.aclose()
                 except asyncio.CancelledError:  # the client left just as the stream ended
                     if not gone.is_set():
                         raise
@@ -309,8 +309,10 @@ class GatewayMiddleware:
 
         async def refuse(code: int, name: str, text: str, *headers: tuple[bytes, bytes]) -> None:
             start = [(b"content-type", b"application/json"), *headers]
+            # the Messages routes answer in their own envelope, {"type": "error", "error": ...}
+            body = error_body(code, name, text, anthropic=path.startswith(_MESSAGES_PATHS))
             await send_wrapper({"type": "http.response.start", "status": code, "headers": start})
-            await send_wrapper({"type": "http.response.body", "body": error_body(code, name, text)})
+            await send_wrapper({"type": "http.response.body", "body": body})
 
         self._metrics.inflight.inc()
         try:

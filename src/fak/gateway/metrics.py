@@ -31,8 +31,8 @@ _log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
-PlannerStats = Callable[[], Mapping[str, Any]]
-"""A planner's ``stats()``: name -> number, read at scrape time (the in-kernel engine has one)."""
+PlannerStats = Callable[[], Mapping[str, Any] | None]
+"""A planner's ``stats()``: name -> number, read at scrape time (None: the planner keeps none)."""
 
 ENGINE_COUNTERS = frozenset(
     {
@@ -58,13 +58,16 @@ _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 def _read_planner_stats(stats: PlannerStats | None) -> dict[str, int | float] | None:
     """One snapshot of ``stats()``: well-formed names with numeric values only.
 
-    ``None`` when there is no ``stats()`` or it failed (logged by exception type only): a
+    ``None`` when there is no ``stats()``, it has none, or it failed (logged by type only): a
     planner fault never breaks a scrape or a health check, and no value is made up.
     """
     if stats is None:
         return None
     try:
-        raw = dict(stats())
+        got = stats()
+        if got is None:  # a planner that keeps no stats
+            return None
+        raw = dict(got)
     except Exception as exc:  # the planner's fault; the scrape goes on without it
         _log.warning("planner stats() failed: %s", type(exc).__name__)
         return None

@@ -34,7 +34,14 @@ from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
 from fak.gateway.upstream.planner import ForwardedDone, Passthrough, ProxyPlanner
-from fak.wire import Adjudication, ParsedRequest, ResultAdmission, TurnOutcome, WireName
+from fak.wire import (
+    Adjudication,
+    ParsedRequest,
+    ResultAdmission,
+    TurnOutcome,
+    WireName,
+    refusal_note,
+)
 
 __all__ = ["TurnRunner"]
 
@@ -153,7 +160,7 @@ class TurnRunner:
             judged = self._adjudicate_now(turn, ctx, history)
         kept, adjudications = judged
         self._metrics.turns.labels(wire.package, str(parsed.turn.stream).lower()).inc()
-        return Boundary.outcome(
+        outcome = Boundary.outcome(
             id=id,
             created=self.now(),
             model=turn.model or self.model_for(parsed),
@@ -165,6 +172,7 @@ class TurnRunner:
             with_note=wire is WireName.ANTHROPIC,
             tool_kinds=parsed.options.get("tool_kinds"),
         )
+        return _with_refusal_note(wire, outcome, adjudications)
 
     async def complete(
         self,
@@ -226,9 +234,8 @@ class TurnRunner:
                     break
         finally:
             await guarded.aclose()
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()
         if done is None:
             raise GatewayError(502, "upstream_bad_response", "the planner ended without a turn")
         turn = done.turn
@@ -240,6 +247,22 @@ class TurnRunner:
         yield await self._finish(
             wire, id, parsed, turn, admissions, extra, ctx, admitted.turn.messages
         )
+
+
+def _with_refusal_note(
+    wire: WireName, outcome: TurnOutcome, adjudications: tuple[Adjudication, ...]
+) -> TurnOutcome:
+    """On the OpenAI wires a turn whose calls were only partly refused tells the model of the
+    refusal after its text (where a stream can still put it): the surviving calls alone would
+    leave it to retry the refused ones blindly. (Messages leads with its own ``[fak]`` block;
+    a turn with no surviving call already carries the deny summary as its text.)"""
+    if wire is WireName.ANTHROPIC or not outcome.tool_calls:
+        return outcome
+    note = refusal_note(adjudications)
+    if not note:
+        return outcome
+    text = f"{outcome.text}\n\n{note}" if outcome.text else note
+    return replace(outcome, text=text)
 
 
 def _rebuilt(passthrough: Passthrough | None) -> Passthrough | None:

@@ -61,7 +61,7 @@ def _pread_tail(fd: int, size: int) -> tuple[bytes, int]:
 
 
 class Journal:
-    """An append-only, tamper-evident JSONL journal; implements ``fak.abi.JournalSink``."""
+    """An append-only, tamper-evident JSONL journal; implements ``fak.abi.AuditJournal``."""
 
     def __init__(
         self,
@@ -105,6 +105,14 @@ class Journal:
         with self._lock:
             rows = list(self._tail)
         return rows if limit is None else rows[-limit:] if limit > 0 else []
+
+    @property
+    def shared(self) -> bool:
+        """A local file: never unreachable (an unwritable one refuses appends instead)."""
+        return False
+
+    def ping(self) -> bool:
+        return True
 
     def rows_after(self, since: int, limit: int) -> list[dict[str, Any]] | None:
         """Rows with ``seq > since`` from the in-memory tail, or None when the tail cannot

@@ -7,9 +7,11 @@ exercised without a disk.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from fak.abi import Clock
@@ -20,7 +22,7 @@ __all__ = ["MemoryJournal"]
 
 
 class MemoryJournal:
-    """A hash-chained journal held in memory; implements ``fak.abi.JournalSink``."""
+    """A hash-chained journal held in memory; implements ``fak.abi.AuditJournal``."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self._clock = clock
@@ -48,6 +50,21 @@ class MemoryJournal:
     def tail(self, limit: int | None = None) -> list[dict[str, Any]]:
         rows = self.rows
         return rows if limit is None else rows[-limit:] if limit > 0 else []
+
+    def rows_after(self, since: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows with ``seq > since`` (every row is in memory)."""
+        return [row for row in self.rows if row["seq"] > since][: max(0, limit)]
+
+    def group(self) -> AbstractContextManager[None]:
+        """Nothing to commit: every append is already in the list."""
+        return contextlib.nullcontext()
+
+    @property
+    def shared(self) -> bool:
+        return False
+
+    def ping(self) -> bool:
+        return True
 
     def lines(self) -> bytes:
         """The rows as the file journal would have written them."""

@@ -15,10 +15,12 @@ A database that cannot be reached raises ``JournalUnavailable`` (a ``ConnectionE
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 import psycopg
@@ -69,7 +71,7 @@ def _redact(dsn: str) -> str:
 
 
 class PostgresJournal:
-    """A hash-chained journal in PostgreSQL shared by every worker; a ``JournalSink``."""
+    """A hash-chained journal in PostgreSQL shared by every worker; an ``AuditJournal``."""
 
     def __init__(
         self,
@@ -240,6 +242,15 @@ class PostgresJournal:
         with self._pool.connection() as conn:
             got = conn.execute("SELECT line FROM fak_journal ORDER BY seq").fetchall()
         return b"".join(r[0].encode() + b"\n" for r in got)
+
+    def group(self) -> AbstractContextManager[None]:
+        """Each append is its own committed transaction: nothing to group."""
+        return contextlib.nullcontext()
+
+    @property
+    def shared(self) -> bool:
+        """One chain for the fleet, in a database that can be unreachable."""
+        return True
 
     def ping(self) -> bool:
         """True when the database answers (for ``/healthz``)."""

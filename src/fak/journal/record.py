@@ -9,6 +9,7 @@ that is not a sha256 digest is refused, so bytes cannot be smuggled into the jou
 
 from __future__ import annotations
 
+import enum
 import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
@@ -18,9 +19,11 @@ import orjson
 __all__ = [
     "DIGEST_FIELDS",
     "FIELDS",
+    "JournalKind",
     "RowError",
     "build_row",
     "check_line",
+    "journal_record",
     "row_hash",
     "row_line",
 ]
@@ -43,6 +46,29 @@ FIELDS: Final = (
 )
 """Every key a row may carry, in the order it is written."""
 
+
+class JournalKind(enum.StrEnum):
+    """Every row kind a writer may append (closed; the values are the strings on disk)."""
+
+    DECIDE = "DECIDE"  # a call admitted by the fold (ALLOW / TRANSFORM)
+    DENY = "DENY"  # a call refused
+    HOLD = "HOLD"  # a call held for a witness (REQUIRE_WITNESS)
+    VDSO_HIT = "VDSO_HIT"  # a call answered from the vDSO cache
+    WITNESS_APPROVE = "WITNESS_APPROVE"
+    WITNESS_REVOKE = "WITNESS_REVOKE"
+    ADMIT = "ADMIT"  # a result admitted as-is
+    PAGE_OUT = "PAGE_OUT"  # a benign result paged out behind a pointer
+    PAGE_IN = "PAGE_IN"
+    RESULT_DENY = "RESULT_DENY"
+    QUARANTINE = "QUARANTINE"  # a result held out
+    QUARANTINE_SPAN = "QUARANTINE_SPAN"  # one span held out of a partly admitted result
+    MCP_SERVER_REQUEST = "MCP_SERVER_REQUEST"  # a downstream MCP server asked the client
+    MCP_TOOL = "MCP_TOOL"  # a downstream MCP tool first seen
+    MCP_TOOL_CHANGED = "MCP_TOOL_CHANGED"  # a downstream MCP tool changed its definition
+    TOMBSTONE = "TOMBSTONE"  # a recall page retired
+    KV_EVICT = "KV_EVICT"  # a span evicted from the engine's KV cache (deletion certificates)
+
+
 DIGEST_FIELDS: Final = ("policy", "args_digest", "result_digest")
 _TEXT_LIMITS: Final = {
     "tool": 256,
@@ -53,7 +79,16 @@ _TEXT_LIMITS: Final = {
     "taint": 16,
 }
 _INPUT_KEYS: Final = frozenset({"kind", "digest", *_TEXT_LIMITS, *DIGEST_FIELDS})
-_RESULT_KINDS: Final = frozenset({"ADMIT", "QUARANTINE", "RESULT_DENY", "PAGE_OUT", "PAGE_IN"})
+_RESULT_KINDS: Final = frozenset(
+    {
+        JournalKind.ADMIT,
+        JournalKind.QUARANTINE,
+        JournalKind.RESULT_DENY,
+        JournalKind.PAGE_OUT,
+        JournalKind.PAGE_IN,
+    }
+)
+_KINDS: Final = frozenset(JournalKind)
 _REQUIRED: Final = ("seq", "ts_unix_nano", "kind", "prev_hash", "hash")
 _HEX: Final = frozenset("0123456789abcdef")
 
@@ -63,9 +98,7 @@ class RowError(ValueError):
 
 
 def _is_kind(value: object) -> bool:
-    if not isinstance(value, str) or not 1 <= len(value) <= 32 or not value[0].isalpha():
-        return False
-    return all(c.isupper() or c.isdigit() or c == "_" for c in value)
+    return isinstance(value, str) and value in _KINDS
 
 
 def _is_hex64(value: str) -> bool:
@@ -82,12 +115,42 @@ def _digest(name: str, value: object) -> str:
     raise RowError(msg)
 
 
+def journal_record(
+    kind: JournalKind,
+    *,
+    tool: str = "",
+    trace_id: str = "",
+    verdict: str = "",
+    reason: str = "",
+    by: str = "",
+    policy: str = "",
+    digest: str = "",
+    args_digest: str = "",
+    result_digest: str = "",
+) -> dict[str, str]:
+    """The record every writer hands to a ``JournalSink``: the kind and the fields given
+    (empty ones left out, as ``build_row`` would). ``digest`` lands in ``result_digest`` for
+    result-side kinds, else in ``args_digest``."""
+    fields = {
+        "tool": tool,
+        "trace_id": trace_id,
+        "verdict": verdict,
+        "reason": reason,
+        "by": by,
+        "policy": policy,
+        "digest": digest,
+        "args_digest": args_digest,
+        "result_digest": result_digest,
+    }
+    return {"kind": str(kind), **{name: value for name, value in fields.items() if value}}
+
+
 def build_row(
     record: Mapping[str, Any], *, seq: int, ts_unix_nano: int, prev: str
 ) -> dict[str, Any]:
     """Validate a kernel record and turn it into the next row (with its hash).
 
-    ``record`` keys: ``kind`` (required, upper-case name), ``tool``, ``trace_id``, ``verdict``,
+    ``record`` keys: ``kind`` (required, a ``JournalKind``), ``tool``, ``trace_id``, ``verdict``,
     ``reason``, ``by``, ``taint`` (bounded strings, truncated), ``policy``, ``args_digest``,
     ``result_digest`` and ``digest`` (sha256 hex; ``digest`` lands in ``result_digest`` for
     result-side kinds such as QUARANTINE, else in ``args_digest``). Unknown keys are refused.
@@ -98,7 +161,7 @@ def build_row(
         raise RowError(msg)
     kind = record.get("kind")
     if not _is_kind(kind):
-        msg = "kind must be an upper-case name such as DECIDE, DENY, QUARANTINE, VDSO_HIT"
+        msg = "kind must be a JournalKind such as DECIDE, DENY, QUARANTINE, VDSO_HIT"
         raise RowError(msg)
     assert isinstance(kind, str)
     fields: dict[str, Any] = {"seq": seq, "ts_unix_nano": ts_unix_nano, "kind": str(kind)}

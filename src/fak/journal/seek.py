@@ -9,11 +9,13 @@ rows handed back are checked as a chain among themselves and against the row at 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from fak.abi.protocols import AuditJournal
 from fak.journal.record import RowError, check_line
 
-__all__ = ["rows_after"]
+__all__ = ["journal_rows", "rows_after"]
 
 _PREFIX = b'{"seq":'
 
@@ -90,3 +92,22 @@ def _start_of_previous(handle: BinaryIO, line_start: int) -> int:
         pos = begin
         step *= 2
     return 0
+
+
+def journal_rows(
+    journal: AuditJournal, since: int = 0, page: int = 1024
+) -> Iterator[dict[str, Any]]:
+    """Every row of ``journal`` after ``since``, oldest first, a page at a time: from the object
+    when it can answer, else from a file journal's file (seeked, never re-read from the start)."""
+    from fak.journal.filejournal import Journal
+
+    while True:
+        rows = journal.rows_after(since, page)
+        if rows is None:
+            if not isinstance(journal, Journal):
+                return
+            rows = rows_after(journal.path, since, page)
+        if not rows:
+            return
+        yield from rows
+        since = int(rows[-1]["seq"])

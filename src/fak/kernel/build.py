@@ -4,19 +4,21 @@ Opens the decision journal when an audit path is set, a durable directory blob s
 directory is set (else a memory store bounded by the byte limit), and sizes the quarantine
 ledger. With ``cas_url`` (Redis) the CAS, the quarantine ledger and the vDSO epochs are shared
 by every worker; with ``journal_url`` (PostgreSQL) the journal is one chain for the fleet (both
-need the ``shared`` extra, imported only then). It reads settings by attribute (any object
-shaped like ``fak.config.Settings``) so the kernel does not import the config module, which
-sits in the same tier.
+need the ``shared`` extra, imported only then). This is the one place the kernel reads
+settings: ``Kernel`` itself takes values. Settings are read through ``KernelSettings`` (any
+object shaped like ``fak.config.Settings``), so the kernel does not import the config module.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fak.abi import BlobStore, Clock, JournalSink
+from fak.abi import AuditJournal, BlobStore, Clock
 from fak.cas import DirectoryStore, MemoryStore
 from fak.journal import Journal
 from fak.kernel.kernel import Kernel
+from fak.kernel.quarantine import QuarantineLedger
+from fak.kernel.witness import WitnessBook
 from fak.policy import Policy
 
 __all__ = ["KernelSettings", "build_kernel"]
@@ -43,6 +45,15 @@ class KernelSettings(Protocol):
     @property
     def pageout_bytes(self) -> int: ...
 
+    @property
+    def witness_ttl_s(self) -> float: ...
+
+    @property
+    def cas_url(self) -> str | None: ...
+
+    @property
+    def journal_url(self) -> str | None: ...
+
 
 def build_kernel(
     settings: KernelSettings, policy: Policy | None = None, *, clock: Clock | None = None
@@ -52,8 +63,7 @@ def build_kernel(
     Raises ``ValueError`` for conflicting or malformed store settings and ``ConnectionError``
     when a configured shared store cannot be reached at start.
     """
-    cas_url: str | None = getattr(settings, "cas_url", None)
-    journal_url: str | None = getattr(settings, "journal_url", None)
+    cas_url, journal_url = settings.cas_url, settings.journal_url
     if journal_url and settings.audit_journal:
         msg = "set FAK_JOURNAL_URL (PostgreSQL) or FAK_AUDIT_JOURNAL (a file), not both"
         raise ValueError(msg)
@@ -61,29 +71,27 @@ def build_kernel(
     store: BlobStore
     if cas_url:
         from fak.cas.redis import CasUnavailable, RedisStore, connect, redact_url
-        from fak.kernel.shared import RedisEpochs, RedisLedger, RedisWitnessBook
+        from fak.kernel.shared import RedisEpochs, RedisHeldTable, RedisWitnessStore
 
         client = connect(cas_url)
         store = RedisStore(client, max_bytes=settings.blob_max_bytes)
         if not store.ping():
             msg = f"cannot reach the shared store FAK_CAS_URL={redact_url(cas_url)}"
             raise CasUnavailable(msg)
-        shared["ledger"] = RedisLedger(
-            store,
-            client,
-            max_held=settings.ctxmmu_max_held,
-            max_held_bytes=settings.held_bytes_bound,
-            pageout_bytes=settings.pageout_bytes,
+        table = RedisHeldTable(
+            client, max_held=settings.ctxmmu_max_held, max_held_bytes=settings.held_bytes_bound
+        )
+        shared["ledger"] = QuarantineLedger(
+            store, pageout_bytes=settings.pageout_bytes, table=table
         )
         shared["epochs"] = RedisEpochs(client)
-        shared["witness_book"] = RedisWitnessBook(
-            client, ttl_s=getattr(settings, "witness_ttl_s", 900.0)
-        )
+        witnesses = RedisWitnessStore(client, ttl_s=settings.witness_ttl_s)
+        shared["witness_book"] = WitnessBook(store=witnesses)
     elif settings.blob_dir:
         store = DirectoryStore(settings.blob_dir)
     else:
         store = MemoryStore(settings.blob_max_bytes)
-    journal: JournalSink | None = None
+    journal: AuditJournal | None = None
     if journal_url:
         from fak.journal.postgres import PostgresJournal
 
@@ -98,5 +106,6 @@ def build_kernel(
         max_held=settings.ctxmmu_max_held,
         max_held_bytes=settings.held_bytes_bound,
         pageout_bytes=settings.pageout_bytes,
+        witness_ttl_s=settings.witness_ttl_s,
         **shared,
     )

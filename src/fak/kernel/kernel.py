@@ -7,7 +7,7 @@ returning it (and, when the call carries a ``Context``, appends what the model w
 A REQUIRE_WITNESS verdict opens a hold in the ``WitnessBook``; once approved, the next identical
 call is admitted once. Refusals are values (``CallOutcome`` with ``status="error"``), never
 exceptions.
-Decisions and admissions are journaled (digests only) when a ``JournalSink`` is given; a call
+Decisions and admissions are journaled (digests only) when an ``AuditJournal`` is given; a call
 that cannot be journaled is refused. The policy state is swapped atomically, never merged.
 """
 
@@ -25,10 +25,10 @@ from typing import Any, Final
 import orjson
 
 from fak.abi import (
+    AuditJournal,
     BlobStore,
     Clock,
     Context,
-    JournalSink,
     Reason,
     ToolCall,
     ToolResult,
@@ -36,12 +36,20 @@ from fak.abi import (
     VerdictKind,
 )
 from fak.cas import MemoryStore
-from fak.config import Settings
+from fak.journal import JournalKind
+from fak.kernel.audit import AuditWriter
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
-from fak.kernel.quarantine import Admission, QuarantineLedger, screen_policy_for
+from fak.kernel.quarantine import (
+    DEFAULT_MAX_HELD,
+    DEFAULT_MAX_HELD_BYTES,
+    OVERSIZE_BYTES,
+    Admission,
+    QuarantineLedger,
+    screen_policy_for,
+)
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
 from fak.kernel.views import decoded_view, json_text_view, serialized
-from fak.kernel.witness import Hold, WitnessBook, WitnessError
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
     CompiledFloor,
@@ -128,7 +136,10 @@ def _to_bytes(value: Any) -> bytes:
 
 
 class Kernel:
-    """The in-process kernel. ``policy=None`` uses the built-in default floor."""
+    """The in-process kernel. ``policy=None`` uses the built-in default floor.
+
+    It takes values only (it reads no settings): ``build_kernel`` builds one from ``Settings``.
+    """
 
     def __init__(
         self,
@@ -136,15 +147,15 @@ class Kernel:
         *,
         chain: Sequence[Rung] | Chain | None = None,
         store: BlobStore | None = None,
-        journal: JournalSink | None = None,
+        journal: AuditJournal | None = None,
         clock: Clock | None = None,
-        max_held: int | None = None,
+        max_held: int = DEFAULT_MAX_HELD,
         admitters: Sequence[ResultAdmitter] | None = None,
-        max_held_bytes: int | None = None,
-        pageout_bytes: int | None = None,
+        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
+        pageout_bytes: int = OVERSIZE_BYTES,
         vdso: bool = True,
         vdso_capacity: int = DEFAULT_CAPACITY,
-        witness_ttl_s: float | None = None,
+        witness_ttl_s: float = DEFAULT_TTL_S,
         ledger: QuarantineLedger | None = None,
         epochs: SharedEpochs | None = None,
         witness_book: WitnessBook | None = None,
@@ -152,20 +163,16 @@ class Kernel:
         injected = chain if isinstance(chain, Chain) else Chain(chain or ())
         self._injected: Chain | None = injected if len(injected) else None
         self._journal = journal
+        self._audit = AuditWriter(journal, lambda: self._count("journal_faults"))
         self._clock: Clock = clock if clock is not None else _SystemClock()
-        settings = Settings.current()  # FAK_* defaults reach a bare Kernel() too
-        self._store: BlobStore = (
-            store if store is not None else MemoryStore(settings.blob_max_bytes)
-        )
-        # a shared ledger (fak.kernel.shared.RedisLedger) comes built over the shared store
+        self._store: BlobStore = store if store is not None else MemoryStore()
+        # a shared ledger (over fak.kernel.shared.RedisHeldTable) comes built by build_kernel
         self._ledger = ledger or QuarantineLedger(
             self._store,
-            max_held=settings.ctxmmu_max_held if max_held is None else max_held,
+            max_held=max_held,
             admitters=admitters,
-            max_held_bytes=(
-                settings.held_bytes_bound if max_held_bytes is None else max_held_bytes
-            ),
-            pageout_bytes=settings.pageout_bytes if pageout_bytes is None else pageout_bytes,
+            max_held_bytes=max_held_bytes,
+            pageout_bytes=pageout_bytes,
         )
         self._vdso = VdsoCache(vdso_capacity) if vdso else None
         self._tools: dict[str, ToolEntry] = {}
@@ -173,11 +180,8 @@ class Kernel:
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._world = 0
         self._trust_epoch = 0
-        # a shared book (fak.kernel.shared.RedisWitnessBook) comes with its own clock and ttl
-        self._witness = witness_book or WitnessBook(
-            self._clock.now,
-            ttl_s=settings.witness_ttl_s if witness_ttl_s is None else witness_ttl_s,
-        )
+        # a shared book (over fak.kernel.shared.RedisWitnessStore) keeps its own clock and ttl
+        self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
         self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
@@ -359,66 +363,37 @@ class Kernel:
         return (stamp.world, stamp.trust)
 
     @property
+    def epochs(self) -> SharedEpochs | None:
+        """The fleet's shared epochs (None: this kernel serves alone)."""
+        return self._epochs
+
+    @property
     def ledger(self) -> QuarantineLedger:
         return self._ledger
 
     @property
-    def journal(self) -> JournalSink | None:
+    def journal(self) -> AuditJournal | None:
         """The decision journal this kernel appends to (None when journaling is off)."""
         return self._journal
 
     def batch(self) -> contextlib.AbstractContextManager[Any]:
         """Decisions made by this thread inside the block are journaled with one group commit
         (durable when the block ends) when the journal supports it; a no-op otherwise."""
-        group = getattr(self._journal, "group", None)
-        return group() if callable(group) else contextlib.nullcontext()
+        journal = self._journal
+        return journal.group() if journal is not None else contextlib.nullcontext()
 
     @property
     def store(self) -> BlobStore:
         return self._store
 
     # -- journal ----------------------------------------------------------------------------
-    def _journal_call(self, kind: str, call: ToolCall, verdict: Verdict, by: str = "") -> bool:
-        journal = self._journal
-        if journal is None:
-            return True
-        record = {
-            "kind": kind,
-            "tool": call.tool,
-            "trace_id": call.trace_id,
-            "verdict": str(verdict.kind),
-            "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
-            "by": (by or verdict.by)[:64],
-            "digest": args_digest(call.args),
-            "policy": self._state.policy.version,
-        }
-        try:
-            journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, call.tool)
-            self._count("journal_faults")
-            return False
-        return True
+    def _journal_call(
+        self, kind: JournalKind, call: ToolCall, verdict: Verdict, by: str = ""
+    ) -> bool:
+        return self._audit.call(kind, call, verdict, self._state.policy.version, by)
 
-    def _journal_result(self, kind: str, result: ToolResult, admission: Admission) -> None:
-        journal = self._journal
-        if journal is None:
-            return
-        verdict = admission.verdict
-        record = {
-            "kind": kind,
-            "tool": result.tool,
-            "trace_id": result.trace_id,
-            "verdict": str(verdict.kind),
-            "reason": verdict.reason.name if verdict.reason != Reason.NONE else "",
-            "by": verdict.by,
-            "result_digest": admission.digest,
-        }
-        try:
-            journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, result.tool)
-            self._count("journal_faults")
+    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> None:
+        self._audit.result(kind, result, admission.verdict, admission.digest)
 
     # -- decide -----------------------------------------------------------------------------
     def _settle(self, call: ToolCall, verdict: Verdict) -> Verdict:
@@ -460,7 +435,7 @@ class Kernel:
             claim = "the call presents a revoked witness"
             verdict = Verdict.deny(Reason.TRUST_VIOLATION, "witness", claim=claim)
             self._count("decisions", "denies")
-            self._journal_call("DENY", call, verdict)
+            self._journal_call(JournalKind.DENY, call, verdict)
             return verdict
         verdict = self._state.decider.decide(call)
         if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
@@ -469,17 +444,17 @@ class Kernel:
             verdict = self._witnessed(call, verdict)
             if verdict.kind == VerdictKind.REQUIRE_WITNESS:
                 self._count("decisions", "witness_holds")
-                if not self._journal_call("HOLD", call, verdict, by=_witness_by(verdict)):
+                if not self._journal_call(JournalKind.HOLD, call, verdict, by=_witness_by(verdict)):
                     return self._unaudited()
                 return verdict
         kind = verdict.kind
         if kind == VerdictKind.DENY:
             self._count("decisions", "denies")
             if self._journal is not None:
-                self._journal_call("DENY", call, verdict)
+                self._journal_call(JournalKind.DENY, call, verdict)
             return verdict
         self._count("decisions", "transforms" if kind == VerdictKind.TRANSFORM else "")
-        if self._journal is not None and not self._journal_call("DECIDE", call, verdict):
+        if self._journal is not None and not self._journal_call(JournalKind.DECIDE, call, verdict):
             return self._unaudited()
         return verdict
 
@@ -537,7 +512,7 @@ class Kernel:
     def approve_witness(self, hold_id: str, approver: str = "") -> Hold:
         """An operator's yes for one held call (raises ``WitnessError`` with a stable code)."""
         hold = self._witness.approve(hold_id, approver)
-        self._journal_event("WITNESS_APPROVE", hold)
+        self._journal_event(JournalKind.WITNESS_APPROVE, hold)
         return hold
 
     def revoke_witness(self, hold_id: str) -> dict[str, Any]:
@@ -545,8 +520,7 @@ class Kernel:
         are taken back, calls presenting it are refused, and the trust epoch moves on."""
         hold = self._witness.revoke(hold_id)
         evicted = self._vdso.evict_witness(hold_id) if self._vdso is not None else 0
-        take = getattr(self._witness, "take_cleared", None)  # shared: given on any worker
-        shared: set[str] = take(hold_id) if callable(take) else set()
+        shared = self._witness.take_cleared(hold_id)  # a shared book: given on any worker
         with self._lock:
             cleared = self._cleared_under.pop(hold_id, set()) | shared
             self._trust_epoch += 1
@@ -554,7 +528,7 @@ class Kernel:
             epoch = self._trust_epoch
         self._publish(trust=1)  # every worker's cached answers, not only this one's
         resealed = sum(1 for qid in sorted(cleared) if self._ledger.reseal(qid))
-        self._journal_event("WITNESS_REVOKE", hold)
+        self._journal_event(JournalKind.WITNESS_REVOKE, hold)
         return {
             "witness": hold_id,
             "evicted": evicted,
@@ -566,25 +540,11 @@ class Kernel:
     def trust_epoch(self) -> int:
         return self._trust_epoch
 
-    def _journal_event(self, kind: str, hold: Hold) -> None:
-        journal = self._journal
-        if journal is None:
-            return
-        record = {
-            "kind": kind,
-            "tool": hold.tool,
-            "by": f"witness:{hold.id}"[:64],
-            "verdict": str(hold.state).upper(),
-            "digest": hold.digest,
-            "policy": self._state.policy.version,
-        }
-        try:
-            journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) kind=%s", type(exc).__name__, kind)
-            self._count("journal_faults")
+    def _journal_event(self, kind: JournalKind, hold: Hold) -> None:
+        policy = self._state.policy.version
+        if not self._audit.witness(kind, hold.tool, hold.id, str(hold.state), hold.digest, policy):
             msg = "the witness change could not be journaled; it stands, but is unaudited"
-            raise WitnessError("journal_unavailable", msg) from exc
+            raise WitnessError("journal_unavailable", msg)
 
     def context(self, *, user: str = "", system: str = "") -> Context:
         """A fresh provenance context for one run, seeded with the trusted text given."""
@@ -635,7 +595,7 @@ class Kernel:
             hit = self._vdso.get(key)
             if hit is not None:
                 self._count("vdso_hits")
-                if not self._journal_call("VDSO_HIT", call, _VDSO_ALLOW):
+                if not self._journal_call(JournalKind.VDSO_HIT, call, _VDSO_ALLOW):
                     return self._refuse(call, self._unaudited(), start)
                 _remember(call, hit.payload)
                 return CallOutcome(
@@ -647,7 +607,7 @@ class Kernel:
         if entry is None:
             refusal = Verdict.deny(Reason.UNKNOWN_TOOL, "kernel", claim="no handler registered")
             self._count("denies", "unknown_tools")
-            self._journal_call("DENY", call, refusal)
+            self._journal_call(JournalKind.DENY, call, refusal)
             return self._refuse(call, refusal, start)
         if verdict.kind == VerdictKind.TRANSFORM and verdict.new_args is not None:
             args = dict(verdict.new_args)
@@ -694,18 +654,18 @@ class Kernel:
         match admission.verdict.kind:
             case VerdictKind.ALLOW:
                 self._count("admitted")
-                self._journal_result("ADMIT", result, admission)
+                self._journal_result(JournalKind.ADMIT, result, admission)
             case VerdictKind.TRANSFORM:
                 self._count("paged")
-                self._journal_result("PAGE_OUT", result, admission)
+                self._journal_result(JournalKind.PAGE_OUT, result, admission)
             case VerdictKind.DENY:
                 self._count("result_denies")
-                self._journal_result("RESULT_DENY", result, admission)
+                self._journal_result(JournalKind.RESULT_DENY, result, admission)
             case _:
                 self._count("quarantined")
-                self._journal_result("QUARANTINE", result, admission)
+                self._journal_result(JournalKind.QUARANTINE, result, admission)
                 for span in admission.spans:  # a span hold: one row per span, its own digest
-                    self._journal_span(result, span.reason, span.digest)
+                    self._audit.span(result, span.reason, span.digest)
         return admission
 
     def admit_value(
@@ -723,24 +683,6 @@ class Kernel:
             view = decoded_view(value).encode("utf-8", "replace")
         return self.admit_result(ToolResult(tool, payload, call_id, trace_id, view=view))
 
-    def _journal_span(self, result: ToolResult, reason: Reason, digest: str) -> None:
-        if self._journal is None:
-            return
-        record = {
-            "kind": "QUARANTINE_SPAN",
-            "tool": result.tool,
-            "trace_id": result.trace_id,
-            "verdict": str(VerdictKind.QUARANTINE),
-            "reason": reason.name,
-            "by": "ctxmmu",
-            "result_digest": digest,
-        }
-        try:
-            self._journal.append(record)
-        except Exception as exc:
-            logger.error("journal append failed (%s) tool=%s", type(exc).__name__, result.tool)
-            self._count("journal_faults")
-
     def clear(self, qid: str, witness: str = "") -> None:
         """Record a witness clearance for a held result (unknown ids raise LookupError).
         Under a named ``witness`` (a hold id), revoking that witness takes the clearance back;
@@ -752,9 +694,7 @@ class Kernel:
         if witness:
             with self._lock:
                 self._cleared_under.setdefault(witness, set()).add(qid)
-            note = getattr(self._witness, "note_cleared", None)
-            if callable(note):
-                note(witness, qid)
+            self._witness.note_cleared(witness, qid)
         self._count("cleared")
 
     def page_in(self, qid_or_ref: str) -> bytes:

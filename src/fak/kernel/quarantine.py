@@ -10,6 +10,9 @@ id keeps its stub and can never be paged in again. Bytes come
 back only through ``page_in``: a held id needs a witness ``clear`` first, and every page-in
 re-screens with the current chain. This module never logs, journals or returns held bytes
 except from an allowed ``page_in``; the kernel journals from the ``Admission`` (digests only).
+The records of held results live in a ``HeldTable`` (``fak.kernel.held``): this process's memory
+by default, or Redis shared by every worker (``fak.kernel.shared.RedisHeldTable``); when a shared
+table cannot be reached the ledger fails closed (a stub with no id, a refused clear or page-in).
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NoReturn
@@ -35,15 +37,25 @@ from fak.abi import (
     fold_rank,
 )
 from fak.abi.replies import Reply, reply_for_verdict
+from fak.kernel.held import (
+    DEFAULT_MAX_HELD,
+    DEFAULT_MAX_HELD_BYTES,
+    LEDGER_DOWN,
+    HeldRecord,
+    HeldSpan,
+    HeldTable,
+    MemoryHeldTable,
+)
 from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
 from fak.policy.manifest import ScreenSection
-from fak.screen import ResultAdmitter, default_admitters
+from fak.screen import ResultAdmitter, SourceAwareAdmitter, default_admitters
 from fak.screen.sources import DEFAULT_SETTINGS, ScreenPolicy, SourceRule, SourceSettings
 from fak.screen.spans import Span, cut, offending_spans
 
 __all__ = [
     "DEFAULT_MAX_HELD",
     "DEFAULT_MAX_HELD_BYTES",
+    "LEDGER_DOWN",
     "OVERSIZE_BYTES",
     "PAGEOUT_META",
     "PAGEOUT_OFF",
@@ -59,9 +71,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_MAX_HELD: Final = 8192
-DEFAULT_MAX_HELD_BYTES: Final = 256 * 1024 * 1024
-"""Total bytes of held (quarantined) results kept for page-in; the oldest are evicted past it."""
 OVERSIZE_BYTES: Final = 4096
 """A benign result longer than this is paged out behind a pointer stub (TRANSFORM)."""
 PAGEOUT_META: Final = "pageout"
@@ -97,17 +106,6 @@ class Admission:
     """With span quarantine: the spans cut out of ``payload`` (ids, offsets, digests; no bytes)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HeldSpan:
-    """One span held out of a partly admitted result: ``<qid>.<n>``, where it was, its digest."""
-
-    id: str
-    start: int
-    end: int
-    reason: Reason
-    digest: str
-
-
 class UnknownQuarantineId(LookupError):
     """``clear`` was given an id the ledger does not hold (never minted, or evicted)."""
 
@@ -126,22 +124,6 @@ class PageInRefused(PermissionError):
         self.ident = ident
 
 
-@dataclass(slots=True)
-class _Held:
-    ref: Ref  # inline when the store could not take the bytes (fail-closed fallback)
-    pinned: bool
-    reason: Reason
-    length: int = 0
-    cleared: bool = False
-    source: str = ""  # the tool whose result this was (its screen settings apply on page-in)
-    spans: tuple[HeldSpan, ...] = ()  # span quarantine: what was cut out
-    cleared_spans: frozenset[str] = frozenset()
-
-
-def _bad_max_held(value: object) -> bool:
-    return isinstance(value, bool) or not isinstance(value, int) or value < 1
-
-
 class QuarantineLedger:
     """Folds the result chain, pages out, holds quarantined bytes, gates page-in.
 
@@ -157,19 +139,17 @@ class QuarantineLedger:
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
         pageout_bytes: int = OVERSIZE_BYTES,
         memoize: bool = True,
+        table: HeldTable | None = None,
     ) -> None:
-        if _bad_max_held(max_held):
-            _log.warning("bad max_held %r, using the default %d", max_held, DEFAULT_MAX_HELD)
-            max_held = DEFAULT_MAX_HELD
-        if _bad_max_held(max_held_bytes):
-            _log.warning("bad max_held_bytes %r, using the default", max_held_bytes)
-            max_held_bytes = DEFAULT_MAX_HELD_BYTES
+        # the held records: a given (shared) table keeps its own bounds
+        self._table: HeldTable = (
+            table
+            if table is not None
+            else MemoryHeldTable(max_held=max_held, max_held_bytes=max_held_bytes)
+        )
         self._store = store
-        self._max_held = max_held
-        self._max_held_bytes = max_held_bytes
         # a benign result longer than this is paged out behind a pointer (0: never)
         self._pageout_bytes = max(0, pageout_bytes) if isinstance(pageout_bytes, int) else 0
-        self._held_bytes = 0
         self._admitters: tuple[ResultAdmitter, ...] = (
             default_admitters() if admitters is None else tuple(admitters)
         )
@@ -177,9 +157,6 @@ class QuarantineLedger:
         self._memo = VerdictMemo(enabled=self._memo_on(self._admitters))
         self._screen_policy = ScreenPolicy()
         self._lock = threading.Lock()
-        self._held: OrderedDict[str, _Held] = OrderedDict()
-        self._paged: OrderedDict[str, int] = OrderedDict()  # digest -> length, FIFO-bounded
-        self._minted = 0
         self._counts: dict[str, int] = dict.fromkeys(
             (
                 "total",
@@ -201,11 +178,11 @@ class QuarantineLedger:
     # -- views ------------------------------------------------------------------------------
     @property
     def max_held(self) -> int:
-        return self._max_held
+        return self._table.max_held
 
     @property
     def max_held_bytes(self) -> int:
-        return self._max_held_bytes
+        return self._table.max_held_bytes
 
     @property
     def admitters(self) -> tuple[ResultAdmitter, ...]:
@@ -216,9 +193,8 @@ class QuarantineLedger:
         """total, admitted, paged, quarantined, denied, evicted, cleared, paged_in, ..."""
         with self._lock:
             out = dict(self._counts)
-            out["held"] = len(self._held)
-            out["held_bytes"] = self._held_bytes
-            return out
+        out.update(self._table.stats())
+        return out
 
     @property
     def pollution_rate(self) -> float:
@@ -248,14 +224,25 @@ class QuarantineLedger:
     def screen_policy(self) -> ScreenPolicy:
         return self._screen_policy
 
+    @property
+    def shared(self) -> bool:
+        """True when the held table lives outside this process (``fak.kernel.shared``)."""
+        return self._table.shared
+
+    def ping(self) -> bool:
+        """True when the held table answers (a local one always does)."""
+        return self._table.ping()
+
+    def close(self) -> None:
+        """Release a shared table's connection (a no-op for the memory table)."""
+        self._table.close()
+
     def is_held(self, qid: str) -> bool:
-        with self._lock:
-            return qid in self._held
+        return self._table.get(qid) is not None
 
     def is_cleared(self, qid: str) -> bool:
-        with self._lock:
-            held = self._held.get(qid)
-            return held is not None and held.cleared
+        held = self._table.get(qid)
+        return held is not None and held.cleared
 
     # -- the fold ---------------------------------------------------------------------------
     def screen(self, data: bytes, digest: str = "", source: str = "") -> Verdict:
@@ -264,7 +251,7 @@ class QuarantineLedger:
         An admitter that raises or answers something that is not a Verdict holds the bytes
         (QUARANTINE TRUST_VIOLATION); an empty chain holds them too (DEFAULT_DENY). Given the
         bytes' sha256 ``digest``, a deterministic chain's earlier verdict is reused. ``source``
-        (the tool) picks the screen settings; admitters with ``admit_with`` receive them.
+        (the tool) picks the screen settings; a ``SourceAwareAdmitter`` receives them.
         """
         admitters, memo = self._admitters, self._memo  # one read each: see replace_admitters
         if not admitters:
@@ -292,9 +279,8 @@ class QuarantineLedger:
         name = "admitter"
         try:
             name = str(admitter.name) or name
-            admit_with = getattr(admitter, "admit_with", None)
-            if settings != DEFAULT_SETTINGS and callable(admit_with):
-                verdict = admit_with(data, settings)
+            if settings != DEFAULT_SETTINGS and isinstance(admitter, SourceAwareAdmitter):
+                verdict = admitter.admit_with(data, settings)
             else:
                 verdict = admitter.admit(data)
         except Exception as exc:  # an admitter fault holds the bytes (fail closed)
@@ -350,12 +336,12 @@ class QuarantineLedger:
         The original bytes are held (pinned) under the quarantine id exactly as a whole hold;
         each span gets an id ``<qid>.<n>`` and a stub in its place. None: hold the whole result.
         """
+        if not self._table.holds_spans:  # a table without span records holds the whole
+            return None
         spans = offending_spans(data, settings)
         if not spans:
             return None
-        with self._lock:
-            self._minted += 1
-            qid = f"q{self._minted}"
+        qid = self._table.reserve()
 
         def stub(index: int, span: Span) -> bytes:
             return _stub(f"{qid}.{index}", span.reason, span.end - span.start)
@@ -389,18 +375,14 @@ class QuarantineLedger:
         if len(stub) >= POINTER_MAX:
             return None
         try:
-            put_hashed = getattr(self._store, "put_hashed", None)  # skips a second sha256
-            ref = put_hashed(data, digest) if callable(put_hashed) else self._store.put(data)
+            ref = self._store.put_hashed(data, digest)  # skips a second sha256 where it can
         except Exception as exc:  # benign bytes: admitting them whole is the safe fallback
             _log.warning("page-out failed (%s); admitting %d bytes whole", type(exc), len(data))
             return None
         with self._lock:
             self._counts["total"] += 1
             self._counts["paged"] += 1
-            self._paged[digest] = len(data)
-            self._paged.move_to_end(digest)
-            while len(self._paged) > self._max_held:
-                self._paged.popitem(last=False)
+        self._table.note_paged(digest, len(data))
         verdict = Verdict.transform(stub_fields, _LEDGER, meta={"pageout": "oversize"})
         return Admission(verdict, stub, ref=ref, digest=digest)
 
@@ -416,19 +398,23 @@ class QuarantineLedger:
     ) -> Admission:
         ref, pinned = self._store_pinned(data, digest)
         reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
+        record = HeldRecord(ref, pinned, reason, len(data), source=source, spans=spans)
+        try:
+            qid, evicted = self._table.add(record, qid)
+        except ConnectionError:  # fail closed: held out, and with no id it never comes back
+            if pinned:
+                self._unpin(ref.digest)
+            qid, evicted = "", []
         with self._lock:
-            if not qid:
-                self._minted += 1
-                qid = f"q{self._minted}"
-            self._held[qid] = _Held(ref, pinned, reason, len(data), source=source, spans=spans)
-            self._held_bytes += len(data)
             self._counts["total"] += 1
             self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
-            evicted = self._evict_locked()
+            self._counts["evicted"] += len(evicted)
         for old in evicted:
-            self._unpin(old)
+            if old.pinned:
+                self._unpin(old.digest)
         detector = verdict.meta.get("detector", "")
-        claim = f"{verdict.by} {reason.name} {detector} quarantine_id={qid}".replace("  ", " ")
+        label = f"quarantine_id={qid}" if qid else LEDGER_DOWN
+        claim = f"{verdict.by} {reason.name} {detector} {label}".replace("  ", " ")
         meta = {**verdict.meta, "quarantine_id": qid}
         if verdict.kind == VerdictKind.DENY:
             final = Verdict.deny(reason, verdict.by, claim=claim, meta=meta)
@@ -440,15 +426,9 @@ class QuarantineLedger:
     def _store_pinned(self, data: bytes, digest: str) -> tuple[Ref, bool]:
         """Page the bytes out and pin them; on any failure keep them inline (fail closed)."""
         try:
-            put_pinned = getattr(self._store, "put_pinned", None)
-            if callable(put_pinned):
-                ref = put_pinned(data)
-                if not isinstance(ref, Ref):
-                    raise TypeError("put_pinned did not return a Ref")
-            else:
-                ref = self._store.put(data)
-                if ref.kind == RefKind.BLOB:
-                    self._store.pin(ref.digest)
+            ref = self._store.put_pinned(data)
+            if not isinstance(ref, Ref):
+                raise TypeError("put_pinned did not return a Ref")
             if ref.kind == RefKind.BLOB:
                 return ref, True
             return ref, False
@@ -458,50 +438,28 @@ class QuarantineLedger:
                 self._counts["inline_fallbacks"] += 1
             return Ref(digest=digest, length=len(data), kind=RefKind.INLINE, inline=data), False
 
-    def _evict_locked(self) -> list[_Held]:
-        out: list[_Held] = []
-        while self._held and (
-            len(self._held) > self._max_held or self._held_bytes > self._max_held_bytes
-        ):
-            _, held = self._held.popitem(last=False)
-            self._held_bytes -= held.length
-            self._counts["evicted"] += 1
-            out.append(held)
-        return out
-
-    def _unpin(self, held: _Held) -> None:
-        if not held.pinned:
-            return
+    def _unpin(self, digest: str) -> None:
         try:
-            self._store.unpin(held.ref.digest)
+            self._store.unpin(digest)
         except Exception as exc:
             _log.warning("unpin after eviction failed (%s)", type(exc))
 
     # -- clear / page-in --------------------------------------------------------------------
     def clear(self, qid: str) -> None:
-        """Record a witness clearance for a currently held id or span id; unknown ids raise."""
-        parent, span = _split_span_id(qid)
-        with self._lock:
-            held = self._held.get(parent)
-            if held is None or (span and not any(s.id == qid for s in held.spans)):
-                msg = f"no quarantined result with id {qid!r}"
-                raise UnknownQuarantineId(msg)
-            if span:
-                if qid not in held.cleared_spans:
-                    held.cleared_spans = held.cleared_spans | {qid}
-                    self._counts["cleared"] += 1
-            elif not held.cleared:
-                held.cleared = True
+        """Record a witness clearance for a currently held id or span id; unknown ids raise
+        ``UnknownQuarantineId``; an unreachable shared table raises ``ConnectionError``."""
+        done = self._table.clear(qid)
+        if done < 0:
+            msg = f"no quarantined result with id {qid!r}"
+            raise UnknownQuarantineId(msg)
+        if done:
+            with self._lock:
                 self._counts["cleared"] += 1
 
     def reseal(self, qid: str) -> bool:
-        """Take a clearance back (its witness was revoked); True if the id was cleared."""
-        with self._lock:
-            held = self._held.get(qid)
-            if held is None or not held.cleared:
-                return False
-            held.cleared = False
-            return True
+        """Take a clearance back (its witness was revoked); True if the id was cleared. An
+        unreachable shared table raises ``ConnectionError``."""
+        return self._table.reseal(qid)
 
     def page_in(self, qid_or_ref: str) -> bytes:
         """The original bytes of a cleared quarantine id or a paged-out digest, re-screened.
@@ -510,9 +468,11 @@ class QuarantineLedger:
         lost, and bytes the current chain still holds out.
         """
         parent, span_no = _split_span_id(qid_or_ref)
-        with self._lock:
-            held = self._held.get(parent)
-            paged = qid_or_ref in self._paged
+        try:
+            held = self._table.get(parent)
+            paged = held is None and self._table.is_paged(qid_or_ref)
+        except ConnectionError:
+            self._refuse(LEDGER_DOWN, qid_or_ref)
         piece: HeldSpan | None = None
         source: Ref | str
         if held is not None:

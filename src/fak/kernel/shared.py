@@ -1,18 +1,22 @@
-"""Decision state shared by N workers on Redis (tier T2): the quarantine ledger and vDSO epochs.
+"""Decision state shared by N workers on Redis (tier T2): held results, witnesses, vDSO epochs.
 
-``RedisLedger`` is the ``QuarantineLedger`` with its held table in Redis: ids are minted by one
-counter for the fleet, a held record (digest, length, reason, cleared) is one hash, the FIFO
-bound (count and bytes) is kept by the same Lua script that mints, and ``clear`` is one script
-too. So a result held via worker 1 can be cleared via worker 2 and paged in via worker 3; the
-bytes live pinned in the shared CAS. Screening, stubs and the page-in re-screen are the
-ledger's own. When Redis cannot be reached the ledger fails closed: a result that should be
-held is still replaced by its stub (with no id: it can never be paged in), a ``clear`` raises,
-and a page-in is refused.
+Each is the Redis implementation of a store Protocol whose memory implementation sits beside
+its user (composition: the ledger and the book take the store; nothing here subclasses them).
 
-``RedisWitnessBook`` is the ``WitnessBook`` on Redis: a call held via one worker is approved via
-another and admitted once via any (the approval is spent by one script, so two workers racing on
-it admit exactly one call); expiry is judged by Redis's clock, the same for every worker; a
-revoked id is revoked everywhere, and the clearances given under it are recorded there too.
+``RedisHeldTable`` is the ``QuarantineLedger``'s held table (``fak.kernel.held.HeldTable``) in
+Redis: ids are minted by one counter for the fleet, a held record (digest, length, reason,
+cleared) is one hash, the FIFO bound (count and bytes) is kept by the same Lua script that
+mints, and ``clear`` is one script too. So a result held via worker 1 can be cleared via worker
+2 and paged in via worker 3; the bytes live pinned in the shared CAS. Screening, stubs and the
+page-in re-screen are the ledger's own. When Redis cannot be reached the ledger fails closed: a
+result that should be held is still replaced by its stub (with no id: it can never be paged
+in), a ``clear`` raises, and a page-in is refused.
+
+``RedisWitnessStore`` is the ``WitnessBook``'s store (``fak.kernel.witness.WitnessStore``) on
+Redis: a call held via one worker is approved via another and admitted once via any (the
+approval is spent by one script, so two workers racing on it admit exactly one call); expiry is
+judged by Redis's clock, the same for every worker; a revoked id is revoked everywhere, and the
+clearances given under it are recorded there too.
 
 ``RedisEpochs`` holds the world version and the trust epoch every worker stamps its vDSO keys
 with, read before each cached answer; a bump anywhere makes every worker's older answers
@@ -26,38 +30,34 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import redis
 from redis.exceptions import RedisError
 
-from fak.abi import BlobStore, Reason, Ref, RefKind, Verdict, VerdictKind
-from fak.kernel.quarantine import (
+from fak.abi import Reason, Ref, RefKind
+from fak.kernel.held import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_HELD_BYTES,
-    OVERSIZE_BYTES,
-    Admission,
-    HeldSpan,
-    PageInRefused,
-    QuarantineLedger,
-    UnknownQuarantineId,
-    _stub,
+    LEDGER_DOWN,
+    Evicted,
+    HeldRecord,
+    held_bounds,
 )
 from fak.kernel.vdso import EpochStamp
-from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessBook, WitnessError
-from fak.screen import ResultAdmitter
-from fak.screen.sources import SourceSettings
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessError
 
-__all__ = ["LEDGER_DOWN", "EpochsUnavailable", "RedisEpochs", "RedisLedger", "RedisWitnessBook"]
+__all__ = [
+    "LEDGER_DOWN",
+    "EpochsUnavailable",
+    "RedisEpochs",
+    "RedisHeldTable",
+    "RedisWitnessStore",
+]
 
 _log = logging.getLogger(__name__)
-
-LEDGER_DOWN: Final = "ledger unavailable"
-"""``PageInRefused.why`` when the shared ledger cannot be reached."""
-
-_BENIGN = frozenset({VerdictKind.ALLOW, VerdictKind.DEFER, VerdictKind.TRANSFORM})
 
 # ARGV: prefix, digest, length, reason, pinned, max_held, max_bytes, inline bytes ('' if pinned)
 # -> {qid, evicted digest, evicted pinned, ...}
@@ -109,44 +109,68 @@ return 1
 """
 
 
-class RedisLedger(QuarantineLedger):
-    """A ``QuarantineLedger`` whose held table, FIFO bound and clearances live in Redis."""
+class RedisHeldTable:
+    """The quarantine ledger's held table in Redis (a ``fak.kernel.held.HeldTable``): ids minted
+    by one counter for the fleet, one hash per held record, the FIFO bound and clearances kept
+    by Lua scripts. Keeps no span records (a span finding holds the whole result: stricter,
+    never looser, than the memory table). An unreachable Redis raises ``ConnectionError``."""
 
     def __init__(
         self,
-        store: BlobStore,
         client: redis.Redis,
         *,
         max_held: int = DEFAULT_MAX_HELD,
-        admitters: Sequence[ResultAdmitter] | None = None,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
-        pageout_bytes: int = OVERSIZE_BYTES,
         prefix: str = "fak:ledger:",
     ) -> None:
-        super().__init__(
-            store,
-            max_held=max_held,
-            admitters=admitters,
-            max_held_bytes=max_held_bytes,
-            pageout_bytes=pageout_bytes,
-        )
+        self._max_held, self._max_held_bytes = held_bounds(max_held, max_held_bytes)
         self._client = client
         self._prefix = prefix
         self._hold_script = client.register_script(_HOLD)
         self._clear_script = client.register_script(_CLEAR)
         self._paged_script = client.register_script(_PAGED)
         self._reseal_script = client.register_script(_RESEAL)
-        self._counts["ledger_faults"] = 0
+        self._lock = threading.Lock()
+        self._faults = 0
 
-    def _fault(self, what: str, exc: BaseException) -> None:
+    def _fault(self, what: str, exc: BaseException) -> ConnectionError:
         _log.warning("shared ledger: %s failed (%s)", what, type(exc).__name__)
         with self._lock:
-            self._counts["ledger_faults"] += 1
+            self._faults += 1
+        return ConnectionError(LEDGER_DOWN)
 
-    # -- views ------------------------------------------------------------------------------
     @property
-    def counters(self) -> dict[str, int]:
-        out = super().counters
+    def client(self) -> redis.Redis:
+        return self._client
+
+    @property
+    def shared(self) -> bool:
+        return True
+
+    @property
+    def holds_spans(self) -> bool:
+        return False
+
+    @property
+    def max_held(self) -> int:
+        return self._max_held
+
+    @property
+    def max_held_bytes(self) -> int:
+        return self._max_held_bytes
+
+    def ping(self) -> bool:
+        try:
+            return bool(self._client.ping())
+        except RedisError:
+            return False
+
+    def close(self) -> None:
+        self._client.close()
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            out = {"ledger_faults": self._faults}
         try:
             with self._client.pipeline(transaction=False) as pipe:
                 pipe.llen(self._prefix + "order")
@@ -157,167 +181,88 @@ class RedisLedger(QuarantineLedger):
             out["held"] = out["held_bytes"] = -1  # unknown: the store is down
         return out
 
-    def _record(self, qid: str) -> list[Any]:
-        """digest, length, cleared, inline bytes (small results, or the CAS refused them)."""
-        key = self._prefix + "h:" + qid
-        return list(self._client.hmget(key, "digest", "length", "cleared", "inline"))
-
-    def is_held(self, qid: str) -> bool:
-        return self._record(qid)[0] is not None
-
-    def is_cleared(self, qid: str) -> bool:
-        return bool(self._record(qid)[2] == b"1")
-
-    @property
-    def client(self) -> redis.Redis:
-        return self._client
-
-    def ping(self) -> bool:
+    def reserve(self) -> str:
+        """A fresh id from the fleet's counter (the ledger asks only when ``holds_spans``)."""
         try:
-            return bool(self._client.ping())
-        except RedisError:
-            return False
+            return "q" + str(int(self._client.incr(self._prefix + "seq")))
+        except RedisError as exc:
+            raise self._fault("minting an id", exc) from exc
 
-    # -- admission --------------------------------------------------------------------------
-    def _page_out(self, data: bytes, digest: str) -> Admission | None:
-        admission = super()._page_out(data, digest)
-        if admission is not None:
-            try:
-                self._paged_script(args=[self._prefix, digest, self._max_held])
-            except RedisError as exc:  # only another worker's page-in of it is lost
-                self._fault("recording a page-out", exc)
-        return admission
-
-    def _hold_spans(
-        self, data: bytes, digest: str, verdict: Verdict, source: str, settings: SourceSettings
-    ) -> Admission | None:
-        """The shared ledger keeps no span table yet: a span finding holds the whole result
-        (stricter, never looser, than the local ledger)."""
-        return None
-
-    def _hold(
-        self,
-        data: bytes,
-        digest: str,
-        verdict: Verdict,
-        source: str = "",
-        *,
-        qid: str = "",
-        spans: tuple[HeldSpan, ...] = (),
-    ) -> Admission:
-        # ``source``/``qid``/``spans`` serve the local ledger's span holds, which this one
-        # never makes (see ``_hold_spans``); ids are minted by Redis, fleet-wide
-        ref, pinned = self._store_pinned(data, digest)
-        reason = verdict.reason if verdict.reason != Reason.NONE else Reason.TRUST_VIOLATION
+    def add(self, record: HeldRecord, qid: str = "") -> tuple[str, list[Evicted]]:
+        # ids are minted by Redis, fleet-wide; a reserved ``qid`` is never passed here (no
+        # span holds), and ``source`` / ``spans`` serve only the memory table's span holds
+        inline = record.ref.inline if not record.pinned else None
         try:
             out = self._hold_script(
                 args=[
                     self._prefix,
-                    digest,
-                    len(data),
-                    reason.name,
-                    "1" if pinned else "0",
+                    record.ref.digest,
+                    record.length,
+                    record.reason.name,
+                    "1" if record.pinned else "0",
                     self._max_held,
                     self._max_held_bytes,
-                    b"" if pinned else data,  # small results ride in the record itself
+                    inline or b"",  # small results ride in the record itself
                 ]
             )
-            qid = out[0].decode()
-        except RedisError as exc:  # fail closed: held out, and with no id it never comes back
-            self._fault("holding a result", exc)
-            if pinned:
-                self._unpin_digest(ref.digest)
-            qid = ""
-        with self._lock:
-            self._counts["total"] += 1
-            self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
-        if qid:
-            evicted = out[1:]
-            for i in range(0, len(evicted), 2):
-                with self._lock:
-                    self._counts["evicted"] += 1
-                if evicted[i + 1] == b"1":
-                    self._unpin_digest(evicted[i].decode())
-        detector = verdict.meta.get("detector", "")
-        label = f"quarantine_id={qid}" if qid else "ledger unavailable"
-        claim = f"{verdict.by} {reason.name} {detector} {label}".replace("  ", " ")
-        meta = {**verdict.meta, "quarantine_id": qid}
-        if verdict.kind == VerdictKind.DENY:
-            final = Verdict.deny(reason, verdict.by, claim=claim, meta=meta)
-        else:
-            final = Verdict.quarantine(reason, verdict.by, claim=claim, meta=meta)
-        name = Ref(digest=digest, length=len(data), kind=RefKind.BLOB)
-        return Admission(final, _stub(qid, reason, len(data)), qid, name, digest)
-
-    def _unpin_digest(self, digest: str) -> None:
-        try:
-            self._store.unpin(digest)
-        except Exception as exc:
-            _log.warning("unpin after eviction failed (%s)", type(exc).__name__)
-
-    # -- clear / page-in --------------------------------------------------------------------
-    def clear(self, qid: str) -> None:
-        """Record a witness clearance for a held id, for every worker; unknown ids raise
-        ``UnknownQuarantineId``; an unreachable ledger raises ``ConnectionError``."""
-        try:
-            done = int(self._clear_script(args=[self._prefix, qid]))
         except RedisError as exc:
-            self._fault("clear", exc)
-            raise ConnectionError(LEDGER_DOWN) from exc
-        if done < 0:
-            msg = f"no quarantined result with id {qid!r}"
-            raise UnknownQuarantineId(msg)
-        if done:
-            with self._lock:
-                self._counts["cleared"] += 1
+            raise self._fault("holding a result", exc) from exc
+        evicted = out[1:]
+        return out[0].decode(), [
+            Evicted(evicted[i].decode(), evicted[i + 1] == b"1") for i in range(0, len(evicted), 2)
+        ]
+
+    def get(self, qid: str) -> HeldRecord | None:
+        """The record (digest, length, cleared, inline bytes when not in the CAS)."""
+        key = self._prefix + "h:" + qid
+        try:
+            fields: list[Any] = list(
+                self._client.hmget(key, "digest", "length", "cleared", "inline", "reason")
+            )
+        except RedisError as exc:
+            raise self._fault("page-in lookup", exc) from exc
+        digest, length, cleared, inline, reason = fields
+        if digest is None:
+            return None
+        ref = (
+            Ref(digest.decode(), len(inline), RefKind.INLINE, inline=bytes(inline))
+            if inline
+            else Ref(digest.decode(), int(length), RefKind.BLOB)
+        )
+        why = reason.decode() if reason else ""
+        return HeldRecord(
+            ref,
+            pinned=not inline,
+            reason=Reason[why] if why in Reason.__members__ else Reason.TRUST_VIOLATION,
+            length=int(length or 0),
+            cleared=cleared == b"1",
+        )
+
+    def clear(self, qid: str) -> int:
+        try:
+            return int(self._clear_script(args=[self._prefix, qid]))
+        except RedisError as exc:
+            raise self._fault("clear", exc) from exc
 
     def reseal(self, qid: str) -> bool:
-        """Take a clearance back for every worker (its witness was revoked); True if the id
-        was cleared. An unreachable ledger raises ``ConnectionError``."""
         try:
             return bool(self._reseal_script(args=[self._prefix, qid]))
         except RedisError as exc:
-            self._fault("reseal", exc)
-            raise ConnectionError(LEDGER_DOWN) from exc
+            raise self._fault("reseal", exc) from exc
 
-    def page_in(self, qid_or_ref: str) -> bytes:
-        """As ``QuarantineLedger.page_in``, with the held table read from Redis."""
+    def note_paged(self, digest: str, length: int) -> None:
         try:
-            digest, length, cleared, inline = self._record(qid_or_ref)
-            paged = (
-                digest is None
-                and len(qid_or_ref) == 64
-                and self._client.zscore(self._prefix + "paged", qid_or_ref) is not None
-            )
+            self._paged_script(args=[self._prefix, digest, self._max_held])
+        except RedisError as exc:  # only another worker's page-in of it is lost
+            self._fault("recording a page-out", exc)
+
+    def is_paged(self, digest: str) -> bool:
+        if len(digest) != 64:
+            return False
+        try:
+            return self._client.zscore(self._prefix + "paged", digest) is not None
         except RedisError as exc:
-            self._fault("page-in lookup", exc)
-            self._refuse(LEDGER_DOWN, qid_or_ref)
-        source: Ref | str
-        if digest is not None:
-            if cleared != b"1":
-                self._refuse(PageInRefused.NOT_CLEARED, qid_or_ref)
-            if inline:
-                source = Ref(digest.decode(), len(inline), RefKind.INLINE, inline=bytes(inline))
-            else:
-                source = Ref(digest.decode(), int(length), RefKind.BLOB)
-        elif paged:
-            source = qid_or_ref
-        else:
-            self._refuse(PageInRefused.NOT_HELD, qid_or_ref)
-        try:
-            if isinstance(source, Ref) and source.inline is not None:
-                data = source.inline
-            else:
-                data = self._store.get(source)
-        except Exception as exc:
-            _log.warning("page-in read failed (%s)", type(exc).__name__)
-            self._refuse(PageInRefused.BYTES_LOST, qid_or_ref)
-        verdict = self.screen(data)
-        if verdict.kind not in _BENIGN:
-            self._refuse(PageInRefused.STILL_FAILS, qid_or_ref)
-        with self._lock:
-            self._counts["paged_in"] += 1
-        return data
+            raise self._fault("page-in lookup", exc) from exc
 
 
 class EpochsUnavailable(ConnectionError):
@@ -538,15 +483,15 @@ _RETENTION_S: Final = 86400.0
 trust-epoch bump that revoked them; the record is for listing and audit)."""
 
 
-class RedisWitnessBook(WitnessBook):
-    """The kernel's witness holds on Redis, shared by every worker (a ``WitnessBook``).
+class RedisWitnessStore:
+    """The kernel's witness holds on Redis, shared by every worker (a ``WitnessStore``).
 
     Fails closed when Redis cannot be reached: no hold is opened (the call stays refused), no
-    approval is spent, a presented witness counts as revoked, and approving or revoking raises
-    ``WitnessError`` with code ``witness_store_unavailable``.
+    approval is spent, and reading, approving or revoking raises ``WitnessError`` with code
+    ``witness_store_unavailable`` (so the book counts a presented witness as revoked).
     """
 
-    __slots__ = ("_client", "_prefix", "_scripts")
+    __slots__ = ("_capacity", "_client", "_ids", "_prefix", "_scripts", "_ttl_s")
 
     def __init__(
         self,
@@ -555,8 +500,14 @@ class RedisWitnessBook(WitnessBook):
         ttl_s: float = DEFAULT_TTL_S,
         capacity: int = 4096,
         prefix: str = "fak:witness:",
+        ids: Callable[[], str] = lambda: "w-" + secrets.token_hex(12),
     ) -> None:
-        super().__init__(lambda: 0.0, ttl_s=ttl_s, capacity=capacity)
+        if ttl_s <= 0 or capacity < 1:
+            msg = "witness ttl_s and capacity must be positive"
+            raise ValueError(msg)
+        self._ttl_s = float(ttl_s)
+        self._capacity = capacity
+        self._ids = ids
         self._client = client
         self._prefix = prefix
         self._scripts = {
@@ -569,6 +520,10 @@ class RedisWitnessBook(WitnessBook):
                 ("get", _W_GET),
             )
         }
+
+    @property
+    def ttl_s(self) -> float:
+        return self._ttl_s
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts[name](args=[self._prefix, *args])
@@ -619,13 +574,6 @@ class RedisWitnessBook(WitnessBook):
             raise self._down(exc) from exc
         return out
 
-    def is_revoked(self, hold_id: str) -> bool:
-        try:
-            hold = self.get(hold_id)
-        except WitnessError:
-            return True  # cannot tell: a presented witness is not trusted
-        return hold is not None and hold.state is HoldState.REVOKED
-
     # -- the kernel's side ------------------------------------------------------------------
     def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
         try:
@@ -634,10 +582,10 @@ class RedisWitnessBook(WitnessBook):
                 tool,
                 digest,
                 claim[:512],
-                self.ttl_s,
+                self._ttl_s,
                 self._capacity,
                 self._ids(),
-                max(self.ttl_s, _RETENTION_S),
+                max(self._ttl_s, _RETENTION_S),
             )
             return self.get(got[0].decode()) if got else None
         except (RedisError, WitnessError) as exc:
@@ -686,7 +634,7 @@ class RedisWitnessBook(WitnessBook):
         try:
             with self._client.pipeline(transaction=True) as pipe:
                 pipe.sadd(key, qid)
-                pipe.expire(key, int(self.ttl_s + _RETENTION_S))
+                pipe.expire(key, int(self._ttl_s + _RETENTION_S))
                 pipe.execute()
         except RedisError as exc:
             raise self._down(exc) from exc

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -48,6 +49,11 @@ class SharedEpochs(Protocol):
     def bump_world(self) -> int: ...
 
     def bump_trust(self) -> int: ...
+
+    def follow(self, on_change: Callable[[str, int], None], stop: threading.Event) -> None:
+        """Call ``on_change(kind, value)`` for every bump from now on until ``stop`` is set
+        (run it in a thread; outages are waited out, never raised)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

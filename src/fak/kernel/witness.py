@@ -10,6 +10,10 @@ expiry is admitted once and the approval is spent. A revoked approval never admi
 States: pending -> approved -> used; any of them -> revoked; pending/approved -> expired (by
 the clock). Ids are unguessable (``secrets``) and single-purpose. Thread-safe; bounded (the
 oldest settled entries go first, and a full book of live holds refuses a new one: fail closed).
+
+The ``WitnessBook`` keeps its holds in a ``WitnessStore``: this process's memory
+(``MemoryWitnessStore``, here) or Redis shared by every worker
+(``fak.kernel.shared.RedisWitnessStore``). A store that cannot answer makes the book fail closed.
 """
 
 from __future__ import annotations
@@ -17,12 +21,21 @@ from __future__ import annotations
 import enum
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, Protocol
 
-__all__ = ["DEFAULT_TTL_S", "Hold", "HoldState", "WitnessBook", "WitnessError"]
+__all__ = [
+    "DEFAULT_TTL_S",
+    "Hold",
+    "HoldState",
+    "MemoryWitnessStore",
+    "WitnessBook",
+    "WitnessError",
+    "WitnessStore",
+]
 
 DEFAULT_TTL_S: Final = 900.0
 DEFAULT_CAPACITY: Final = 4096
@@ -70,10 +83,118 @@ class WitnessError(LookupError):
         self.message = message
 
 
-class WitnessBook:
-    """The kernel's holds. ``clock`` is wall time in seconds (injected for tests)."""
+def _new_id() -> str:
+    return "w-" + secrets.token_hex(12)
 
-    __slots__ = ("_capacity", "_clock", "_holds", "_ids", "_lock", "_open", "ttl_s")
+
+class WitnessStore(Protocol):
+    """Above: the ``WitnessBook``. Below: this process's memory, or Redis shared by workers.
+
+    A shared store that cannot be reached opens no hold and spends no approval (None), and
+    raises ``WitnessError("witness_store_unavailable")`` from a read, approval or revocation.
+    """
+
+    @property
+    def ttl_s(self) -> float: ...
+
+    def get(self, hold_id: str) -> Hold | None: ...
+
+    def holds(self) -> list[Hold]: ...
+
+    def hold(self, tool: str, digest: str, claim: str) -> Hold | None: ...
+
+    def consume(self, tool: str, digest: str) -> Hold | None: ...
+
+    def approve(self, hold_id: str, approver: str = "") -> Hold: ...
+
+    def revoke(self, hold_id: str) -> Hold: ...
+
+    def note_cleared(self, witness: str, qid: str) -> None:
+        """A held result was cleared under ``witness`` (a shared store records it so that a
+        revocation on any worker takes it back; this process's kernel remembers its own)."""
+        ...
+
+    def take_cleared(self, witness: str) -> set[str]:
+        """The clearances recorded under ``witness``, forgotten as they are taken."""
+        ...
+
+
+class WitnessBook:
+    """The kernel's holds, kept in a ``WitnessStore`` (memory unless one is given).
+
+    ``clock`` (wall time in seconds, injected for tests), ``ttl_s``, ``capacity`` and ``ids``
+    configure the memory store; a given ``store`` keeps its own.
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        capacity: int = DEFAULT_CAPACITY,
+        ids: Callable[[], str] = _new_id,
+        store: WitnessStore | None = None,
+    ) -> None:
+        self._store: WitnessStore = (
+            store
+            if store is not None
+            else MemoryWitnessStore(clock, ttl_s=ttl_s, capacity=capacity, ids=ids)
+        )
+
+    @property
+    def ttl_s(self) -> float:
+        return self._store.ttl_s
+
+    @property
+    def store(self) -> WitnessStore:
+        return self._store
+
+    def get(self, hold_id: str) -> Hold | None:
+        return self._store.get(hold_id)
+
+    def holds(self) -> list[Hold]:
+        """Every hold still on the book, oldest first."""
+        return self._store.holds()
+
+    def hold(self, tool: str, digest: str, claim: str) -> Hold | None:
+        """The open hold for this call (reused while it lives), else a new pending one.
+        None when the book is full of live holds (the caller keeps refusing: fail closed)."""
+        return self._store.hold(tool, digest, claim)
+
+    def consume(self, tool: str, digest: str) -> Hold | None:
+        """Spend the approval for exactly this call, if there is a live one."""
+        return self._store.consume(tool, digest)
+
+    def approve(self, hold_id: str, approver: str = "") -> Hold:
+        return self._store.approve(hold_id, approver)
+
+    def revoke(self, hold_id: str) -> Hold:
+        """Retire an id for good (idempotent for an id already revoked)."""
+        return self._store.revoke(hold_id)
+
+    def is_revoked(self, hold_id: str) -> bool:
+        try:
+            hold = self._store.get(hold_id)
+        except WitnessError:
+            return True  # cannot tell: a presented witness is not trusted
+        return hold is not None and hold.state is HoldState.REVOKED
+
+    def note_cleared(self, witness: str, qid: str) -> None:
+        """A held result was cleared under ``witness`` (see ``WitnessStore.note_cleared``)."""
+        self._store.note_cleared(witness, qid)
+
+    def take_cleared(self, witness: str) -> set[str]:
+        """Clearances recorded under ``witness`` by the store (none in memory: the kernel
+        remembers its own)."""
+        return self._store.take_cleared(witness)
+
+
+class MemoryWitnessStore:
+    """Holds in this process's memory. ``clock`` is wall time in seconds."""
+
+    __slots__ = ("_capacity", "_clock", "_holds", "_ids", "_lock", "_open", "_ttl_s")
 
     def __init__(
         self,
@@ -81,18 +202,22 @@ class WitnessBook:
         *,
         ttl_s: float = DEFAULT_TTL_S,
         capacity: int = DEFAULT_CAPACITY,
-        ids: Callable[[], str] = lambda: "w-" + secrets.token_hex(12),
+        ids: Callable[[], str] = _new_id,
     ) -> None:
         if ttl_s <= 0 or capacity < 1:
             msg = "witness ttl_s and capacity must be positive"
             raise ValueError(msg)
         self._clock = clock
-        self.ttl_s = float(ttl_s)
+        self._ttl_s = float(ttl_s)
         self._capacity = capacity
         self._ids = ids
         self._lock = threading.Lock()
         self._holds: OrderedDict[str, Hold] = OrderedDict()
         self._open: dict[tuple[str, str], str] = {}  # (tool, digest) -> pending/approved id
+
+    @property
+    def ttl_s(self) -> float:
+        return self._ttl_s
 
     # -- reading ----------------------------------------------------------------------------
     def _current(self, hold: Hold, now: float) -> Hold:
@@ -126,7 +251,7 @@ class WitnessBook:
                     return current
             if len(self._holds) >= self._capacity and not self._drop_settled(now):
                 return None
-            hold = Hold(self._ids(), tool, digest, claim, now, now + self.ttl_s)
+            hold = Hold(self._ids(), tool, digest, claim, now, now + self._ttl_s)
             self._holds[hold.id] = hold
             self._open[(tool, digest)] = hold.id
             return hold
@@ -188,9 +313,11 @@ class WitnessBook:
                 del self._open[(hold.tool, hold.digest)]
             return revoked
 
-    def is_revoked(self, hold_id: str) -> bool:
-        hold = self.get(hold_id)
-        return hold is not None and hold.state is HoldState.REVOKED
+    def note_cleared(self, witness: str, qid: str) -> None:
+        """Nothing to record: this process's kernel remembers its own clearances."""
+
+    def take_cleared(self, witness: str) -> set[str]:
+        return set()
 
     def _lookup(self, hold_id: str) -> Hold:
         hold = self._holds.get(hold_id)

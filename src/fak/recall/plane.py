@@ -4,8 +4,9 @@
 One object the gateway and the MCP tools share. It publishes what changed (tombstones,
 revocations, policy reloads, trace resets, and a world-version bump noticed after a call), records
 admitted results into per-session core images when a recall directory is configured, and
-attributes every kernel syscall to a vDSO hit or a miss with a closed reason. It reaches the
-kernel only through duck-typed reads (``tool_entry``, ``world_version``), never importing it.
+attributes every kernel syscall to a vDSO hit or a miss with a closed reason. It reads the
+kernel through ``KernelView`` (``tool_entry``, ``world_version``, ``trust_epoch``), a Protocol the
+kernel satisfies, never importing it (both sit in T2).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import enum
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 from fak.abi import Verdict
 from fak.recall.feed import ChangeFeed, ChangeKind
 from fak.recall.image import ContextChange
 from fak.recall.sessions import SessionDirectory
 
-__all__ = ["CoherencePlane", "VdsoMiss"]
+__all__ = ["CoherencePlane", "KernelView", "ToolHints", "VdsoMiss"]
 
 _log = logging.getLogger(__name__)
 
@@ -36,10 +37,34 @@ class VdsoMiss(enum.StrEnum):
     NOT_CACHED = "NOT_CACHED"
 
 
+class ToolHints(Protocol):
+    """What the kernel knows of a registered tool (``fak.kernel.ToolEntry``)."""
+
+    @property
+    def cacheable(self) -> bool: ...
+
+    @property
+    def mutates(self) -> bool: ...
+
+
+class KernelView(Protocol):
+    """What the plane reads from the kernel (``fak.kernel.Kernel`` satisfies it)."""
+
+    def tool_entry(self, name: str) -> ToolHints | None: ...
+
+    @property
+    def world_version(self) -> int: ...
+
+    @property
+    def trust_epoch(self) -> int: ...
+
+
 _READ_PREFIXES = ("get_", "read_", "search_", "list_", "lookup_", "find_", "calc")
 
 
-def miss_reason(kernel: Any, tool: str, served_by: str, revoked: bool = False) -> VdsoMiss | None:
+def miss_reason(
+    kernel: KernelView, tool: str, served_by: str, revoked: bool = False
+) -> VdsoMiss | None:
     """None for a vDSO hit, else why the call missed.
 
     A tool the kernel has no cacheable registration for is MISSING_HINTS, or RESOURCE_MISNAMED
@@ -51,15 +76,14 @@ def miss_reason(kernel: Any, tool: str, served_by: str, revoked: bool = False) -
         return None
     if revoked:
         return VdsoMiss.WITNESS_REVOKED
-    lookup = getattr(kernel, "tool_entry", None)
-    entry = lookup(tool) if callable(lookup) else None
+    entry = kernel.tool_entry(tool)
     if entry is None:
         return VdsoMiss.MISSING_HINTS
-    if getattr(entry, "mutates", False):
+    if entry.mutates:
         if tool.lower().startswith(_READ_PREFIXES):
             return VdsoMiss.RESOURCE_MISNAMED
         return VdsoMiss.DESTRUCTIVE
-    if not getattr(entry, "cacheable", False):
+    if not entry.cacheable:
         return VdsoMiss.MISSING_HINTS
     return VdsoMiss.NOT_CACHED
 
@@ -69,7 +93,7 @@ class CoherencePlane:
 
     def __init__(
         self,
-        kernel: Any,
+        kernel: KernelView,
         *,
         sessions: SessionDirectory | None = None,
         clock: Callable[[], float] | None = None,
@@ -83,12 +107,10 @@ class CoherencePlane:
         self._misses = dict.fromkeys(VdsoMiss, 0)
 
     def _world(self) -> int:
-        value = getattr(self._kernel, "world_version", 0)
-        return int(value) if isinstance(value, int) else 0
+        return self._kernel.world_version
 
     def _epoch(self) -> int:
-        value = getattr(self._kernel, "trust_epoch", 0)
-        return int(value) if isinstance(value, int) else 0
+        return self._kernel.trust_epoch
 
     # -- vDSO accounting and world bumps ----------------------------------------------------
     def observe_syscall(self, tool: str, served_by: str, *, revoked: bool = False) -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fak.abi import JournalSink, Reason, Verdict, VerdictKind, fold_rank
+from fak.abi.protocols import AuditJournal
+from fak.journal import JournalKind, journal_record, journal_rows
 from fak.recall.errors import RecallError, RecallErrorCode
 from fak.recall.image import (
     TAINT_QUARANTINED,
@@ -129,6 +131,7 @@ class Session:
             raise ValueError(f"promotion must be 'warn' or 'enforce', not {promotion!r}")
         self._promotion = promotion
         self.promotion_refusals = 0  # benign non-durable results refused (enforce) or counted
+        self.restored_tombstones = 0  # journaled tombstones an older image had lost (load)
         self._image = image
         self._admitters = default_admitters() if admitters is None else tuple(admitters)
         self._journal = journal
@@ -155,10 +158,51 @@ class Session:
 
     @classmethod
     def load(cls, image: ImageStore, **kwargs: object) -> Session:
-        """The image's session, after checking the manifest and every blob; else RecallError."""
+        """The image's session, after checking the manifest and every blob; else RecallError.
+
+        With a journal, a tombstone the journal records for this session but the manifest lacks
+        (an older ``manifest.json`` put back: a replay) is applied again, and the image is
+        persisted with it: a tombstone outlives any copy of the image that predates it."""
         manifest = decode_manifest(image.read_manifest())
         image.verify_blobs({p.digest: p.len for p in manifest.pages})
-        return cls(image, manifest, **kwargs)  # type: ignore[arg-type]
+        session = cls(image, manifest, **kwargs)  # type: ignore[arg-type]
+        if session._restore_tombstones():
+            session.persist()
+        return session
+
+    def _restore_tombstones(self) -> int:
+        """Apply again every journaled tombstone of this session the image lacks; how many."""
+        journal = self._journal
+        if not isinstance(journal, AuditJournal):
+            return 0
+        have = {c.digest for c in self._changes}
+        wanted: list[str] = []
+        key = self._session_id[:128]
+        for row in journal_rows(journal):
+            if row.get("kind") == JournalKind.TOMBSTONE and row.get("trace_id") == key:
+                digest = str(row.get("result_digest", "")).removeprefix("sha256:")
+                if digest and digest not in have:
+                    have.add(digest)
+                    wanted.append(digest)
+        restored = 0
+        for digest in wanted:
+            for page in self._pages:
+                if page.digest != digest or self._tombstoned(page.step):
+                    continue
+                self._changes.append(
+                    ContextChange(
+                        id=tombstone_id(self._session_id, page.step, digest),
+                        action="tombstone_page",
+                        step=page.step,
+                        digest=digest,
+                        reason="restored from the decision journal: this image had lost it",
+                        requested_by="journal",
+                        trust_epoch=self._trust_epoch,
+                    )
+                )
+                self.restored_tombstones += 1
+                restored += 1
+        return restored
 
     # -- views --------------------------------------------------------------------------------
     @property
@@ -420,12 +464,12 @@ class Session:
             role = page.role
         if self._journal is not None:
             self._journal.append(
-                {
-                    "kind": "TOMBSTONE",
-                    "tool": role,
-                    "trace_id": self._session_id[:128],
-                    "by": change.requested_by[:64],
-                    "result_digest": change.digest,
-                }
+                journal_record(
+                    JournalKind.TOMBSTONE,
+                    tool=role,
+                    trace_id=self._session_id[:128],
+                    by=change.requested_by[:64],
+                    result_digest=change.digest,
+                )
             )
         return change, True

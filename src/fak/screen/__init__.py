@@ -11,6 +11,7 @@ from fak.screen.admit import (
     DeobfuscatingScreen,
     FirstMatchScreen,
     ResultAdmitter,
+    SourceAwareAdmitter,
     default_admitters,
     finding_verdict,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "ResultAdmitter",
     "ScreenPolicy",
     "ShapeReport",
+    "SourceAwareAdmitter",
     "SourceRule",
     "SourceSettings",
     "answer_shape",

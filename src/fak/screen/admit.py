@@ -9,7 +9,7 @@ not inputs, so each is an independent gate. Admitters are pure; they never log t
 from __future__ import annotations
 
 import functools
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Final, Protocol, runtime_checkable
 
 from fak.abi import Verdict
 from fak.screen.deobfuscate import screen_deobfuscated
@@ -20,6 +20,7 @@ __all__ = [
     "DeobfuscatingScreen",
     "FirstMatchScreen",
     "ResultAdmitter",
+    "SourceAwareAdmitter",
     "default_admitters",
     "finding_verdict",
 ]
@@ -37,6 +38,15 @@ class ResultAdmitter(Protocol):
     def name(self) -> str: ...
 
     def admit(self, data: bytes) -> Verdict: ...
+
+
+@runtime_checkable
+class SourceAwareAdmitter(ResultAdmitter, Protocol):
+    """An admitter that honours per-source screen settings (the manifest's ``screen`` rules):
+    the ledger calls ``admit_with`` when a tool's settings differ from the defaults, and plain
+    ``admit`` otherwise (an admitter without settings is always judged by ``admit``)."""
+
+    def admit_with(self, data: bytes, settings: SourceSettings) -> Verdict: ...
 
 
 @functools.lru_cache(maxsize=64)
@@ -104,6 +114,12 @@ class DeobfuscatingScreen:
         """``admit`` under one source's settings (the ledger passes them per tool)."""
         found = screen_deobfuscated(data, include_raw=self._include_raw, settings=settings)
         return finding_verdict(found, self.name)
+
+
+_SOURCE_AWARE: Final[tuple[type[SourceAwareAdmitter], ...]] = (
+    FirstMatchScreen,
+    DeobfuscatingScreen,
+)  # the shipped admitters honour per-source settings (a renamed member fails the type check)
 
 
 def default_admitters() -> tuple[ResultAdmitter, ...]:

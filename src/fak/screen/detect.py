@@ -26,6 +26,7 @@ from fak.screen.injection import (
     score_cues,
     score_injection,
 )
+from fak.screen.intent import IntentHit, read_windows
 from fak.screen.pollution import find_repeats
 from fak.screen.secrets import (
     SECRET_FIND,
@@ -66,6 +67,7 @@ class Detector(enum.StrEnum):
     DECODE_DEPTH = "decode_depth"
     DECODE_BUDGET = "decode_budget"
     SCAN_BUDGET = "scan_budget"
+    INTENT_MODEL = "intent_model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,16 @@ def _injection_finding(hit: InjectionHit) -> Finding:
     )
 
 
+def _intent_finding(hit: IntentHit) -> Finding:
+    return Finding(
+        Reason.TRUST_VIOLATION,
+        Detector.INTENT_MODEL,
+        span=(hit.start, hit.end),
+        detail=f"logit={hit.logit:g}",
+        score=hit.logit,
+    )
+
+
 # --- repetition pollution ---------------------------------------------------------------------
 
 POLLUTION_MIN_BYTES = 512
@@ -151,7 +163,7 @@ def find_pollution(data: bytes) -> Finding | None:
     hit = find_repeats(data)
     if hit is None:
         return None
-    span = (hit.start, hit.end) if hit.view == "raw" else None
+    span = (hit.start, hit.end) if hit.view in ("raw", "edited") else None
     return Finding(
         Reason.OVERSIZE, Detector.REPEATED_CHUNK, span=span, detail=f"period={hit.period}"
     )
@@ -252,6 +264,13 @@ class _OverBudget(Exception):
     pass
 
 
+def _recorded(cues: Iterator[CueHit], seen: list[tuple[int, int, float]]) -> Iterator[CueHit]:
+    """The cues, each also noted in ``seen`` (the windows the intent model may read)."""
+    for cue in cues:
+        seen.append((cue.start, cue.end, cue.weight))
+        yield cue
+
+
 def screen_bytes(
     data: bytes,
     settings: SourceSettings | None = None,
@@ -270,8 +289,9 @@ def screen_bytes(
     use = settings or DEFAULT_SETTINGS
     if use.secrets or use.injection:
         scan = _Scan(data, use, starts)
+        seen: list[tuple[int, int, float]] = []
         try:
-            cues = scan.cues()
+            cues = _recorded(scan.cues(), seen)
             scored = score_cues(cues, use.injection_threshold, first=True)
             if not scored:  # drain: every candidate start must be seen
                 for _ in cues:
@@ -283,6 +303,8 @@ def screen_bytes(
             return _secret_finding(valid[0])
         if scored:
             return _injection_finding(scored[0])
+        if seen and (read := read_windows(data, seen, use.injection_threshold, first=True)):
+            return _intent_finding(read[0])  # cues below the threshold, read by the model
     if pollution and use.pollution:
         return find_pollution(data)
     return None

@@ -31,6 +31,7 @@ __all__ = [
     "CueFilter",
     "CueHit",
     "InjectionHit",
+    "find_cues",
     "make_cue",
     "score_cues",
     "score_injection",
@@ -59,6 +60,7 @@ class Cue(enum.StrEnum):
     EXFIL = "exfil_action"
     IMAGE_EXFIL = "image_exfil"
     META = "discussion"
+    CANDIDATE = "candidate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,9 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      "(?:\\b(?:envoyer|transfère|transférer|envoie|weiterleiten|sende|senden|enviar|reenvía|envía"
      "|Transfira|transfira|inviare|invia|condividi)\\b|转发|发送|転送|送信|전달|보내|переслать|отправь"
      "|перешли)[^\\n]{0,60}@".encode()),
+    # candidates: weight 0, they never score; they mark a window for the intent model to read
+    # (a tool named in snake_case after a verb of calling, directing the answer, a role to play)
+    (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b(?:respond|reply|answer)\s+(?:only\s+)?with\b|\byour (?:response|answer|reply|output)s?\b|\b(?:print|output|say)\s+(?:only\s+|exactly\s+)?[\"'`\[]|\bnothing else\b|\bend every (?:response|answer|reply)\b|\byou are (?:going|about) to\b|\b(?:act|acting) as (?:an?|the|my)\b|\bpretend (?:to be|you)\b|\bstay in character\b|\bfrom now on\b|\bfor the rest of this conversation\b|\b(?:prior|previous|original|current) task\b|\bthe above\b|\[system\])"),
     # text about injection, not an injection: lowers a window's score
     (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b|\b(?:prompt|chat) (?:format|template)s?\b|\bapply_chat_template\b|\{\{?\s*(?:system_prompt|system_message|user_message|prompt|query|input|bos_token)\s*\}\}?)"),
 )  # fmt: skip
@@ -333,7 +338,13 @@ class _Window:
 
     def families(self) -> tuple[str, ...]:
         """The families that carry the score (not hidden carriers, not discussion markers)."""
-        return tuple(sorted(str(f) for f in self.counts if f not in (Cue.HIDDEN, Cue.META)))
+        quiet = (Cue.HIDDEN, Cue.META, Cue.CANDIDATE)
+        return tuple(sorted(str(f) for f in self.counts if f not in quiet))
+
+
+def find_cues(text: bytes) -> list[CueHit]:
+    """Every cue of ``text`` in order (a repeat of one cue within a few bytes counted once)."""
+    return list(_cues(text))
 
 
 def score_injection(

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 __all__ = [
     "ANCHOR_STRIDE",
     "DOMINANT_RUN",
+    "EDITED_COPIES",
+    "EDITED_EQUAL",
+    "EDITED_PERIOD",
     "MAX_PERIOD",
     "MIN_PERIOD",
     "MIN_REPEATS",
@@ -206,4 +209,60 @@ def find_repeats(data: bytes) -> RepeatHit | None:
         return scan.hit
     if len(data) > _SMALL_BODY and not _near_hint(scan):
         return None
-    return _scan(fold(data), "folded").hit
+    folded = _scan(fold(data), "folded").hit
+    return folded if folded is not None else _edited(data)
+
+
+# Letters -> "a", digits -> "0", other ASCII kept, other bytes one value: a unit repeated with a
+# letter or digit changed here and there repeats exactly in this view.
+_CLASS = bytes(
+    97 if (65 <= b <= 90 or 97 <= b <= 122) else 48 if 48 <= b <= 57 else b if b < 128 else 128
+    for b in range(256)
+)
+_DIGITS = frozenset(b"0123456789")
+EDITED_PERIOD = 32
+"""Near repeats with edits count only for short units (a looping phrase, not a log line)."""
+EDITED_EQUAL = 0.85
+"""At least this fraction of the stretch's bytes equal the byte one period later."""
+EDITED_COPIES = 3
+"""Edits in at least this many copies: spread over the stretch, not one seam between two runs."""
+
+
+def _class_recurs(data: bytes) -> bool:
+    """A necessary condition, cheap: at some anchor, the next ``EDITED_PERIOD`` bytes' classes
+    recur within ``EDITED_PERIOD`` bytes (only 128 bytes per anchor are translated). A
+    reportable stretch (``need`` bytes, as ``_scan`` asks) with a period of at most
+    ``EDITED_PERIOD`` holds an anchor whose 2 x 64 bytes lie inside it when anchors are
+    ``need - 128`` bytes apart, so it always passes."""
+    size = len(data)
+    need = min(MIN_RUN, max(DOMINANT_RUN, (size + 1) // 2))
+    width = EDITED_PERIOD
+    for anchor in range(0, size - 2 * width + 1, need - 2 * width):
+        window = data[anchor : anchor + 2 * width].translate(_CLASS)
+        if window.find(window[:width], 1) >= 0:
+            return True
+    return False
+
+
+def _edited(data: bytes) -> RepeatHit | None:
+    """A short unit repeated with small edits (a letter changed here and there): the stretch
+    repeats exactly in the class view, at least ``EDITED_EQUAL`` of its bytes repeat exactly,
+    the differences fall in ``EDITED_COPIES`` or more copies and none of them is a digit (a
+    counter, an issue number or a timestamp column is a list or a log, not a loop)."""
+    if not _class_recurs(data):
+        return None
+    hit = _scan(data.translate(_CLASS), "edited", data).hit
+    if hit is None or hit.period > EDITED_PERIOD:
+        return None
+    start, end, period = hit.start, hit.end, hit.period
+    here, there = data[start : end - period], data[start + period : end]
+    diff = (int.from_bytes(here, "big") ^ int.from_bytes(there, "big")).to_bytes(len(here), "big")
+    differing = len(diff) - diff.count(0)
+    if differing > (1 - EDITED_EQUAL) * len(diff):
+        return None
+    at = [i for i, byte in enumerate(diff) if byte]
+    if len({i // period for i in at}) < EDITED_COPIES:
+        return None
+    if any(data[start + i] in _DIGITS or data[start + i + period] in _DIGITS for i in at):
+        return None  # a number changes: a list or a log (issue numbers, counters), not a loop
+    return RepeatHit(start, end, period, "edited")

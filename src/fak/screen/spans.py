@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from fak.abi import Reason
 from fak.screen.deobfuscate import screen_deobfuscated
-from fak.screen.injection import score_injection
+from fak.screen.injection import find_cues, score_cues
+from fak.screen.intent import read_windows
 from fak.screen.pollution import find_repeats
 from fak.screen.secrets import find_secrets
 from fak.screen.sources import DEFAULT_SETTINGS, SourceSettings
@@ -203,8 +204,12 @@ def offending_spans(data: bytes, settings: SourceSettings | None = None) -> list
     if use.secrets:
         found += [Span(h.start, h.end, Reason.SECRET_EXFIL) for h in find_secrets(data)]
     if use.injection:
-        hits = score_injection(data, use.injection_threshold)
+        cues = find_cues(data)
+        hits = score_cues(cues, use.injection_threshold)
         found += [Span(h.start, h.end, Reason.TRUST_VIOLATION) for h in hits]
+        spots = [(c.start, c.end, c.weight) for c in cues]
+        read = read_windows(data, spots, use.injection_threshold)
+        found += [Span(h.start, h.end, Reason.TRUST_VIOLATION) for h in read]
     if not found:
         # nothing on the raw bytes: an encoded token may carry it (cut as the token it is)
         decoded = _decoded_spans(data, use) or _line_spans(data, use)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 from fak.abi import (
     FinishReason,
@@ -136,3 +137,10 @@ class MockPlanner:
 
     async def aclose(self) -> None:
         return None
+
+    def stats(self) -> Mapping[str, Any] | None:
+        """None: the mock keeps no stats (a subclass may return numbers to test metrics)."""
+        return None
+
+    def set_error_hook(self, hook: Callable[[str], None]) -> None:
+        """No upstream, so no upstream failures to report."""

@@ -6,7 +6,11 @@ kept (bounded) so a test can prove what did, and did not, reach the upstream. Re
 a script (a ``PlannerTurn`` per request, or a function of the parsed request) rendered in the
 caller's wire, streamed or not; ``fail_with`` makes it answer an error status, ``garbage``
 an unparseable body. ``fixed`` skips parsing and returns the same pre-rendered turn (the
-benchmark's mode). Run it standalone: ``python -m fak.testing.upstream --port 9000``.
+benchmark's mode). ``structured`` answers like a real model asked for structured output: when a
+request carries a JSON schema (chat ``response_format``, Responses ``text.format``, Messages
+``output_config.format``), the reply's text is ``structured(schema)``; without one, the script
+answers (plain text), so a gateway that drops the field is caught. Run it standalone:
+``python -m fak.testing.upstream --port 9000``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +39,32 @@ from fak.wire import (
     split_after_spaces,
 )
 
-__all__ = ["MockUpstream", "Received", "tool_call_turn"]
+__all__ = ["MockUpstream", "Received", "asked_schema", "tool_call_turn"]
 
 Script = Callable[[TurnRequest], PlannerTurn] | Sequence[PlannerTurn]
+Structured = Callable[[Mapping[str, Any]], str]
+
+
+def asked_schema(body: Any) -> Mapping[str, Any] | None:
+    """The JSON schema a request asks the model's answer to follow, in any of the three
+    wires' shapes, or None when it asks for none."""
+    if not isinstance(body, Mapping):
+        return None
+    for outer, inner in (
+        ("response_format", None),
+        ("text", "format"),
+        ("output_config", "format"),
+    ):
+        fmt = body.get(outer)
+        if inner is not None:
+            fmt = fmt.get(inner) if isinstance(fmt, Mapping) else None
+        if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+            continue
+        holder = fmt.get("json_schema") if outer == "response_format" else fmt
+        schema = holder.get("schema") if isinstance(holder, Mapping) else None
+        if isinstance(schema, Mapping):
+            return schema
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +118,10 @@ class MockUpstream:
         *,
         fixed: PlannerTurn | None = None,
         keep: int = 256,
+        structured: Structured | None = None,
     ) -> None:
         self.script = script
+        self.structured = structured
         self.received: deque[Received] = deque(maxlen=keep)
         self.fail_with: int | None = None
         self.garbage = False
@@ -124,7 +153,11 @@ class MockUpstream:
         """Everything received, concatenated (for "this byte never arrived" assertions)."""
         return b"\n".join(r.body for r in self.received)
 
-    def _turn(self, request: TurnRequest) -> PlannerTurn:
+    def _turn(self, request: TurnRequest, body: bytes = b"") -> PlannerTurn:
+        if self.structured is not None:
+            schema = asked_schema(orjson.loads(body)) if body else None
+            if schema is not None:
+                return PlannerTurn(self.structured(schema), (), FinishReason.STOP, Usage(11, 7))
         script = self.script
         if script is None:
             return default_rule(request)
@@ -159,7 +192,7 @@ class MockUpstream:
             parsed = openai_chat.parse_request(orjson.loads(got))
         except (WireError, orjson.JSONDecodeError) as exc:
             return Response(orjson.dumps({"error": {"message": str(exc)}}), status_code=400)
-        o = _outcome(self._turn(parsed.turn), next(self._n), parsed.turn.model)
+        o = _outcome(self._turn(parsed.turn, got), next(self._n), parsed.turn.model)
         if not parsed.turn.stream:
             return Response(
                 orjson.dumps(openai_chat.render_response(o)), media_type="application/json"
@@ -180,7 +213,7 @@ class MockUpstream:
             return Response(
                 orjson.dumps({"type": "error", "error": {"message": str(exc)}}), status_code=400
             )
-        o = _outcome(self._turn(parsed.turn), next(self._n), parsed.turn.model)
+        o = _outcome(self._turn(parsed.turn, got), next(self._n), parsed.turn.model)
         body: dict[str, Any] = anthropic.render_response(o)
         body["usage"]["cache_read_input_tokens"] = 7
         if not parsed.turn.stream:
@@ -200,7 +233,7 @@ class MockUpstream:
         except (WireError, orjson.JSONDecodeError) as exc:
             return Response(orjson.dumps({"error": {"message": str(exc)}}), status_code=400)
         kinds = dict(parsed.options.get("tool_kinds") or {})
-        o = _outcome(self._turn(parsed.turn), next(self._n), parsed.turn.model, kinds)
+        o = _outcome(self._turn(parsed.turn, got), next(self._n), parsed.turn.model, kinds)
         if not parsed.turn.stream:
             return Response(
                 orjson.dumps(openai_responses.render_response(o)), media_type="application/json"

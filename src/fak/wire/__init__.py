@@ -22,6 +22,7 @@ from fak.wire.extension import (
     WireVerdict,
     anthropic_note,
     deny_summary,
+    refusal_note,
 )
 from fak.wire.names import WireName
 from fak.wire.outcome import ParsedRequest, TurnOutcome, split_after_spaces
@@ -47,5 +48,6 @@ __all__ = [
     "encode_event",
     "openai_chat",
     "openai_responses",
+    "refusal_note",
     "split_after_spaces",
 ]

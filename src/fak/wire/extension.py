@@ -2,7 +2,8 @@
 
 Owns the wire shape of a verdict (``WireVerdict``), of one call adjudication and one result
 admission, the extension object attached to a turn with tool activity, the deny summary written
-as content when no proposed call survives, and the leading ``[fak]`` note for the Anthropic wire.
+as content when no proposed call survives, the leading ``[fak]`` note for the Anthropic wire and
+the refusal note an OpenAI-wire turn carries in its text when only some calls survive.
 Never carries argument values or result bytes: names, verdicts, reasons and digests only.
 """
 
@@ -22,6 +23,7 @@ __all__ = [
     "WireVerdict",
     "anthropic_note",
     "deny_summary",
+    "refusal_note",
 ]
 
 ADMIT_ERROR = "ADMIT_ERROR"
@@ -158,6 +160,20 @@ def deny_summary(adjudications: Sequence[Adjudication]) -> str:
     """Content written in-band when no proposed call survived (for clients that skip ``fak``)."""
     refused = "; ".join(_refusal(a) for a in adjudications if not a.admitted)
     return f"[fak] no proposed tool call was admitted by the kernel: {refused}"
+
+
+def refusal_note(adjudications: Sequence[Adjudication]) -> str:
+    """The ``[fak]`` text an OpenAI-wire turn carries when some proposed calls were refused
+    and others survive (the model sees the survivors as calls and learns of the rest here),
+    or ``""`` when nothing was refused."""
+    refused = [a for a in adjudications if not a.admitted]
+    if not refused:
+        return ""
+    listed = "; ".join(_refusal(a) for a in refused)
+    return (
+        f"[fak] refused {len(refused)} tool call(s): {listed}. "
+        "Propose a different approach rather than repeating a refused call unchanged."
+    )
 
 
 def anthropic_note(ext: FakExtension) -> str:

@@ -24,7 +24,12 @@ class ParsedRequest:
 
     ``options`` holds sampling and routing knobs under neutral names: ``top_p`` (float),
     ``stop`` (tuple of str), ``tool_choice`` (``auto|none|required`` or ``tool:<name>``),
-    ``seed`` (int), ``parallel_tool_calls`` (bool), ``include_usage`` (bool).
+    ``seed`` (int), ``parallel_tool_calls`` (bool), ``include_usage`` (bool). A request a
+    wire parsed also carries ``wire`` (the ``WireName`` it came in on), ``extra`` (every
+    top-level field that wire does not govern, exactly as the client sent it: what
+    ``fak.wire.carry`` forwards, maps or refuses), and the client's own tool objects
+    (``raw_tools``; ``responses_tools`` on the Responses wire). A request without ``wire`` (a
+    native route's turn) renders its settings from the neutral names alone.
     """
 
     turn: TurnRequest

@@ -25,6 +25,7 @@ import orjson
 
 from fak.abi import VerdictKind
 from fak.gateway.mcp.config import OnChange
+from fak.journal import JournalKind, journal_record
 from fak.kernel import Kernel
 from fak.kernel.views import decoded_view
 
@@ -121,7 +122,7 @@ class Catalog:
                 )
         return out
 
-    def _journal(self, record: dict[str, Any]) -> None:
+    def _journal(self, record: dict[str, str]) -> None:
         journal = self._kernel.journal
         if journal is None:
             return
@@ -171,17 +172,19 @@ class Catalog:
             seen_before = exposed in self._baseline
             entry = self._judge(server, tool, digest, exposed)
             fresh[exposed] = entry
-            row: dict[str, Any] = {
-                "kind": "MCP_TOOL_CHANGED" if seen_before else "MCP_TOOL",
-                "tool": exposed,
-                "verdict": str(entry.state).upper(),
-                "reason": entry.why,
-                "by": "mcp-proxy",
-                "policy": self._kernel.policy_version,
-                "args_digest": digest.removeprefix("sha256:"),
-            }
-            if seen_before and old is not None:
-                row["result_digest"] = old.digest.removeprefix("sha256:")  # the one it replaced
+            replaced = seen_before and old is not None
+            row = journal_record(
+                JournalKind.MCP_TOOL_CHANGED if seen_before else JournalKind.MCP_TOOL,
+                tool=exposed,
+                verdict=str(entry.state).upper(),
+                reason=entry.why,
+                by="mcp-proxy",
+                policy=self._kernel.policy_version,
+                args_digest=digest.removeprefix("sha256:"),
+                # the definition it replaced
+                result_digest=old.digest.removeprefix("sha256:") if replaced and old else "",
+            )
+            if replaced:
                 self.rug_pulls += 1
                 _log.warning("mcp proxy: %s changed its definition -> %s", exposed, entry.state)
             elif entry.state is ToolState.POISONED:

@@ -41,6 +41,7 @@ from fak.gateway.mcp.config import ProxyConfig
 from fak.gateway.mcp.downstream import Downstream, DownstreamHooks, DownstreamUnavailable
 from fak.gateway.mcp.server import serve_server_stdio, tool_definitions, tool_result
 from fak.gateway.mcp.tools import McpTools
+from fak.journal import JournalKind, journal_record
 from fak.kernel import Kernel
 from fak.kernel.outcome import held_as_deny
 from fak.kernel.views import decoded_view
@@ -81,12 +82,10 @@ def _blob_text(res: types.BlobResourceContents) -> str | None:
     return text
 
 
-def _progress_token(meta: Any) -> Any:
+def _progress_token(meta: Mapping[str, Any] | None) -> Any:
     if not meta:
         return None
-    if isinstance(meta, Mapping):
-        return meta.get("progressToken", meta.get("progress_token"))
-    return getattr(meta, "progress_token", None)
+    return meta.get("progressToken", meta.get("progress_token"))
 
 
 class McpProxy:
@@ -165,13 +164,13 @@ class McpProxy:
 
     async def _refuse_request(self, downstream: Downstream, what: str) -> types.ErrorData:
         self._journal(
-            {
-                "kind": "MCP_SERVER_REQUEST",
-                "tool": f"{downstream.name}/{what}",
-                "verdict": "DENY",
-                "reason": "POLICY_BLOCK",
-                "by": _BY,
-            }
+            journal_record(
+                JournalKind.MCP_SERVER_REQUEST,
+                tool=f"{downstream.name}/{what}",
+                verdict="DENY",
+                reason="POLICY_BLOCK",
+                by=_BY,
+            )
         )
         self.counts[(downstream.name, what, "refused")] += 1
         message = f"fak: {what} by server {downstream.name!r} is not allowed (allow_{what})"
@@ -183,12 +182,12 @@ class McpProxy:
         if not downstream.spec.allow_sampling or self._upstream is None:
             return await self._refuse_request(downstream, "sampling")
         self._journal(
-            {
-                "kind": "MCP_SERVER_REQUEST",
-                "tool": f"{downstream.name}/sampling",
-                "verdict": "ALLOW",
-                "by": _BY,
-            }
+            journal_record(
+                JournalKind.MCP_SERVER_REQUEST,
+                tool=f"{downstream.name}/sampling",
+                verdict="ALLOW",
+                by=_BY,
+            )
         )
         return await self._upstream.send_request(
             types.CreateMessageRequest(params=params), types.CreateMessageResult
@@ -198,12 +197,12 @@ class McpProxy:
         if not downstream.spec.allow_elicitation or self._upstream is None:
             return await self._refuse_request(downstream, "elicitation")
         self._journal(
-            {
-                "kind": "MCP_SERVER_REQUEST",
-                "tool": f"{downstream.name}/elicitation",
-                "verdict": "ALLOW",
-                "by": _BY,
-            }
+            journal_record(
+                JournalKind.MCP_SERVER_REQUEST,
+                tool=f"{downstream.name}/elicitation",
+                verdict="ALLOW",
+                by=_BY,
+            )
         )
         return await self._upstream.send_request(
             types.ElicitRequest(params=params), types.ElicitResult
@@ -223,7 +222,7 @@ class McpProxy:
             )
 
     # -- journal & replies ----------------------------------------------------------------------
-    def _journal(self, record: dict[str, Any]) -> bool:
+    def _journal(self, record: dict[str, str]) -> bool:
         journal = self.kernel.journal
         if journal is None:
             return True
@@ -257,16 +256,16 @@ class McpProxy:
     def _proxy_deny(self, call: ToolCall, verdict: Verdict) -> None:
         """A refusal the proxy makes before the kernel folds (unknown, poisoned, held tool)."""
         self._journal(
-            {
-                "kind": "DENY",
-                "tool": call.tool,
-                "trace_id": call.trace_id,
-                "verdict": str(verdict.kind),
-                "reason": verdict.reason.name,
-                "by": verdict.by,
-                "digest": args_digest(call.args),
-                "policy": self.kernel.policy_version,
-            }
+            journal_record(
+                JournalKind.DENY,
+                tool=call.tool,
+                trace_id=call.trace_id,
+                verdict=str(verdict.kind),
+                reason=verdict.reason.name,
+                by=verdict.by,
+                digest=args_digest(call.args),
+                policy=self.kernel.policy_version,
+            )
         )
 
     # -- the wall -------------------------------------------------------------------------------
@@ -502,7 +501,7 @@ class McpProxy:
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             proxy._upstream = ctx.session
-            token = _progress_token(ctx.meta) or _progress_token(getattr(params, "meta", None))
+            token = _progress_token(ctx.meta) or _progress_token(params.meta)
             return await proxy.call(params.name, params.arguments, token, ctx.session)
 
         async def list_resources(

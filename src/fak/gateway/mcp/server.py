@@ -26,6 +26,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -177,7 +178,7 @@ async def serve_server_stdio(
             nonlocal answered
             async with to_server:
                 async for item in read_stream:
-                    message = getattr(item, "message", None)
+                    message = item.message if isinstance(item, SessionMessage) else None
                     if isinstance(message, types.JSONRPCRequest):
                         pending.add(message.id)
                     await to_server.send(item)
@@ -189,7 +190,7 @@ async def serve_server_stdio(
         async def pump_out() -> None:
             async with write_stream:
                 async for item in from_server:
-                    message = getattr(item, "message", None)
+                    message = item.message if isinstance(item, SessionMessage) else None
                     if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                         pending.discard(message.id)
                         answered.set()

@@ -23,13 +23,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from fak.abi import Context, ToolCall, VerdictKind
+from fak.abi import AuditJournal, Context, ToolCall, VerdictKind
 from fak.gateway.boundary import RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import KeyCheck, json_response
 from fak.gateway.routes.inputs import context, gateway, read_object
 from fak.gateway.state import GatewayState
 from fak.journal import RowError, rows_after
+from fak.kernel import Admission, CallOutcome, Kernel
 from fak.wire import WireVerdict
 
 __all__ = [
@@ -76,15 +77,16 @@ def _trace(request: Request, body: Mapping[str, Any]) -> str:
     return t if isinstance(t, str) and t else str(request.scope.get("fak.trace_id", ""))
 
 
-def file_events(path: str, journal: Any = None) -> Callable[[int, int], list[dict[str, Any]]]:
+def file_events(
+    path: str, journal: AuditJournal | None = None
+) -> Callable[[int, int], list[dict[str, Any]]]:
     """A reader for ``/v1/fak/events``: rows with ``seq > since``, from the journal's in-memory
     tail when it covers the cursor, else by seeking the file from the cursor (never a re-read
     of the whole journal)."""
-    tail = getattr(journal, "rows_after", None)
 
     def read(since: int, limit: int) -> list[dict[str, Any]]:
-        if callable(tail):
-            rows = tail(since, limit)
+        if journal is not None:
+            rows = journal.rows_after(since, limit)
             if rows is not None:
                 return list(rows)
         return rows_after(path, since, limit)
@@ -95,7 +97,7 @@ def file_events(path: str, journal: Any = None) -> Callable[[int, int], list[dic
 # -- witness holds: list, approve, revoke ------------------------------------------------
 
 
-def _witness_auth(state: GatewayState, request: Request) -> Any:
+def _witness_auth(state: GatewayState, request: Request) -> Kernel:
     """The kernel's witness side, once the request may use it."""
     o, kernel = state.options, state.kernel
     if o.witness_key:
@@ -112,8 +114,6 @@ def _witness_auth(state: GatewayState, request: Request) -> Any:
             "approving or revoking a witness needs a key: start fak serve with "
             "--witness-key-env VAR (or --require-key-env VAR)",
         )
-    if not callable(getattr(kernel, "approve_witness", None)):
-        raise GatewayError(404, "witness_unsupported", "this kernel keeps no witness holds")
     return kernel
 
 
@@ -227,17 +227,16 @@ def _call(request: Request, body: Mapping[str, Any], trace_id: str) -> ToolCall:
     )
 
 
-def _observe_syscall(state: GatewayState, call: ToolCall, outcome: Any) -> None:
+def _observe_syscall(state: GatewayState, call: ToolCall, outcome: CallOutcome) -> None:
     """Tell the coherence plane how the call was served (and whether its witness is revoked)."""
     if state.plane is None:
         return
     meta = call.meta
-    book = getattr(state.kernel, "witnesses", None)
-    revoked = bool(meta.get("witness")) and book is not None and book.is_revoked(meta["witness"])
-    state.plane.observe_syscall(call.tool, getattr(outcome, "served_by", ""), revoked=revoked)
+    revoked = bool(meta.get("witness")) and state.kernel.witnesses.is_revoked(meta["witness"])
+    state.plane.observe_syscall(call.tool, outcome.served_by, revoked=revoked)
 
 
-def _syscall_verdict(outcome: Any, admission: Any) -> WireVerdict:
+def _syscall_verdict(outcome: CallOutcome, admission: Admission | None) -> WireVerdict:
     """The call's verdict, unless admitting its result refused or quarantined it."""
     verdict = WireVerdict.of(outcome.verdict)
     if admission is not None and admission.verdict.kind != VerdictKind.ALLOW:
@@ -250,12 +249,12 @@ def _syscall_verdict(outcome: Any, admission: Any) -> WireVerdict:
 
 
 def _syscall_body(
-    outcome: Any, admission: Any, verdict: WireVerdict, trace_id: str
+    outcome: CallOutcome, admission: Admission | None, verdict: WireVerdict, trace_id: str
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "status": outcome.status,
         "content": bytes(outcome.payload).decode("utf-8", errors="replace"),
-        "served_by": getattr(outcome, "served_by", ""),
+        "served_by": outcome.served_by,
     }
     if admission is not None and admission.quarantine_id:
         result["quarantine_id"] = admission.quarantine_id
@@ -277,7 +276,7 @@ async def syscall(request: Request) -> Response:
     except (TypeError, ValueError) as exc:
         raise GatewayError(400, "invalid_call", f"the kernel rejected the call: {exc}") from exc
     _observe_syscall(state, call, outcome)
-    admission = getattr(outcome, "admission", None)
+    admission = outcome.admission
     verdict = _syscall_verdict(outcome, admission)
     state.boundary.record("syscall", call.tool, context(request), verdict, t0)
     return json_response(_syscall_body(outcome, admission, verdict, trace_id))
@@ -332,10 +331,7 @@ async def reload(request: Request) -> Response:
     except Exception as exc:  # the loader's message says what is wrong with the file
         _log.warning("policy reload failed; the running floor is unchanged")
         raise GatewayError(400, "policy_reload_failed", f"policy reload failed: {exc}") from exc
-    replace_policy = getattr(kernel, "replace_policy", None)
-    if replace_policy is None:
-        raise GatewayError(404, "policy_reload_unavailable", "the kernel cannot replace its policy")
-    replace_policy(policy)
+    kernel.replace_policy(policy)
     if state.plane is not None:
         state.plane.policy_reloaded(o.policy_source)
     return json_response({"reloaded": True, "source": o.policy_source, "summary": dict(summary)})

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import anyio.to_thread
 from prometheus_client import CollectorRegistry, Gauge
@@ -23,10 +22,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fak.abi import Reachable
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response
 from fak.gateway.metrics import CONTENT_TYPE
 from fak.gateway.routes.inputs import gateway, read_body
+from fak.kernel import Kernel
 from fak.wire import WireName
 
 __all__ = [
@@ -42,13 +43,17 @@ __all__ = [
 ]
 
 
-def store_probes(kernel: Any) -> dict[str, Callable[[], bool]]:
+def store_probes(kernel: Kernel) -> dict[str, Callable[[], bool]]:
     """The kernel's stores that can say whether they are reachable (the shared ones)."""
     probes: dict[str, Callable[[], bool]] = {}
-    for name, attr in (("cas", "store"), ("ledger", "ledger"), ("journal", "journal")):
-        ping = getattr(getattr(kernel, attr, None), "ping", None)
-        if callable(ping):
-            probes[name] = ping
+    parts: tuple[tuple[str, Reachable | None], ...] = (
+        ("cas", kernel.store),
+        ("ledger", kernel.ledger),
+        ("journal", kernel.journal),
+    )
+    for name, part in parts:
+        if part is not None and part.shared:
+            probes[name] = part.ping
     return probes
 
 
@@ -58,7 +63,7 @@ class StoreWatch:
 
     __slots__ = ("_gauge", "probes")
 
-    def __init__(self, kernel: Any, registry: CollectorRegistry) -> None:
+    def __init__(self, kernel: Kernel, registry: CollectorRegistry) -> None:
         self.probes = store_probes(kernel)
         self._gauge = (
             Gauge("fak_store_up", "1 when the shared store answers", ["store"], registry=registry)

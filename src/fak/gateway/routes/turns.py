@@ -302,10 +302,9 @@ async def _first(gen: AsyncIterator[_T], deadline: float | None) -> _T:
     try:
         return await _bounded(anext(gen), deadline)
     except BaseException:
-        aclose = getattr(gen, "aclose", None)
-        if aclose is not None:
+        if isinstance(gen, AsyncGenerator):
             with contextlib.suppress(BaseException):
-                await aclose()
+                await gen.aclose()
         raise
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -105,6 +106,10 @@ class ProxyPlanner:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def stats(self) -> Mapping[str, Any] | None:
+        """None: the proxy keeps no stats of its own (the gateway counts its turns)."""
+        return None
 
     # -- forwarding ---------------------------------------------------------------------
     def _headers(self, passthrough: Passthrough | None) -> dict[str, str]:

@@ -22,8 +22,11 @@ from fak.abi import (
     Usage,
 )
 from fak.wire.anthropic.blocks import input_object
+from fak.wire.carry import carry
 from fak.wire.errors import WireError
 from fak.wire.fields import as_object, req_str
+from fak.wire.media import render_part
+from fak.wire.names import WireName
 from fak.wire.outcome import ParsedRequest
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "usage_extra",
 ]
 
+MESSAGES = WireName.ANTHROPIC
 ANTHROPIC_VERSION = "2023-06-01"  # the anthropic-version header fak sends upstream
 BAD_UPSTREAM = "upstream_bad_response"
 BAD_TOOL_CALLS = "upstream_bad_tool_calls"
@@ -59,9 +63,55 @@ def _assistant_json(m: Message, thinking: tuple[dict[str, Any], ...] = ()) -> di
     return {"role": "assistant", "content": blocks}
 
 
+def _user_json(m: Message) -> dict[str, Any]:
+    if not m.parts:
+        return {"role": "user", "content": m.content}
+    blocks = [
+        {"type": "text", "text": p} if isinstance(p, str) else render_part(p, MESSAGES)
+        for p in m.parts
+    ]
+    return {"role": "user", "content": blocks}
+
+
+def _tools(parsed: ParsedRequest, same_wire: bool) -> list[dict[str, Any]]:
+    """The tools still offered: a Messages client's own tool objects unchanged (cache_control
+    and all), else each rendered from its spec."""
+    offered = {t.name for t in parsed.turn.tools}
+    raw = parsed.options.get("raw_tools") if same_wire else None
+    if raw:
+        return [dict(t) for t in raw if t.get("name") in offered]
+    out: list[dict[str, Any]] = []
+    for t in parsed.turn.tools:
+        tool: dict[str, Any] = {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": dict(t.parameters),
+        }
+        if t.strict is not None:
+            tool["strict"] = t.strict
+        out.append(tool)
+    return out
+
+
+def _legacy(turn: Any, opts: Mapping[str, Any], body: dict[str, Any]) -> None:
+    """The sampling settings of a request no wire parsed (a native route's turn)."""
+    if turn.temperature is not None:
+        body["temperature"] = min(turn.temperature, 1.0)
+    if turn.session:
+        body["metadata"] = {"user_id": turn.session}
+    if "top_p" in opts:
+        body["top_p"] = opts["top_p"]
+    if opts.get("stop"):
+        body["stop_sequences"] = list(opts["stop"])
+
+
 def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, Any]:
-    """Canonical form → a Messages request body for an Anthropic upstream."""
+    """Canonical form → a Messages request body for an Anthropic upstream. Messages and tools
+    come from what fak parsed and screened; every other field the client sent is carried by
+    ``fak.wire.carry`` (unchanged from a Messages client, mapped or refused from another
+    wire). ``max_tokens``, which this wire requires, defaults to 4096 when nothing set it."""
     turn, opts = parsed.turn, parsed.options
+    source = opts.get("wire")
     system = [m.content for m in turn.messages if m.role is Role.SYSTEM]
     out: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
@@ -77,41 +127,30 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
             out.append({"role": "user", "content": results})
             results = []
         if m.role is Role.USER:
-            out.append({"role": "user", "content": m.content})
+            out.append(_user_json(m))
         elif m.role is Role.ASSISTANT:
             out.append(_assistant_json(m, thinking.get(assistant_turns, ())))
             assistant_turns += 1
     if results:
         out.append({"role": "user", "content": results})
-    body: dict[str, Any] = {
-        "model": turn.model,
-        "max_tokens": turn.max_tokens if turn.max_tokens is not None else 4096,
-        "messages": out,
-    }
+    body: dict[str, Any] = {"model": turn.model, "messages": out}
     if system:
         body["system"] = "\n\n".join(system)
     if turn.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-            for t in turn.tools
-        ]
-    if turn.temperature is not None:
-        body["temperature"] = min(turn.temperature, 1.0)
-    if turn.session:
-        body["metadata"] = {"user_id": turn.session}
-    if "top_p" in opts:
-        body["top_p"] = opts["top_p"]
-    if opts.get("stop"):
-        body["stop_sequences"] = list(opts["stop"])
+        body["tools"] = _tools(parsed, source == MESSAGES)
     choice = opts.get("tool_choice")
     if isinstance(choice, str):
         if choice.startswith("tool:"):
             body["tool_choice"] = {"type": "tool", "name": choice[5:]}
         else:
             body["tool_choice"] = {"type": {"required": "any"}.get(choice, choice)}
-    for key, value in (opts.get("anthropic_extra") or {}).items():
-        if key not in body:  # thinking settings too: the thinking blocks travel with them
-            body[key] = value
+        if source == MESSAGES and opts.get("parallel_tool_calls") is False:
+            body["tool_choice"]["disable_parallel_tool_use"] = True
+    if source is None:
+        _legacy(turn, opts, body)
+    else:
+        carry(opts.get("extra") or {}, source, MESSAGES, body)
+    body.setdefault("max_tokens", turn.max_tokens if turn.max_tokens is not None else 4096)
     if stream:
         body["stream"] = True
     return body

@@ -5,8 +5,9 @@ go upstream (``forwardable_as_is``); a ``TurnOutcome`` → the message (``render
 SSE sequence message_start … message_stop (``MessageEvents``). ``tool_result`` blocks become TOOL
 messages (their tool name is recovered from the ``tool_use`` they answer). Text, tool_use and
 tool_result blocks are carried; thinking blocks (model-signed and opaque, never tool output) ride
-beside their assistant turn; image and document blocks have no text to screen and travel only in
-a byte-for-byte passthrough. The other direction is ``client``; ``blocks`` holds what both share.
+beside their assistant turn; a user's own image and document blocks are kept as ``Part`` values
+for the upstream, while those inside a tool result are held out with a ``[fak]`` note. The other
+direction is ``client``; ``blocks`` holds what both share.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from fak.abi import (
     ToolSpec,
     TurnRequest,
 )
+from fak.abi.turn import Part
 from fak.wire.anthropic.blocks import input_object
+from fak.wire.carry import GOVERNED
 from fak.wire.errors import WireError
 from fak.wire.fields import (
     INVALID,
@@ -38,6 +41,8 @@ from fak.wire.fields import (
     req_str,
     stop_list,
 )
+from fak.wire.media import read_part
+from fak.wire.names import WireName
 from fak.wire.outcome import ParsedRequest, TurnOutcome, split_after_spaces
 
 __all__ = [
@@ -48,6 +53,7 @@ __all__ = [
 ]
 
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_CLIENT = (None, "custom")  # tool types the client runs (any other is a server tool)
 # Blocks without text (a screenshot Claude Code read, a PDF): forwarded only inside the client's
 # own bytes; a rebuilt request carries the text around them, not them.
 _MEDIA_BLOCKS = frozenset({"image", "document"})
@@ -78,9 +84,7 @@ def _text_blocks(value: Any, where: str) -> str:
     for i, raw in enumerate(value):
         b = as_object(raw, f"{where}[{i}]")
         kind = b.get("type")
-        if kind in _MEDIA_BLOCKS:
-            continue  # no text to screen; travels only with the client's own bytes
-        if kind != "text":
+        if kind != "text":  # system text only: an image has no place there
             raise _unsupported(kind, f"{where}[{i}]")
         texts.append(req_str(b, "text", f"{where}[{i}]"))
     return "\n\n".join(texts)
@@ -137,27 +141,39 @@ def _tool_result_text(value: Any, where: str) -> str:
     return "\n\n".join(texts)
 
 
+def _user_message(texts: list[str], parts: list[str | Part], media: bool) -> Message:
+    return Message(Role.USER, "\n\n".join(texts), parts=tuple(parts) if media else ())
+
+
 def _user(content: Any, at: str, names: dict[str, str]) -> list[Message]:
+    """A user turn: its text, image and document blocks (the user's own: kept, in order, for
+    the upstream) and its tool_result blocks (each a TOOL message)."""
     if isinstance(content, str):
         return [Message(Role.USER, content)]
     if not isinstance(content, list):
         raise WireError(INVALID, f"{at}.content must be a string or an array", f"{at}.content")
     out: list[Message] = []
     texts: list[str] = []
+    parts: list[str | Part] = []
+    media = False
     for i, raw in enumerate(content):
         where = f"{at}.content[{i}]"
         b = as_object(raw, where)
         kind = b.get("type")
         if kind == "text":
-            texts.append(req_str(b, "text", where))
+            text = req_str(b, "text", where)
+            texts.append(text)
+            parts.append(text)
             continue
         if kind in _MEDIA_BLOCKS:
-            continue  # an image or document the user attached: no text to screen
+            media = True
+            parts.append(read_part(WireName.ANTHROPIC, b, where))
+            continue
         if kind != "tool_result":
             raise _unsupported(kind, where)
-        if texts:
-            out.append(Message(Role.USER, "\n\n".join(texts)))
-            texts = []
+        if texts or media:
+            out.append(_user_message(texts, parts, media))
+            texts, parts, media = [], [], False
         call_id = req_str(b, "tool_use_id", where)
         out.append(
             Message(
@@ -167,8 +183,8 @@ def _user(content: Any, at: str, names: dict[str, str]) -> list[Message]:
                 name=names.get(call_id, "tool_result"),
             )
         )
-    if texts or not out:
-        out.append(Message(Role.USER, "\n\n".join(texts)))
+    if texts or media or not out:
+        out.append(_user_message(texts, parts, media))
     return out
 
 
@@ -221,7 +237,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
     specs: list[ToolSpec] = []
     for i, raw in enumerate(value):
         t = as_object(raw, f"tools[{i}]")
-        if t.get("type") not in (None, "custom"):
+        if t.get("type") not in _CLIENT:
             continue  # a server tool would run where the kernel never sees it: not forwarded
         schema = t.get("input_schema")
         specs.append(
@@ -231,6 +247,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 parameters=as_object(schema, f"tools[{i}].input_schema")
                 if schema is not None
                 else {},
+                strict=opt_bool(t, "strict"),
             )
         )
     return tuple(specs)
@@ -303,6 +320,8 @@ def parse_request(body: Any) -> ParsedRequest:
     choice = _tool_choice(obj.get("tool_choice"))
     if choice is not None:
         options["tool_choice"] = choice
+        if obj["tool_choice"].get("disable_parallel_tool_use") is True:
+            options["parallel_tool_calls"] = False  # said the OpenAI way round
     stripped = [k for k in _BYPASS_KEYS if k in obj]
     stripped += [
         f"tools[{i}] ({t.get('type')})"
@@ -311,33 +330,21 @@ def parse_request(body: Any) -> ParsedRequest:
     ]
     if stripped:
         options["stripped"] = tuple(stripped)
-    extra = {k: v for k, v in obj.items() if k not in _READ_KEYS and k not in _BYPASS_KEYS}
+    options["wire"] = WireName.ANTHROPIC
+    extra = {k: v for k, v in obj.items() if k not in GOVERNED[WireName.ANTHROPIC]}
     if extra:
-        options["anthropic_extra"] = extra
+        options["extra"] = extra
+    raw_tools = [
+        t for t in obj.get("tools") or () if isinstance(t, Mapping) and t.get("type") in _CLIENT
+    ]
+    if raw_tools:
+        options["raw_tools"] = tuple(raw_tools)
     if thinking:
         options["anthropic_thinking"] = thinking
     return ParsedRequest(turn, options)
 
 
 # -- passthrough: which requests may be forwarded byte for byte ------------------------------
-# Top-level keys fak reads itself (everything else carries no content the model reads as a
-# message or a tool result: sampling, thinking, context management, output settings, metadata,
-# fields from newer API versions; those travel unchanged, also when the request is rebuilt).
-_READ_KEYS = frozenset(
-    {
-        "model",
-        "max_tokens",
-        "messages",
-        "system",
-        "tools",
-        "tool_choice",
-        "temperature",
-        "top_p",
-        "stop_sequences",
-        "stream",
-        "metadata",
-    }
-)
 # Keys that would run tools where the kernel never sees them: never forwarded.
 _BYPASS_KEYS = ("mcp_servers", "container")
 _BLOCK_KEYS = {

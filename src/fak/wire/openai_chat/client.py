@@ -15,9 +15,13 @@ from fak.abi import (
     Message,
     PlannerTurn,
     Role,
+    ToolSpec,
     Usage,
 )
+from fak.wire.carry import carry
 from fak.wire.errors import WireError
+from fak.wire.media import render_part
+from fak.wire.names import WireName
 from fak.wire.openai_chat.calls import read_tool_calls, render_call
 from fak.wire.outcome import ParsedRequest
 
@@ -33,41 +37,62 @@ _FINISH_IN = {
     "tool_calls": FinishReason.TOOL_CALLS,
     "function_call": FinishReason.TOOL_CALLS,
 }
+CHAT = WireName.OPENAI_CHAT
 BAD_UPSTREAM = "upstream_bad_response"
 BAD_TOOL_CALLS = "upstream_bad_tool_calls"
 
 
-def _render_message(m: Message) -> dict[str, Any]:
+def _content(m: Message) -> str | list[dict[str, Any]]:
+    if not m.parts:
+        return m.content
+    return [
+        {"type": "text", "text": p} if isinstance(p, str) else render_part(p, CHAT) for p in m.parts
+    ]
+
+
+def _render_message(m: Message, kinds: Mapping[str, str] | None = None) -> dict[str, Any]:
     if m.role is Role.TOOL:
         return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
     if m.role is Role.ASSISTANT and m.tool_calls:
         return {
             "role": "assistant",
             "content": m.content or None,
-            "tool_calls": [render_call(c) for c in m.tool_calls],
+            "tool_calls": [render_call(c, kinds) for c in m.tool_calls],
         }
-    return {"role": str(m.role), "content": m.content}
+    return {"role": str(m.role), "content": _content(m)}
 
 
-def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, Any]:
-    """Canonical form → a chat-completions request body for an upstream."""
-    turn, opts = parsed.turn, parsed.options
-    body: dict[str, Any] = {
-        "model": turn.model,
-        "messages": [_render_message(m) for m in turn.messages],
+def _tool(t: ToolSpec) -> dict[str, Any]:
+    fn: dict[str, Any] = {
+        "name": t.name,
+        "description": t.description,
+        "parameters": dict(t.parameters),
     }
-    if turn.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                },
-            }
-            for t in turn.tools
-        ]
+    if t.strict is not None:
+        fn["strict"] = t.strict
+    return {"type": "function", "function": fn}
+
+
+def _tool_name(raw: Any) -> str | None:
+    if not isinstance(raw, Mapping):
+        return None
+    inner = raw.get("custom") if raw.get("type") == "custom" else raw.get("function")
+    name = inner.get("name") if isinstance(inner, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def _tools(parsed: ParsedRequest, same_wire: bool) -> list[dict[str, Any]]:
+    """The tools still offered: a chat client's own tool objects unchanged (strict, custom
+    tools and all), else each rendered from its spec."""
+    offered = {t.name for t in parsed.turn.tools}
+    raw = parsed.options.get("raw_tools") if same_wire else None
+    if raw:
+        return [dict(t) for t in raw if _tool_name(t) in offered]
+    return [_tool(t) for t in parsed.turn.tools]
+
+
+def _legacy(turn: Any, opts: Mapping[str, Any], body: dict[str, Any]) -> None:
+    """The sampling settings of a request no wire parsed (a native route's turn)."""
     if turn.max_tokens is not None:
         body["max_tokens"] = turn.max_tokens
     if turn.temperature is not None:
@@ -78,6 +103,29 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
         body["top_p"] = opts["top_p"]
     if opts.get("stop"):
         body["stop"] = list(opts["stop"])
+    if "seed" in opts:
+        body["seed"] = opts["seed"]
+    if "parallel_tool_calls" in opts:
+        body["parallel_tool_calls"] = opts["parallel_tool_calls"]
+
+
+def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, Any]:
+    """Canonical form → a chat-completions request body for an upstream. Messages and tools
+    are rendered from what fak parsed and screened; every other field the client sent is
+    carried by ``fak.wire.carry`` (unchanged from a chat client, mapped or refused from
+    another wire)."""
+    turn, opts = parsed.turn, parsed.options
+    source = opts.get("wire")
+    body: dict[str, Any] = {
+        "model": turn.model,
+        # a chat client's custom tools stay custom, in the history as in ``tools``
+        "messages": [
+            _render_message(m, opts.get("tool_kinds") if source == CHAT else None)
+            for m in turn.messages
+        ],
+    }
+    if turn.tools:
+        body["tools"] = _tools(parsed, source == CHAT)
     choice = opts.get("tool_choice")
     if isinstance(choice, str):
         body["tool_choice"] = (
@@ -85,10 +133,12 @@ def render_request(parsed: ParsedRequest, *, stream: bool = False) -> dict[str, 
             if choice.startswith("tool:")
             else choice
         )
-    if "seed" in opts:
-        body["seed"] = opts["seed"]
-    if "parallel_tool_calls" in opts:
-        body["parallel_tool_calls"] = opts["parallel_tool_calls"]
+    if source is None:
+        _legacy(turn, opts, body)
+    else:
+        carry(opts.get("extra") or {}, source, CHAT, body)
+        if source == WireName.ANTHROPIC and opts.get("parallel_tool_calls") is False:
+            body["parallel_tool_calls"] = False  # Messages' tool_choice.disable_parallel_tool_use
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}

@@ -21,6 +21,8 @@ from fak.abi import (
     TurnRequest,
     Usage,
 )
+from fak.abi.turn import Part
+from fak.wire.carry import GOVERNED
 from fak.wire.errors import WireError
 from fak.wire.fields import (
     INVALID,
@@ -33,6 +35,8 @@ from fak.wire.fields import (
     req_str,
     stop_list,
 )
+from fak.wire.media import read_part
+from fak.wire.names import WireName
 from fak.wire.openai_chat.calls import read_tool_calls, render_call
 from fak.wire.outcome import ParsedRequest, TurnOutcome
 
@@ -58,30 +62,44 @@ _CUSTOM_INPUT = {
 
 
 # -- client request -------------------------------------------------------------------------
-def _content_text(value: Any, where: str) -> str:
+_HELD = "[fak] {what} in this tool result was held out: fak cannot screen it"
+
+
+def _content(value: Any, where: str, role: Role) -> tuple[str, tuple[str | Part, ...]]:
+    """A message's text (what screens read) and, for a user message with media, its parts in
+    order. Media in a tool result is held out with a note; elsewhere it is refused."""
     if value is None:
-        return ""
+        return "", ()
     if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts: list[str] = []
-        for i, part in enumerate(value):
-            p = as_object(part, f"{where}[{i}]")
-            kind = p.get("type")
-            if kind in ("text", "refusal", "input_text", "output_text"):
-                parts.append(
-                    req_str(p, "refusal" if kind == "refusal" else "text", f"{where}[{i}]")
-                )
-            elif kind in _MEDIA_PARTS:
-                continue  # no text to screen; the upstream turn carries the text around it
-            else:
-                raise WireError(
-                    "unsupported_content",
-                    f"{where}[{i}] has type {kind!r}; fak serve screens text only, send text parts",
-                    f"{where}[{i}].type",
-                )
-        return "".join(parts)
-    raise WireError(INVALID, f"{where} must be a string, null or an array of parts", where)
+        return value, ()
+    if not isinstance(value, list):
+        raise WireError(INVALID, f"{where} must be a string, null or an array of parts", where)
+    texts: list[str] = []
+    parts: list[str | Part] = []
+    media = False
+    for i, part in enumerate(value):
+        at = f"{where}[{i}]"
+        p = as_object(part, at)
+        kind = p.get("type")
+        if kind in ("text", "refusal", "input_text", "output_text"):
+            text = req_str(p, "refusal" if kind == "refusal" else "text", at)
+            texts.append(text)
+            parts.append(text)
+        elif kind in _MEDIA_PARTS and role is Role.USER:
+            media = True
+            parts.append(read_part(WireName.OPENAI_CHAT, p, at))
+        elif kind in _MEDIA_PARTS and role is Role.TOOL:
+            note = _HELD.format(what="an image" if kind == "image_url" else "a file")
+            texts.append(note)
+            parts.append(note)
+        else:
+            raise WireError(
+                "unsupported_content",
+                f"{at} has type {kind!r}; fak serve carries text parts here "
+                "(and a user's image, file and audio parts)",
+                f"{at}.type",
+            )
+    return "".join(texts), tuple(parts) if media else ()
 
 
 def _message(raw: Any, i: int, names: dict[str, str]) -> Message:
@@ -93,7 +111,7 @@ def _message(raw: Any, i: int, names: dict[str, str]) -> Message:
         raise WireError(
             INVALID, f"{at}.role must be system, developer, user, assistant or tool", f"{at}.role"
         )
-    content = _content_text(m.get("content"), f"{at}.content")
+    content, parts = _content(m.get("content"), f"{at}.content", role)
     if role is Role.ASSISTANT:
         calls = read_tool_calls(m.get("tool_calls"), f"{at}.tool_calls", names)
         return Message(Role.ASSISTANT, content, tool_calls=calls)
@@ -101,7 +119,7 @@ def _message(raw: Any, i: int, names: dict[str, str]) -> Message:
         call_id = req_str(m, "tool_call_id", at)
         name = names.get(call_id) or opt_str(m, "name", at) or "tool"
         return Message(Role.TOOL, content, tool_call_id=call_id, name=name)
-    return Message(role, content)
+    return Message(role, content, parts=parts)
 
 
 def _tools(value: Any) -> tuple[ToolSpec, ...]:
@@ -134,6 +152,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 parameters=as_object(params, f"tools[{i}].function.parameters")
                 if params is not None
                 else {},
+                strict=opt_bool(fn, "strict"),
             )
         )
     return tuple(specs)
@@ -153,9 +172,32 @@ def _tool_choice(value: Any) -> str | None:
     )
 
 
+def _refused(obj: Mapping[str, Any]) -> None:
+    """Governed fields fak refuses rather than forward: they would escape adjudication."""
+    for key, why in (
+        ("functions", "declare tools in tools, where fak adjudicates their calls"),
+        ("function_call", "choose a tool with tool_choice"),
+        ("web_search_options", "the provider would search out of the kernel's sight"),
+    ):
+        if obj.get(key) is not None:
+            raise WireError("unsupported_parameter", f"{key} is not forwarded: {why}", key)
+    n = obj.get("n")
+    if n is not None and n != 1:
+        raise WireError(
+            "unsupported_parameter",
+            "n must be 1 through fak: it adjudicates the calls of one choice",
+            "n",
+        )
+
+
 def parse_request(body: Any) -> ParsedRequest:
-    """A decoded chat-completions request → canonical form. Raises ``WireError``."""
+    """A decoded chat-completions request → canonical form. Raises ``WireError``.
+
+    ``options["extra"]`` keeps every field fak does not govern exactly as the client sent it
+    (``fak.wire.carry`` decides how it reaches an upstream), ``options["wire"]`` names this
+    wire, ``options["raw_tools"]`` the client's own tool objects."""
     obj = as_object(body, "body")
+    _refused(obj)
     raw_messages = req_list(obj, "messages", "body")
     if not raw_messages:
         raise WireError(INVALID, "messages must not be empty", "messages")
@@ -195,6 +237,12 @@ def parse_request(body: Any) -> ParsedRequest:
     kinds = _custom_kinds(obj.get("tools"))
     if kinds:
         options["tool_kinds"] = kinds
+    options["wire"] = WireName.OPENAI_CHAT
+    extra = {k: v for k, v in obj.items() if k not in GOVERNED[WireName.OPENAI_CHAT]}
+    if extra:
+        options["extra"] = extra
+    if isinstance(obj.get("tools"), list) and obj["tools"]:
+        options["raw_tools"] = tuple(obj["tools"])
     return ParsedRequest(turn, options)
 
 

@@ -19,12 +19,18 @@ from fak.abi import (
     PlannerTurn,
     ProposedCall,
     Role,
+    ToolSpec,
     Usage,
 )
+from fak.wire.carry import carry
 from fak.wire.errors import WireError
 from fak.wire.fields import as_object, req_str
+from fak.wire.media import render_part
+from fak.wire.names import WireName
 from fak.wire.openai_responses.items import SKIPPED_ITEMS, call_item, read_text, shell_arguments
 from fak.wire.outcome import ParsedRequest
+
+RESPONSES = WireName.OPENAI_RESPONSES
 
 __all__ = [
     "ResponsesStreamAccumulator",
@@ -65,12 +71,50 @@ def _native_tools(kept: Any, names: set[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _message_item(m: Message) -> dict[str, Any]:
+    content: str | list[dict[str, Any]] = m.content
+    if m.parts:
+        content = [
+            {"type": "input_text", "text": p} if isinstance(p, str) else render_part(p, RESPONSES)
+            for p in m.parts
+        ]
+    return {"type": "message", "role": str(m.role), "content": content}
+
+
+def _tool(t: ToolSpec) -> dict[str, Any]:
+    tool: dict[str, Any] = {
+        "type": "function",
+        "name": t.name,
+        "description": t.description,
+        "parameters": dict(t.parameters),
+    }
+    if t.strict is not None:
+        tool["strict"] = t.strict
+    return tool
+
+
+def _legacy(turn: Any, opts: Mapping[str, Any], body: dict[str, Any]) -> None:
+    """The sampling settings of a request no wire parsed (a native route's turn)."""
+    if turn.max_tokens is not None:
+        body["max_output_tokens"] = turn.max_tokens
+    if turn.temperature is not None:
+        body["temperature"] = turn.temperature
+    if turn.session:
+        body["user"] = turn.session
+    if "top_p" in opts:
+        body["top_p"] = opts["top_p"]
+    if "parallel_tool_calls" in opts:
+        body["parallel_tool_calls"] = opts["parallel_tool_calls"]
+
+
 def render_request(parsed: ParsedRequest) -> dict[str, Any]:
     """Canonical form → a Responses request (every message as an input item). Tools, calls
     and results of a request that came in on this wire keep their own shapes (namespaces,
-    custom and shell tools), and its fields fak does not read are carried over."""
+    custom and shell tools); every field fak does not govern is carried by
+    ``fak.wire.carry`` (unchanged from a Responses client, mapped or refused otherwise)."""
     turn = parsed.turn
     opts = parsed.options
+    source = opts.get("wire")
     kinds: Mapping[str, str] = opts.get("tool_kinds") or {}
     items: list[dict[str, Any]] = []
     for m in turn.messages:
@@ -78,42 +122,29 @@ def render_request(parsed: ParsedRequest) -> dict[str, Any]:
             items.append(_output_item(m, kinds.get(m.name or "", "")))
             continue
         if m.role is not Role.ASSISTANT or m.content or not m.tool_calls:
-            items.append({"type": "message", "role": str(m.role), "content": m.content})
+            items.append(_message_item(m))
         items.extend(call_item(c, "", kinds=kinds) for c in m.tool_calls)
-    body: dict[str, Any] = dict(opts.get("responses_extra") or {})
-    body.update(model=turn.model, input=items)
+    body: dict[str, Any] = {"model": turn.model, "input": items}
     if turn.tools:
         names = {t.name for t in turn.tools}
-        kept = opts.get("responses_tools")
+        kept = opts.get("responses_tools") if source == RESPONSES else None
         if kept:
             body["tools"] = _native_tools(kept, names)
         else:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                }
-                for t in turn.tools
-            ]
-    if turn.max_tokens is not None:
-        body["max_output_tokens"] = turn.max_tokens
-    if turn.temperature is not None:
-        body["temperature"] = turn.temperature
-    if turn.stream:
-        body["stream"] = True
-    if turn.session:
-        body["user"] = turn.session
-    if "top_p" in opts:
-        body["top_p"] = opts["top_p"]
+            body["tools"] = [_tool(t) for t in turn.tools]
     choice = opts.get("tool_choice")
     if isinstance(choice, str):
         body["tool_choice"] = (
             {"type": "function", "name": choice[5:]} if choice.startswith("tool:") else choice
         )
-    if "parallel_tool_calls" in opts:
-        body["parallel_tool_calls"] = opts["parallel_tool_calls"]
+    if source is None:
+        _legacy(turn, opts, body)
+    else:
+        carry(opts.get("extra") or {}, source, RESPONSES, body)
+        if source == WireName.ANTHROPIC and opts.get("parallel_tool_calls") is False:
+            body["parallel_tool_calls"] = False  # Messages' tool_choice.disable_parallel_tool_use
+    if turn.stream:
+        body["stream"] = True
     return body
 
 

@@ -1,7 +1,8 @@
 """OpenAI Responses API, the item shapes both directions read and write (tier T1, pure, no I/O).
 
-``read_text`` (a message's or an output's text parts), ``shell_arguments`` (a shell call's action
-→ the adjudicated arguments: ``command`` as one string beside the exact list the client runs),
+``read_parts``/``read_text`` (a message's or an output's text parts, a user's media kept),
+``shell_arguments`` (a shell call's action → the adjudicated arguments: ``command`` as one
+string beside the exact list the client runs),
 ``call_item`` (a call → its function, custom or shell call item, the inverse of both) and
 ``SKIPPED_ITEMS`` (items that carry nothing for the model to act on here).
 """
@@ -15,10 +16,13 @@ from typing import Any
 import orjson
 
 from fak.abi import ProposedCall
+from fak.abi.turn import Part
 from fak.wire.errors import WireError
 from fak.wire.fields import INVALID, as_object, req_str
+from fak.wire.media import read_part
+from fak.wire.names import WireName
 
-__all__ = ["SKIPPED_ITEMS", "call_item", "read_text", "shell_arguments"]
+__all__ = ["SKIPPED_ITEMS", "call_item", "read_parts", "read_text", "shell_arguments"]
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 # Items that carry nothing for the model to act on here: reasoning (often encrypted), and the
@@ -39,28 +43,47 @@ SKIPPED_ITEMS = frozenset(
 )
 
 
-def read_text(value: Any, where: str) -> str:
+_MEDIA_PARTS = frozenset({"input_image", "input_file"})
+
+
+def read_parts(value: Any, where: str, *, user: bool = False) -> tuple[str, tuple[str | Part, ...]]:
+    """A content's text (what screens read) and, for a user's message with media, its parts in
+    order (the media kept for the upstream). Media anywhere else (a tool's output) is held out:
+    a ``[fak]`` note takes its place."""
     if isinstance(value, str):
-        return value
+        return value, ()
     if not isinstance(value, list):
         raise WireError(INVALID, f"{where} must be a string or an array of parts", where)
     texts: list[str] = []
+    parts: list[str | Part] = []
+    media = False
     for i, raw in enumerate(value):
-        p = as_object(raw, f"{where}[{i}]")
+        at = f"{where}[{i}]"
+        p = as_object(raw, at)
         kind = p.get("type")
-        if kind in _TEXT_PARTS:
-            texts.append(req_str(p, "text", f"{where}[{i}]"))
-        elif kind == "refusal":
-            texts.append(req_str(p, "refusal", f"{where}[{i}]"))
-        elif kind in ("input_image", "input_file"):
-            continue  # no text to screen; the upstream turn carries the text around it
+        if kind in _TEXT_PARTS or kind == "refusal":
+            text = req_str(p, "refusal" if kind == "refusal" else "text", at)
+        elif kind in _MEDIA_PARTS and user:
+            media = True
+            parts.append(read_part(WireName.OPENAI_RESPONSES, p, at))
+            continue
+        elif kind in _MEDIA_PARTS:
+            what = "an image" if kind == "input_image" else "a file"
+            text = f"[fak] {what} in this tool result was held out: fak cannot screen it"
         else:
             raise WireError(
                 "unsupported_content",
-                f"{where}[{i}] has type {kind!r}; fak serve screens text only, send text parts",
-                f"{where}[{i}].type",
+                f"{at} has type {kind!r}; fak serve carries text parts here "
+                "(and a user's image and file parts)",
+                f"{at}.type",
             )
-    return "".join(texts)
+        texts.append(text)
+        parts.append(text)
+    return "".join(texts), tuple(parts) if media else ()
+
+
+def read_text(value: Any, where: str) -> str:
+    return read_parts(value, where)[0]
 
 
 def shell_arguments(name: str, action: Mapping[str, Any], where: str) -> str:

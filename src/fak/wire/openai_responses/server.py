@@ -25,6 +25,7 @@ from fak.abi import (
     TurnRequest,
     Usage,
 )
+from fak.wire.carry import GOVERNED
 from fak.wire.errors import WireError
 from fak.wire.fields import (
     INVALID,
@@ -36,7 +37,14 @@ from fak.wire.fields import (
     opt_str,
     req_str,
 )
-from fak.wire.openai_responses.items import SKIPPED_ITEMS, call_item, read_text, shell_arguments
+from fak.wire.names import WireName
+from fak.wire.openai_responses.items import (
+    SKIPPED_ITEMS,
+    call_item,
+    read_parts,
+    read_text,
+    shell_arguments,
+)
 from fak.wire.outcome import ParsedRequest, TurnOutcome
 
 __all__ = [
@@ -97,25 +105,6 @@ _SHELL_SPECS = {
 }
 _PLAIN_FUNCTION = frozenset({"type", "name", "description", "parameters"})
 _HOSTED_SHELL = frozenset({"container_auto", "container_reference"})
-# Top-level request fields fak reads itself; every other field is forwarded unchanged to a
-# Responses upstream, except the ones that would bring in state or tools fak never saw.
-_READ_FIELDS = frozenset(
-    {
-        "model",
-        "input",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "max_output_tokens",
-        "temperature",
-        "top_p",
-        "stream",
-        "user",
-        "previous_response_id",
-    }
-)
-_UNFORWARDED_FIELDS = frozenset({"conversation", "prompt", "stream_options", "background"})
 
 
 def _shell_output_text(value: Any, where: str) -> str:
@@ -157,7 +146,8 @@ def _items(value: Any) -> list[Message]:
                 raise WireError(
                     INVALID, f"{at}.role must be system, developer, user or assistant", f"{at}.role"
                 )
-            out.append(Message(role, read_text(item.get("content"), f"{at}.content")))
+            text, parts = read_parts(item.get("content"), f"{at}.content", user=role is Role.USER)
+            out.append(Message(role, text, parts=parts))
         elif kind in ("function_call", "custom_tool_call"):
             name = req_str(item, "name", at)
             ns = item.get("namespace")
@@ -225,6 +215,7 @@ def _function(t: Mapping[str, Any], where: str, name: str) -> ToolSpec:
         name=name,
         description=opt_str(t, "description", where),
         parameters=as_object(params, f"{where}.parameters") if params is not None else {},
+        strict=opt_bool(t, "strict"),
     )
 
 
@@ -320,14 +311,20 @@ def parse_request(body: Any) -> ParsedRequest:
     messages.extend(_items(obj.get("input")))
     if not messages:
         raise WireError(INVALID, "input must not be empty", "input")
-    for name in sorted(_UNFORWARDED_FIELDS & obj.keys()):
-        if name in ("conversation", "prompt") and obj.get(name) is not None:
+    for name in ("conversation", "prompt"):
+        if obj.get(name) is not None:
             raise WireError(
                 "unsupported_parameter",
                 f"{name} brings in server-side state fak cannot screen; send the whole "
                 "conversation in input instead",
                 name,
             )
+    if obj.get("background"):
+        raise WireError(
+            "unsupported_parameter",
+            "background responses are not forwarded: fak answers the turn it adjudicates",
+            "background",
+        )
     tools, kinds, stripped, kept = _tools(obj.get("tools"))
     turn = TurnRequest(
         model=opt_str(obj, "model", "body"),
@@ -354,9 +351,10 @@ def parse_request(body: Any) -> ParsedRequest:
         options["stripped"] = tuple(stripped)
     if any(t.get("type") != "function" or t.keys() - _PLAIN_FUNCTION for t in kept):
         options["responses_tools"] = tuple(kept)  # shapes a plain rendering would lose
-    extra = {k: v for k, v in obj.items() if k not in _READ_FIELDS and k not in _UNFORWARDED_FIELDS}
+    options["wire"] = WireName.OPENAI_RESPONSES
+    extra = {k: v for k, v in obj.items() if k not in GOVERNED[WireName.OPENAI_RESPONSES]}
     if extra:
-        options["responses_extra"] = extra
+        options["extra"] = extra
     return ParsedRequest(turn, options)
 
 
@@ -500,6 +498,10 @@ class ResponseEvents:
         frames: list[bytes] = []
         if o.text and not self._text_open:
             frames.extend(self.text_delta(o.text))
+        elif self._text_open:  # text decided after the stream began (a [fak] note) follows it
+            sent = "".join(self._text)
+            if len(o.text) > len(sent) and o.text.startswith(sent):
+                frames.extend(self.text_delta(o.text[len(sent) :]))
         if self._text_open:
             text = "".join(self._text)
             part = {"type": "output_text", "text": text, "annotations": []}

@@ -1,0 +1,217 @@
+"""Fits the screen's intent model (``fak.screen.intent``) on the train sources only.
+
+Reads the by-source corpus (``benchmarks/screen_sources.py``; only items whose source is in
+the ``train`` split) and the tune half of the generated corpus
+(``benchmarks/data/screen_corpus.jsonl``), cuts every item into overlapping windows (a positive
+window is the planted injection's own text), describes each by its concept features and its
+common words (words that the injections of ``--support`` train sources and the benign text of
+three train sources use), and fits a logistic regression (AdaGrad SGD, L2, fixed seed; each
+source's windows weigh the same in total). The decision logit is the smallest that holds the
+train benign items' false positives to ``--max-fp``, on the windows the runtime reads (around
+the cheap pass's cues). Held-out sources are never read. Writes
+``src/fak/screen/intent_weights.json.gz`` with its provenance. Deterministic for a given corpus.
+
+    .venv/bin/python benchmarks/screen_sources.py && .venv/bin/python benchmarks/screen_train.py
+    .venv/bin/python benchmarks/screen_train.py --validate pyrit   # leave one train source out
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import gzip
+import json
+import math
+import random
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from fak.screen import intent
+from fak.screen.injection import find_cues, score_injection
+from fak.screen.intent import WINDOW, features, words
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from screen_sources import BENIGN_SOURCES, PACKAGES  # noqa: E402
+from screen_sources import OUT as SOURCES  # noqa: E402
+
+GENERATED = ROOT / "benchmarks" / "data" / "screen_corpus.jsonl"
+WEIGHTS = ROOT / "src" / "fak" / "screen" / "intent_weights.json.gz"
+SEED = 25
+STRIDE = WINDOW // 2
+
+
+def _load(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
+
+
+def windows(item: dict[str, object]) -> list[tuple[str, int]]:
+    """(window text, label) pairs of one item; label -1 means unknown (skipped)."""
+    data = str(item["text"]).encode()
+    span = item.get("span")
+    out: list[tuple[str, int]] = []
+    for lo in range(0, max(1, len(data) - STRIDE), STRIDE):
+        piece = data[lo : lo + WINDOW]
+        text = piece.decode("utf-8", errors="ignore")
+        if item["label"] == "benign":
+            label = 0
+        elif isinstance(span, list):
+            s, e = int(span[0]), int(span[1])
+            overlap = min(e, lo + WINDOW) - max(s, lo)
+            label = 1 if overlap >= min(e - s, 120) else (0 if overlap <= 0 else -1)
+            if label == 1:  # the injection's own words, not the carrier's around it
+                text = data[max(s, lo) : min(e, lo + WINDOW)].decode("utf-8", errors="ignore")
+        else:  # generated corpus: no span recorded; a window with cues is the injection
+            label = 1 if score_injection(piece, 0.5) else -1
+        out.append((text, label))
+    return out
+
+
+def fit(
+    rows: list[tuple[dict[str, float], int, str]], epochs: int, l2: float
+) -> tuple[dict[str, float], float]:
+    """Logistic regression, AdaGrad SGD over sparse binary features. Each (source, label) pair
+    weighs the same in total: one source's many windows do not decide what injections are."""
+    rng = random.Random(SEED)
+    groups = Counter((source, label) for _, label, source in rows)
+    per_label = Counter(label for _, label in groups)
+    total = len(rows)
+    weight_of = {key: total / (2 * per_label[key[1]] * n) for key, n in groups.items()}
+    weights: dict[str, float] = {}
+    grads: dict[str, float] = {}
+    bias, bias_grad = 0.0, 1e-8
+    rate = 0.2
+    order = list(range(len(rows)))
+    for _ in range(epochs):
+        rng.shuffle(order)
+        for index in order:
+            feats, label, source = rows[index]
+            z = bias + sum(weights.get(f, 0.0) * v for f, v in feats.items())
+            p = 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+            g = (p - label) * weight_of[(source, label)]
+            for f, v in feats.items():
+                w = weights.get(f, 0.0)
+                step = g * v + l2 * w
+                acc = grads.get(f, 1e-8) + step * step
+                grads[f] = acc
+                weights[f] = w - rate * step / math.sqrt(acc)
+            bias_grad += g * g
+            bias -= rate * g / math.sqrt(bias_grad)
+    return weights, bias
+
+
+def _best(model: intent.IntentModel, data: bytes) -> float:
+    """The largest logit of a candidate window of ``data`` (the runtime's candidates)."""
+    spots = [(c.start, c.end, c.weight) for c in find_cues(data)]
+    with _cut(model, -1e9):
+        hits = intent.read_windows(data, spots)
+    return max((h.logit for h in hits), default=-1e9)
+
+
+@contextlib.contextmanager
+def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
+    """The runtime's ``load_model`` answers ``model`` at this threshold, for a while."""
+    saved = intent.load_model
+    patched = dataclasses.replace(model, threshold=threshold)
+    intent.load_model = lambda: patched  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        intent.load_model = saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--l2", type=float, default=1e-3)
+    parser.add_argument("--max-fp", type=float, default=0.002)
+    parser.add_argument("--support", type=int, default=3, help="injection sources a word needs")
+    parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
+    parser.add_argument("--validate", default="", help="hold this train source out and report it")
+    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    args = parser.parse_args()
+
+    train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
+    train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
+    items = [i for i in _load(SOURCES) if i["split"] == "train"]
+    assert all(i["source"] in train_sources for i in items)
+    validate = [i for i in items if i["source"] == args.validate]
+    items = [i for i in items if i["source"] != args.validate]
+    labels = ("benign", "injection")
+    generated = [i for i in _load(GENERATED) if i["split"] == "tune" and i["label"] in labels]
+    cut: list[tuple[dict[str, float], set[str], int, str]] = []
+    for item in items + generated:
+        source = str(item.get("source", "generated"))
+        kept = [w for w in windows(item) if w[1] >= 0]
+        positives = [w for w in kept if w[1] == 1][: args.max_positive]
+        for text, label in [w for w in kept if w[1] == 0] + positives:
+            cut.append((features(text), words(text), label, source))
+    # Words are features only when they are common language that injections share: used by
+    # the injections of two train sources and by the benign text of three. One source's topics
+    # (a jailbreak persona's name, a suite's IBAN) never become evidence.
+    used: dict[int, dict[str, set[str]]] = {0: {}, 1: {}}
+    for _, found, label, source in cut:
+        for word in found:
+            used[label].setdefault(word, set()).add(source)
+    vocab = {
+        w for w, s in used[1].items() if len(s) >= args.support and len(used[0].get(w, ())) >= 3
+    }
+    rows = [({**f, **{"w:" + w: 1.0 for w in found & vocab}}, y, s) for f, found, y, s in cut]
+    positives_n = sum(y for _, y, _ in rows)
+    print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} common words")
+    weights, bias = fit(rows, args.epochs, args.l2)
+    weights = {f: round(w, 4) for f, w in weights.items() if abs(w) >= 0.001}
+
+    model_doc: dict[str, object] = {"weights": weights, "bias": round(bias, 4), "threshold": 0.0}
+    model = intent.IntentModel(weights, bias, 0.0, {})
+    benign_best: list[float] = []
+    attack_best: list[float] = []
+    for item in items + generated:
+        best = _best(model, str(item["text"]).encode())
+        (benign_best if item["label"] == "benign" else attack_best).append(best)
+    benign_best.sort(reverse=True)
+    allowed = int(args.max_fp * len(benign_best))
+    threshold = max(0.0, benign_best[allowed] + 0.01)
+    caught = sum(1 for b in attack_best if b >= threshold)
+    print(f"threshold {threshold:.3f}; train attacks caught "
+          f"{caught}/{len(attack_best)}; train benign over it "
+          f"{sum(1 for b in benign_best if b >= threshold)}/{len(benign_best)}")  # fmt: skip
+    if validate:
+        best = {}
+        for item in validate:
+            best[item["id"]] = _best(model, str(item["text"]).encode())
+        held = [i for i in validate if best[i["id"]] >= threshold]
+        print(f"validation source {args.validate}: {len(held)}/{len(validate)} held "
+              f"({', '.join(sorted({str(i['label']) for i in validate}))})")  # fmt: skip
+    if args.dry_run or validate:
+        return
+    model_doc["threshold"] = round(threshold, 3)
+    model_doc["provenance"] = {
+        "fitted_by": "benchmarks/screen_train.py",
+        "command": ".venv/bin/python benchmarks/screen_sources.py --install && "
+        ".venv/bin/python benchmarks/screen_train.py",
+        "train_sources": sorted(train_sources),
+        "packages": {
+            n: {"pin": p, "licence": lic} for n, (p, lic, s) in PACKAGES.items() if s == "train"
+        },
+        "benign_sources": {n: lic for n, (lic, s) in BENIGN_SOURCES.items() if s == "train"},
+        "generated": "benchmarks/data/screen_corpus.jsonl, tune split (fak's own generator)",
+        "items": len(items) + len(generated),
+        "windows": len(rows),
+        "params": vars(args),
+        "seed": SEED,
+    }
+    WEIGHTS.write_bytes(
+        gzip.compress(
+            json.dumps(model_doc, sort_keys=True, separators=(",", ":")).encode(), 9, mtime=0
+        )
+    )
+    size = WEIGHTS.stat().st_size
+    print(f"wrote {WEIGHTS.relative_to(ROOT)} ({size} bytes, {len(weights)} weights)")
+
+
+if __name__ == "__main__":
+    main()

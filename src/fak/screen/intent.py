@@ -1,0 +1,338 @@
+# ruff: noqa: E501  (lexicon tables: one concept a line, in ten scripts)
+"""A small learned reader of intent: does a window of text give orders to the model? (tier T1)
+
+The cue scorer (``fak.screen.injection``) knows phrasings. This model knows concepts: each
+window is described by which concepts its sentences hold — an addressee that is the model, the
+reader as "you", an imperative at a sentence start, instructions / rules / prompts, disregarding
+what came before, something new instead, controlling the answer, acting on data, a role to
+play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
+es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
+as *about* injection or as code or narrative; plus a few common words. A logistic regression
+(``benchmarks/screen_train.py``, fitted on the train sources of the by-source corpus only)
+weighs them; the weights ship as ``intent_weights.json.gz`` with their provenance.
+It runs only on candidate windows: the cues the first-match screen's RE2 pass already finds
+(``fak.screen.injection``, including weight-0 candidate cues) that did not reach the cue
+threshold; a body without cues costs nothing more. Pure; nothing is downloaded; spans only.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import re2
+
+__all__ = [
+    "CONCEPTS",
+    "WINDOW",
+    "IntentHit",
+    "IntentModel",
+    "features",
+    "load_model",
+    "read_windows",
+]
+
+WEIGHTS = "intent_weights.json.gz"
+WINDOW = 700
+"""Bytes one window reads at least; cues closer than this to a run's first cue share a window."""
+_BEFORE = 200  # a window starts this far before its first cue
+
+# Concept lexicons over lower-cased text, compiled for RE2 by ``_re2_source`` (non-ASCII words
+# are bounded by non-letters there); CJK entries have no word boundaries.
+CONCEPTS: dict[str, str] = {
+    "ai": r"\b(?:ai|a\.i\.|assistant|chatbot|bot|llm|llms|language model|gpt|chatgpt|claude|gemini|copilot|llama|agent|model|ia|modèle|ki|assistent|sprachmodell|modell|asistente|modelo|assistente|modello|ассистент|ии|модель|нейросеть|бот)\b|助手|人工智能|模型|アシスタント|モデル|어시스턴트|모델|인공지능",
+    "you": r"\b(?:you|your|yours|yourself|you're|you'll|u|tu|vous|votre|vos|ton|ta|tes|toi|du|dich|dir|dein|deine|deinen|tú|usted|tus|te|você|voce|seu|sua|ti|tuo|tua|tuoi|ты|тебе|тебя|твой|твои|вы|вам|ваш)\b|你|您|あなた|당신|너는",
+    "instr": r"\b(?:instructions?|prompts?|rules|guidelines|directions|directives?|commands|orders|task|guidance|polic(?:y|ies)|constraints|restrictions|filters?|safety|consignes|règles|tâche|anweisungen?|regeln|richtlinien|aufgabe|befehle|vorgaben|instrucciones|reglas|directrices|tarea|órdenes|instruções|regras|diretrizes|tarefa|ordens|istruzioni|regole|compito|ordini|инструкци[яиюй]|указания|правила|промпт|задани[ея]|команды)\b|指令|指示|规则|提示|任务|ルール|命令|プロンプト|タスク|지시|지침|명령|규칙|프롬프트|작업",
+    "override": r"\b(?:ignore|ignoring|disregard|forget|override|bypass|skip|abandon|discard|neglect|nevermind|never mind|cancel|ignorez|oublie|oubliez|contourne|ignoriere|ignorieren|vergiss|vergessen|missachte|übergehe|ignora|olvida|olvide|omite|descarta|esqueça|esqueca|desconsidere|dimentica|trascura|ignorare|игнорируй|игнорировать|забудь|проигнорируй)\b|忽略|忽视|无视|忘记|無視|忘れ|무시|잊어",
+    "prior": r"\b(?:previous|prior|preceding|above|earlier|original|initial|foregoing|précédentes?|antérieures|ci-dessus|vorherigen|bisherigen|obigen|vorigen|früheren|anteriores|previas|anterior|prévias|precedenti|предыдущие|прошлые|вышеуказанные)\b|之前|以上|先前|前面|以前|これまで|上記|이전|위의",
+    "new": r"\b(?:instead|new|now|from now on|henceforth|rather|updated|only|nothing else|actual|real|nouvelles?|nouveau|maintenant|désormais|plutôt|neue|jetzt|stattdessen|sofort|zuerst|nuevas?|nuevo|ahora|novas?|agora|nuove|ora|adesso|invece|новые|теперь|вместо|сейчас)\b|新的|现在|改为|新しい|今から|代わりに|새로운|이제|대신",
+    "output": r"\b(?:print|say|reply|respond|response|answer|output|write|repeat|include|state|display|spell|tell|translate|summari[sz]e|réponds|répondez|réponse|écris|affiche|dis|répète|antworte|antwort|schreibe|gib|sage|wiederhole|responde|respuesta|escribe|imprime|repite|responda|resposta|escreva|diga|repita|rispondi|risposta|scrivi|stampa|ripeti|ответь|ответ|выведи|напиши|скажи|повтори)\b|回答|回复|输出|打印|答え|出力|답변|출력|대답",
+    "action": r"\b(?:send|forward|email|e-mail|transfer|upload|post|share|delete|visit|click|go to|open|download|execute|run|call|approve|invite|pay|wire|grant|envoie|envoyer|transfère|sende|senden|schicke|lösche|envía|enviar|envie|elimina|invia|inoltra|отправь|перешли|удали)\b|发送|转发|删除|送信|転送|削除|보내|전달|삭제",
+    "role": r"\b(?:you are|you're now|act as|acting as|pretend|roleplay|role-play|persona|character|simulate|dan|jailbroken|unrestricted|unfiltered|uncensored|developer mode|tu es|agis comme|fais semblant|du bist|tu so|eres|actúa como|finge|você é|aja como|finja|agisci come|fingi|ты теперь|притворись|веди себя как)\b|你是|扮演|假装|あなたは|ふりを|演じ|당신은|역할",
+    "secret": r"\b(?:don't tell|do not tell|do not mention|don't mention|do not reveal|without telling|without informing|secretly|quietly|silently|keep this|keep it|ne dis pas|sans le dire|nicht erwähnen|heimlich|no digas|sin decir|não diga|non dire|не говори|тайно)\b|不要告诉|秘密|言わない|알리지",
+    "leak": r"\b(?:system prompt|system message|initial prompt|hidden prompt|developer message|verbatim|word for word|reveal|message système|systemprompt|system-prompt|systemnachricht|mensaje del sistema|prompt del sistema|prompt di sistema|системный промпт|системное сообщение)\b|系统提示|システムプロンプト|시스템 프롬프트",
+    "urgent": r"\b(?:important|urgent|attention|warning|critical|immediately|must|required|mandatory|wichtig|dringend|importante|urgente|важно|срочно)\b|!!|\*\*\*|重要|紧急|至急|중요|긴급",
+    "meta": r"\b(?:prompt injections?|injections?|jailbreaks?|attacks?|attackers?|adversarial|red[- ]team(?:ing)?|for example|e\.g\.|such as|researchers?|paper|detect(?:ion|or|s)?|vulnerabilit(?:y|ies)|owasp|benchmark|dataset|payloads?|malicious|defen[cs]es?|mitigations?|classifier|probe|attaque|angriff|ataque|attacco|атака)\b|攻击|攻撃|공격",
+    "narrative": r"\b(?:said|asked|replied|whispered|he|she|his|her|him|they|chapter|once upon)\b",
+    "code": r"\b(?:def|return|import|class|self|const|var|function|elif|async|await|lambda|null|none|true|false)\b|[{};=]|->|::|//",
+    "url": r"https?://",
+    "exfil": r"https?://[^\s)\"'<>]*\?[^\s)\"'<>]*=|!\[[^\]]*\]\(|\[[^\]]*\]\(https?://|[\w.+-]+@[\w-]+\.[\w.]+|\b[a-z]{2}\d{2}[a-z0-9]{10,}\b",
+    "toolcall": r"\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[a-z]+_[a-z_]+\s*\(",
+    "hidden": r"<!--|display\s*:\s*none|font-size\s*:\s*0|visibility\s*:\s*hidden|color\s*:\s*transparent",
+    "role_mark": r"(?:^|\n)\s*(?:system|assistant|user|human|ai)\s*:|\[/?inst\]|<\|[a-z_]+\|>|</?system>|###",
+}
+
+_IMPERATIVE = frozenset(("override", "output", "action"))
+_INTENT = frozenset(
+    (
+        "ai",
+        "you",
+        "instr",
+        "override",
+        "prior",
+        "new",
+        "output",
+        "action",
+        "role",
+        "secret",
+        "leak",
+        "urgent",
+        "toolcall",
+    )
+)
+_ORDER = {name: index for index, name in enumerate(CONCEPTS)}
+_OPENERS = b" \t\"'*>#-:([{"
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def _split_top(alternation: str) -> list[str]:
+    """The top-level alternatives of a regex alternation."""
+    out, depth, last = [], 0, 0
+    for i, char in enumerate(alternation):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(alternation[last:i])
+            last = i + 1
+    out.append(alternation[last:])
+    return [a for a in out if a]
+
+
+def _closing(src: str, opened: int) -> int:
+    """The index of the parenthesis closing the one at ``opened`` (-1 if none)."""
+    depth = 0
+    for i in range(opened, len(src)):
+        if src[i] == "(" and (i == 0 or src[i - 1] != "\\"):
+            depth += 1
+        elif src[i] == ")" and src[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _re2_source(src: str) -> bytes:
+    """A concept as RE2 source over lower-cased UTF-8: RE2's ``\\b`` sees ASCII only, so a
+    non-ASCII word is bounded by a non-letter (or an end) instead."""
+    head, tail = "\\b(?:", ")\\b"
+    close = _closing(src, 2) if src.startswith(head) else -1
+    if close < 0 or not src.startswith(tail, close):
+        return src.encode()
+    words = src[len(head) : close]
+    rest = _split_top(src[close + len(tail) :])
+    ascii_words = [w for w in _split_top(words) if w.isascii()]
+    other = [w for w in _split_top(words) if not w.isascii()]
+    parts = []
+    if ascii_words:
+        parts.append(head + "|".join(ascii_words) + tail)
+    if other:
+        parts.append("(?:^|[^\\pL\\pN_])(?:" + "|".join(other) + ")(?:$|[^\\pL\\pN_])")
+    return "|".join(parts + rest).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class _Sets:
+    """The concepts as two RE2 Sets: which occur anywhere in a sentence, which open it."""
+
+    names: tuple[str, ...]
+    anywhere: re2.Set
+    opening: re2.Set
+
+
+@functools.cache
+def _sets() -> _Sets:
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    anywhere, opening = re2.Set.SearchSet(options), re2.Set.MatchSet(options)
+    names = tuple(CONCEPTS)
+    for name in names:
+        anywhere.Add(_re2_source(CONCEPTS[name]))
+        opening.Add(_re2_source(CONCEPTS[name]) if name in _IMPERATIVE else b"[^\\x00-\\x{10ffff}]")
+    anywhere.Compile()
+    opening.Compile()
+    return _Sets(names, anywhere, opening)
+
+
+_SPLIT = re.compile(r"[.!?\n。！？]+")
+
+
+def features(text: str) -> dict[str, float]:
+    """The window's features: per concept the (log) number of sentences holding it, which
+    concepts meet in one sentence, an imperative opening a sentence, and text shape (code,
+    quotes, upper case). Two RE2 Set matches per sentence."""
+    low = text.replace("\\n", "\n").lower()
+    sets = _sets()
+    names = sets.names
+    counts: dict[str, int] = {}
+    pairs: set[str] = set()
+    whole = sets.anywhere.Match(low.encode()) or ()
+    several = sum(1 for i in whole if names[i] in _INTENT) >= 2
+    for sentence in _SPLIT.split(low) if several else ():
+        if len(sentence) < 8:
+            continue
+        raw = sentence.encode()
+        found = sets.anywhere.Match(raw)
+        if not found:
+            continue
+        here = sorted(found)
+        for index in here:
+            counts[names[index]] = counts.get(names[index], 0) + 1
+        intent = [names[i] for i in here if names[i] in _INTENT]
+        pairs.update(f"with_{a}_{b}" for i, a in enumerate(intent) for b in intent[i + 1 :])
+        if any(names[i] in _IMPERATIVE for i in here):
+            opened = raw.lstrip(_OPENERS)
+            pairs.update(f"starts_{names[i]}" for i in sets.opening.Match(opened) or ())
+    for index in whole:  # present outside any long sentence: counted once
+        counts.setdefault(names[index], 1)
+    out: dict[str, float] = {}
+    for name, n in counts.items():
+        out[f"has_{name}"] = 1.0
+        out[f"n_{name}"] = math.log1p(n)
+    out.update(dict.fromkeys(pairs, 1.0))
+    size = max(1, len(low))
+    out["code_density"] = min(1.0, 20.0 * len(_CODE.findall(low)) / size)
+    out["quote_density"] = min(1.0, 30.0 * len(_QUOTE.findall(low)) / size)
+    ascii_text = text.encode("ascii", "ignore")
+    upper = len(ascii_text) - len(ascii_text.translate(None, _UPPER))
+    letters = upper + len(ascii_text) - len(ascii_text.translate(None, _LOWER))
+    out["upper_ratio"] = upper / letters if letters else 0.0
+    return out
+
+
+_CODE = re.compile(r"[{};=]|->|::|//")
+_QUOTE = re.compile(r"[\"“”«»`]")
+_UPPER = bytes(range(65, 91))
+_LOWER = bytes(range(97, 123))
+
+
+@dataclass(frozen=True, slots=True)
+class IntentHit:
+    """A window the model reads as orders to the model: its logit and its cues' byte span."""
+
+    logit: float
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class IntentModel:
+    """Weights per concept feature and per common word (``w:`` keys), bias, decision logit."""
+
+    weights: dict[str, float]
+    bias: float
+    threshold: float
+    provenance: dict[str, object]
+
+    def logit(self, text: str) -> float:
+        return score(self.weights, self.bias, text)
+
+
+def words(text: str) -> set[str]:
+    """The window's distinct lower-cased words (letters only)."""
+    return set(_WORDS.findall(text.replace("\\n", " ").lower()))
+
+
+GATE = (
+    "has_ai",
+    "has_you",
+    "has_role_mark",
+    "has_output",
+    "has_toolcall",
+    "has_leak",
+    "has_secret",
+    "has_exfil",
+    "has_role",
+)
+"""A window is read only if it speaks to someone (the model, "you", a chat role) or directs an
+answer, a tool, a leak or a link: "ignore the previous draft" in a README does neither."""
+
+
+def score(weights: dict[str, float], bias: float, text: str) -> float:
+    """The logit: concept features and the weighted common words the window holds; windows
+    outside the ``GATE`` get no score (minus infinity)."""
+    found = features(text)
+    if not any(k in found for k in GATE):
+        return -math.inf
+    total = bias + sum(weights.get(k, 0.0) * v for k, v in found.items())
+    return total + sum(weights.get("w:" + w, 0.0) for w in words(text))
+
+
+@functools.cache
+def load_model() -> IntentModel:
+    """The shipped model (read from the package on first use)."""
+    raw = resources.files("fak.screen").joinpath(WEIGHTS).read_bytes()
+    data = json.loads(gzip.decompress(raw))
+    return IntentModel(
+        weights={str(k): float(v) for k, v in data["weights"].items()},
+        bias=float(data["bias"]),
+        threshold=float(data["threshold"]),
+        provenance=dict(data["provenance"]),
+    )
+
+
+BUDGET_BASE = 4
+BUDGET_BYTES = 32768
+"""Windows read per body: at most ``BUDGET_BASE`` plus one per ``BUDGET_BYTES`` bytes, the
+ones whose cues weigh most first. Ordinary results have no cues at all; this bounds what a
+body dense with trigger words (a security tool's own source) costs."""
+_CANDIDATE_WEIGHT = 0.3  # a weight-0 candidate cue counts this much when windows are ranked
+FLOOR = 0.5
+"""A window is read when its cues weigh at least this much: one everyday cue ("assistant" in a
+docstring) is not enough to spend the model on."""
+
+
+def read_windows(
+    data: bytes, cues: Sequence[tuple[int, int, float]], scale: float = 1.0, *, first: bool = False
+) -> list[IntentHit]:
+    """Windows around the cues the cheap pass found (start, end, weight; in order), read by the
+    model. A hit's span is that of its window's cues (as a cue hit's is), not the whole window.
+
+    Cues within ``WINDOW`` bytes of the first of a run share one window; a window is read when
+    its cues weigh at least ``FLOOR`` (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the
+    budget. ``scale`` multiplies the decision logit (a source's injection threshold).
+    """
+    groups: list[tuple[float, int, list[tuple[int, int]]]] = []
+    group: list[tuple[int, int]] = []
+    weight = 0.0
+    for start, end, cue_weight in cues:
+        if group and start - group[0][0] > WINDOW - _BEFORE:
+            groups.append((weight, -group[0][0], group))
+            group, weight = [], 0.0
+        group.append((start, end))
+        weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT if cue_weight == 0 else 0)
+    if group:
+        groups.append((weight, -group[0][0], group))
+    groups = [g for g in groups if g[0] >= FLOOR]
+    if not groups:
+        return []
+    budget = BUDGET_BASE + len(data) // BUDGET_BYTES
+    if len(groups) > budget:
+        groups = sorted(groups, reverse=True)[:budget]
+    model = load_model()
+    cut = model.threshold * scale
+    hits: list[IntentHit] = []
+    for _, _, starts in sorted(groups, key=lambda g: -g[1]):
+        if (hit := _judge(model, data, starts, cut)) is not None:
+            hits.append(hit)
+            if first:
+                break
+    return hits
+
+
+def _judge(
+    model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float
+) -> IntentHit | None:
+    first, last = group[0][0], max(end for _, end in group)
+    lo = max(0, first - _BEFORE)
+    hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
+    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"))
+    return IntentHit(round(logit, 3), first, last) if logit >= cut else None
