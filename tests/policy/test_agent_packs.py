@@ -189,6 +189,22 @@ def test_framework_packs_name_the_frameworks_own_tools(
         ("bash", {"command": "rm -rf ~"}, VerdictKind.DENY),
         ("bash", {"command": "cat ~/.ssh/id_rsa"}, VerdictKind.DENY),
         ("bash", {"command": "echo x > opencode.json"}, VerdictKind.DENY),
+        (
+            "apply_patch",
+            {"patchText": "*** Begin Patch\n*** Update File: src/a.py\n"},
+            VerdictKind.ALLOW,
+        ),
+        (
+            "apply_patch",
+            {"patchText": "*** Begin Patch\n*** Update File: /etc/hosts\n"},
+            VerdictKind.DENY,
+        ),
+        (
+            "apply_patch",
+            {"patchText": "*** Begin Patch\n*** Add File: .git/hooks/x\n"},
+            VerdictKind.DENY,
+        ),
+        ("batch", {"tool_calls": []}, VerdictKind.DENY),  # its inner calls would run unseen
     ],
 )
 def test_opencode_pack(tool: str, args: dict[str, Any], kind: VerdictKind, project: Path) -> None:
