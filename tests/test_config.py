@@ -11,7 +11,7 @@ from fak.gateway.state import GatewayOptions
 def test_every_setting_names_its_fak_variable_and_an_empty_environ_gives_the_defaults() -> None:
     names = [f.metadata["env"] for f in fields(Settings)]
     assert all(name.startswith("FAK_") for name in names)
-    assert len(set(names)) == len(names) == 19
+    assert len(set(names)) == len(names) == 20
     assert Settings.from_environ({}) == Settings()
     blank = {name: "" for name in names}
     assert Settings.from_environ(blank) == Settings()
@@ -57,3 +57,12 @@ def test_gateway_options_default_to_the_settings_defaults_and_carry_settings_ove
     assert options.allowed_hosts is None  # no FAK_ALLOWED_HOSTS: loopback names only
     assert (options.require_key, options.recall_dir) == ("k", "/r")
     assert GatewayOptions.from_settings(tuned, allowed_hosts=("*",)).allowed_hosts == ("*",)
+
+
+def test_pageout_switch_reads_on_and_off_words_and_keeps_the_default_otherwise() -> None:
+    assert Settings().pageout_wire is False
+    for word in ("1", "on", "TRUE", " yes "):
+        assert Settings.from_environ({"FAK_PAGEOUT": word}).pageout_wire is True
+    for word in ("0", "off", "false", "no", "maybe"):
+        assert Settings.from_environ({"FAK_PAGEOUT": word}).pageout_wire is False
+    assert GatewayOptions.from_settings(Settings(pageout_wire=True)).pageout is True

@@ -68,6 +68,16 @@ def _seconds(*, zero: bool) -> Read[float]:
     return read
 
 
+def _switch(raw: str, default: bool) -> bool:
+    """``1``/``on``/``true``/``yes`` or ``0``/``off``/``false``/``no``; anything else: default."""
+    word = raw.strip().lower()
+    if word in ("1", "on", "true", "yes"):
+        return True
+    if word in ("0", "off", "false", "no"):
+        return False
+    return default
+
+
 def _names(raw: str, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip()) or default
 
@@ -90,6 +100,9 @@ class Settings:
     ctxmmu_max_held_bytes: int = _env("FAK_CTXMMU_MAX_HELD_BYTES", 256 * 1024 * 1024, _count(1))
     # benign results past this are paged out (0 off)
     pageout_bytes: int = _env("FAK_PAGEOUT_BYTES", 4096, _count(0))
+    # page out by size on the model wires too (every client there can page in: fak serve
+    # --pageout); off: only clients that say so (x-fak-pageout: on, fak-native routes, MCP)
+    pageout_wire: bool = _env("FAK_PAGEOUT", False, _switch)
     # receiving the request body / producing the response / keep-alive idle (0 disables each)
     http_read_timeout_s: float = _env("FAK_HTTP_READ_TIMEOUT_S", 30.0, _seconds(zero=True))
     http_write_timeout_s: float = _env("FAK_HTTP_WRITE_TIMEOUT_S", 90.0, _seconds(zero=True))

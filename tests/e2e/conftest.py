@@ -1,7 +1,10 @@
 """The real agent binaries (Claude Code, Codex) from tests/e2e/node_modules, or one loud skip.
 
 ``make test`` installs them with ``npm ci`` (pinned in package-lock.json) when node >= 20 is
-present. No model and no network: each scenario fronts fak with the scripted mock upstream.
+present: the newest release of each (Claude Code 2.1.332, Codex 0.171.0) and one older pinned
+release beside it (2.1.328 and 0.169.0, as npm aliases). Every e2e test runs once per release
+(``release`` parameter: ``newest`` / ``older``). No model and no network: each scenario fronts
+fak with the scripted mock upstream.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-BIN = HERE / "node_modules" / ".bin"
+MODULES = HERE / "node_modules"
+BIN = MODULES / ".bin"
+OLDER = {  # the older pinned release of each agent (package.json aliases), by its binary
+    "claude": MODULES / "claude-code-2.1.328" / "bin" / "claude.exe",
+    "codex": MODULES / "codex-0.169.0" / "bin" / "codex.js",
+}
+_RELEASE = {"now": "newest"}
 
 
 def _node_ok() -> str:
@@ -35,7 +44,7 @@ def agent(name: str) -> Path:
     why = _node_ok()
     if why:
         pytest.skip(f"E2E SKIPPED: {why}; the real-agent tests need node >= 20")
-    path = BIN / name
+    path = OLDER[name] if _RELEASE["now"] == "older" and name in OLDER else BIN / name
     if not path.exists():
         pytest.skip(f"E2E SKIPPED: {path} missing; run `make e2e-deps` (npm ci in tests/e2e)")
     return path
@@ -52,6 +61,14 @@ def agent_env(home: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+@pytest.fixture(autouse=True, params=["newest", "older"])
+def release(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Which release of each agent ``agent`` hands out: the newest, or the older pinned one."""
+    _RELEASE["now"] = request.param
+    yield request.param
+    _RELEASE["now"] = "newest"
 
 
 @pytest.fixture(autouse=True)

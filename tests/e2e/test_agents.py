@@ -1,4 +1,5 @@
-"""Claude Code 2.1.328 and Codex 0.169.0, the real binaries, through fak (issue 9).
+"""Claude Code and Codex, the real binaries (each test runs the newest pinned release and one
+older: 2.1.332 / 2.1.328 and 0.171.0 / 0.169.0, see conftest.py), through fak (issue 9).
 
 Each run: the scripted mock upstream on loopback (it proposes the call named on a ``call <tool>
 <json>`` line of the prompt, then answers the tool result), ``fak serve`` in front of it with a

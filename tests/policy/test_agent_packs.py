@@ -123,6 +123,10 @@ def test_claude_code_pack_refuses_the_dangerous_ones(
             VerdictKind.DENY,
         ),
         ("multi_agent_v1.spawn_agent", {"task": "x"}, VerdictKind.ALLOW),
+        # what Codex's PreToolUse hook sends for its shell tools (measured with 0.169.0)
+        ("Bash", {"command": "echo hi"}, VerdictKind.ALLOW),
+        ("Bash", {"command": "rm -rf ~"}, VerdictKind.DENY),
+        ("Bash", {"command": "cat ~/.ssh/id_rsa"}, VerdictKind.DENY),
         ("view_image", {"path": "{root}/src/a.py"}, VerdictKind.ALLOW),
         ("web_search", {}, VerdictKind.DENY),
     ],
@@ -143,3 +147,66 @@ def test_root_resolves_absolute_paths_and_refuses_escapes(tmp_path: Path) -> Non
     assert _decide(kernel, "w", {"p": f"{root}/docs/a.md"}) == VerdictKind.DENY
     pinned = manifest[:-1] + f',"root":"{root}"}}'
     assert Policy.loads(pinned).root == str(root)  # the manifest's own root wins
+
+
+# -- framework packs: the frameworks' own tools pass, anything unnamed is still refused ----------
+@pytest.mark.parametrize(
+    ("pack", "tool", "kind"),
+    [
+        # pydantic-ai's output tools: DEFAULT_OUTPUT_TOOL_NAME and one per output type
+        ("pydantic-ai-policy.json", "final_result", VerdictKind.ALLOW),
+        ("pydantic-ai-policy.json", "final_result_Invoice", VerdictKind.ALLOW),
+        ("pydantic-ai-policy.json", "final_answer", VerdictKind.DENY),
+        # the Agents SDK's handoffs: Handoff.default_tool_name -> transfer_to_<agent>
+        ("openai-agents-policy.json", "transfer_to_billing_agent", VerdictKind.ALLOW),
+        ("openai-agents-policy.json", "delete_account", VerdictKind.DENY),
+        # LangGraph supervisor handoffs, both ways
+        ("langgraph-policy.json", "transfer_to_math_agent", VerdictKind.ALLOW),
+        ("langgraph-policy.json", "transfer_back_to_supervisor", VerdictKind.ALLOW),
+        ("langgraph-policy.json", "shell", VerdictKind.DENY),
+    ],
+)
+def test_framework_packs_name_the_frameworks_own_tools(
+    pack: str, tool: str, kind: VerdictKind, project: Path
+) -> None:
+    assert _decide(_kernel(pack, project), tool, {}) == kind
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "kind"),
+    [
+        ("read", {"filePath": "{root}/src/a.py"}, VerdictKind.ALLOW),
+        (
+            "edit",
+            {"filePath": "{root}/src/a.py", "oldString": "a", "newString": "b"},
+            VerdictKind.ALLOW,
+        ),
+        ("bash", {"command": "ls -la"}, VerdictKind.ALLOW),
+        ("todowrite", {"todos": []}, VerdictKind.ALLOW),
+        ("read", {"filePath": "{root}/../outside/x"}, VerdictKind.DENY),
+        ("read", {"filePath": "{root}/.env"}, VerdictKind.DENY),
+        ("write", {"filePath": "/etc/passwd", "content": "x"}, VerdictKind.DENY),
+        ("bash", {"command": "rm -rf ~"}, VerdictKind.DENY),
+        ("bash", {"command": "cat ~/.ssh/id_rsa"}, VerdictKind.DENY),
+        ("bash", {"command": "echo x > opencode.json"}, VerdictKind.DENY),
+        (
+            "apply_patch",
+            {"patchText": "*** Begin Patch\n*** Update File: src/a.py\n"},
+            VerdictKind.ALLOW,
+        ),
+        (
+            "apply_patch",
+            {"patchText": "*** Begin Patch\n*** Update File: /etc/hosts\n"},
+            VerdictKind.DENY,
+        ),
+        (
+            "apply_patch",
+            {"patchText": "*** Begin Patch\n*** Add File: .git/hooks/x\n"},
+            VerdictKind.DENY,
+        ),
+        ("batch", {"tool_calls": []}, VerdictKind.DENY),  # its inner calls would run unseen
+    ],
+)
+def test_opencode_pack(tool: str, args: dict[str, Any], kind: VerdictKind, project: Path) -> None:
+    kernel = _kernel("opencode-policy.json", project)
+    assert _decide(kernel, tool, _fill(args, project)) == kind

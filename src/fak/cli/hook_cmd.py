@@ -23,10 +23,10 @@ __all__ = ["register"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "claude-code", "fak"]),
+    type=click.Choice(["auto", "claude-code", "codex", "fak"]),
     default="auto",
     show_default=True,
-    help="Input shape; auto detects Claude Code's hook object.",
+    help="Input shape; auto detects Claude Code's and Codex's hook objects.",
 )
 def hook(policy_path: str | None, fmt: str) -> None:
     """Judge one tool call (or screen one tool result) from stdin; exit 2 blocks it.

@@ -208,6 +208,20 @@ def register(group: click.Group) -> None:
         help="Policy manifest.",
     )
     @click.option(
+        "--root",
+        default=None,
+        type=click.Path(file_okay=False, exists=True, resolve_path=True),
+        help="The project directory path rules resolve against (default: the manifest's "
+        "root, else the directory fak serve starts in).",
+    )
+    @click.option(
+        "--pageout/--no-pageout",
+        default=None,
+        help="Page benign results over FAK_PAGEOUT_BYTES out behind a pointer for every "
+        "client on the model wires (default off: only for a request with x-fak-pageout: on; "
+        "FAK_PAGEOUT).",
+    )
+    @click.option(
         "--require-key-env",
         default=None,
         metavar="VAR",
@@ -316,6 +330,8 @@ def register(group: click.Group) -> None:
         model: str,
         api_key_env: str | None,
         policy_path: str | None,
+        root: str | None,
+        pageout: bool | None,
         require_key_env: str | None,
         witness_key_env: str | None,
         gguf: str | None,
@@ -348,6 +364,8 @@ def register(group: click.Group) -> None:
             settings = settings.with_overrides(
                 cas_url=cas_url or settings.cas_url, journal_url=journal_url or settings.journal_url
             )
+        if pageout is not None:
+            settings = settings.with_overrides(pageout_wire=pageout)
         refusal = _workers_refusal(settings, workers)
         if refusal is not None:
             click.secho(f"error: {refusal}", fg="red", err=True)
@@ -370,6 +388,7 @@ def register(group: click.Group) -> None:
             workers=workers,
             access_log=AccessLogSink(access_log),
             policy_path=policy_path,
+            root=root,
             require_key=required,
             witness_key=witness_key,
             mcp_proxy_config=mcp_proxy_config,

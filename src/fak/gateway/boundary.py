@@ -2,10 +2,13 @@
 
 ``admit_inbound`` screens every inbound tool result with the kernel before a planner may see
 it (QUARANTINE / TRANSFORM forward the stub or pointer; a result that cannot be admitted is held
-out with an ADMIT_ERROR stub). ``adjudicate`` decides every proposed call: ALLOW and TRANSFORM
-(with rewritten arguments) survive, everything else is dropped. ``outcome`` assembles what the
-wire renders: surviving calls, deny summary, ``fak`` extension, ``[fak]`` note. Each operation
-is counted and access-logged by name and verdict only; bytes never leave through here.
+out with an ADMIT_ERROR stub). The request context says whether the client can page a pointer
+back in (``RequestContext.pageout``); when it cannot, the kernel's one admission keeps benign
+results whole instead of paging them out by size. ``adjudicate`` decides every proposed call:
+ALLOW and TRANSFORM (with rewritten arguments) survive, everything else is dropped.
+``outcome`` assembles what the wire renders: surviving calls, deny summary, ``fak`` extension,
+``[fak]`` note. Each operation is counted and access-logged by name and verdict only; bytes
+never leave through here.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -32,9 +36,11 @@ from fak.abi import (
     VerdictKind,
 )
 from fak.gateway.accesslog import AccessLog
+from fak.gateway.clientroot import client_root
 from fak.gateway.metrics import Metrics
 from fak.kernel import Kernel
-from fak.policy import args_digest
+from fak.kernel.quarantine import PAGEOUT_META, PAGEOUT_OFF
+from fak.policy import ROOT_META, args_digest
 from fak.wire import (
     Adjudication,
     FakExtension,
@@ -51,6 +57,8 @@ __all__ = ["ADMIT_ERROR_STUB", "Boundary", "KernelPort", "RequestContext"]
 _log = logging.getLogger(__name__)
 
 ADMIT_ERROR_STUB = '{"_quarantined":true,"boundary":"proxy","reason":"ADMIT_ERROR"}'
+_NO_PAGEOUT: Mapping[str, str] = MappingProxyType({PAGEOUT_META: PAGEOUT_OFF})
+_NO_META: Mapping[str, str] = MappingProxyType({})
 _MALFORMED = WireVerdict("DENY", by="gateway", reason="MALFORMED", disposition="RETRYABLE")
 
 
@@ -64,6 +72,9 @@ class RequestContext:
     trace_id: str
     principal: str = ""
     session: str = ""  # the x-fak-session header: the recall session (else the trace id)
+    # the client can page a paged-out pointer back in (fak-native routes, x-fak-pageout: on,
+    # fak serve --pageout); False: benign results reach it whole, whatever their size
+    pageout: bool = False
 
 
 def _is_object(arguments: str) -> bool:
@@ -114,7 +125,13 @@ class Boundary:
         t0 = time.perf_counter()
         try:
             adm = self._kernel.admit_result(
-                ToolResult(tool=tool, payload=payload, call_id=call_id, trace_id=ctx.trace_id)
+                ToolResult(
+                    tool=tool,
+                    payload=payload,
+                    call_id=call_id,
+                    trace_id=ctx.trace_id,
+                    meta={} if ctx.pageout else _NO_PAGEOUT,
+                )
             )
             wv = WireVerdict.of(adm.verdict)
             out = payload if wv.kind == VerdictKind.ALLOW else adm.payload
@@ -165,6 +182,7 @@ class Boundary:
         *,
         op: str = "adjudicate",
         provenance: Context | None = None,
+        meta: Mapping[str, str] | None = None,
     ) -> tuple[WireVerdict, Verdict | None]:
         t0 = time.perf_counter()
         try:
@@ -175,6 +193,7 @@ class Boundary:
                     caller=ctx.principal,
                     trace_id=ctx.trace_id,
                     call_id=call_id,
+                    meta=meta or _NO_META,
                     context=provenance,
                 )
             )
@@ -206,9 +225,11 @@ class Boundary:
         kept: list[ProposedCall] = []
         adjudications: list[Adjudication] = []
         provenance = self.provenance(history) if turn.tool_calls else None
+        stated = client_root(history) if turn.tool_calls else ""  # path rules may narrow to it
+        meta = {ROOT_META: stated} if stated else None
         for call in turn.tool_calls:
             wv, verdict = self.decide_one(
-                call.name, call.arguments, call.id, ctx, provenance=provenance
+                call.name, call.arguments, call.id, ctx, provenance=provenance, meta=meta
             )
             arguments = call.arguments
             repaired: dict[str, Any] | None = None

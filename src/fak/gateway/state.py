@@ -55,6 +55,9 @@ class GatewayOptions:
     cors_origins: tuple[str, ...] = ()  # FAK_CORS_ORIGINS: origins whose preflights are answered
     clock: Callable[[], float] = field(default=time.time)
     recall_dir: str | None = None  # --recall-dir: persist each session as a recall core image
+    # page benign results out by size on the model wires too (FAK_PAGEOUT / --pageout); off:
+    # only for a request that says its client can page back in (x-fak-pageout: on)
+    pageout: bool = _DEFAULTS.pageout_wire
 
     @classmethod
     def from_settings(cls, settings: Settings, **runtime: Any) -> GatewayOptions:
@@ -68,6 +71,7 @@ class GatewayOptions:
             "idle_timeout_s": settings.http_idle_timeout_s,
             "allowed_hosts": settings.allowed_hosts or None,
             "cors_origins": settings.cors_origins,
+            "pageout": settings.pageout_wire,
         }
         return cls(**(configured | runtime))
 

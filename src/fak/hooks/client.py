@@ -105,7 +105,7 @@ def _parse(argv: list[str]) -> tuple[str, str] | None:
             value = argv[i]
         if name == "--policy":
             policy = value
-        elif value in ("auto", "claude-code", "fak"):
+        elif value in ("auto", "claude-code", "codex", "fak"):
             fmt = value
         else:
             return None

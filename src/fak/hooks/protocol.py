@@ -3,9 +3,16 @@
 Claude Code runs a command before each tool call (``PreToolUse``) and after it
 (``PostToolUse``), with a JSON object on stdin, and reads the command's exit code, stderr and
 stdout JSON. Its blocking signal is exit code 2 (stderr goes to the model); exit 1 is only a
-warning and the tool runs anyway, so every refusal and every failure here maps to exit 2. fak's
-own ``{tool, args, meta}`` shape is kept. ``read_hook`` detects which one it was given; the
-``answer_*`` functions say what to print and how to exit. The CLI does the reading and writing.
+warning and the tool runs anyway, so every refusal and every failure here maps to exit 2.
+Codex (>= 0.124) runs the same ``PreToolUse`` command hooks with the same object and exit codes
+(its shell tools arrive as ``Bash`` with ``{"command": ...}``, MCP tools as ``mcp__<server>__<
+tool>``); it is told apart by the ``turn_id`` it always sends. Its answers differ: Codex 0.169
+refuses ``permissionDecision`` ``allow`` and ``ask`` as unsupported, so an allowed call answers
+with nothing (exit 0), and a call that needs a witness or repaired arguments is refused with
+the reason. Its ``transcript_path`` is Codex's own rollout, not Claude Code's transcript, so it
+is not read as one. fak's own ``{tool, args, meta}`` shape is kept. ``read_hook`` detects which
+one it was given; the ``answer_*`` functions say what to print and how to exit. The CLI does
+the reading and writing.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ BLOCK: Final = 2
 """Claude Code's blocking exit code; every failure exits with it, in either shape."""
 
 CLAUDE = "claude-code"
+CODEX = "codex"
 FAK = "fak"
 
 
@@ -41,7 +49,7 @@ class HookError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class HookInput:
-    format: str  # "claude-code" | "fak"
+    format: str  # "claude-code" | "codex" | "fak"
     event: str  # "PreToolUse" | "PostToolUse" (fak's shape is always PreToolUse)
     tool: str
     args: Any = None
@@ -61,7 +69,7 @@ class HookAnswer:
 
 
 def read_hook(raw: bytes, fmt: str = "auto") -> HookInput:
-    """Parse stdin; ``fmt`` is ``auto`` (detect), ``claude-code`` or ``fak``."""
+    """Parse stdin; ``fmt`` is ``auto`` (detect), ``claude-code``, ``codex`` or ``fak``."""
     try:
         doc = json.loads(raw)
     except ValueError as exc:
@@ -69,15 +77,18 @@ def read_hook(raw: bytes, fmt: str = "auto") -> HookInput:
     if not isinstance(doc, dict):
         raise HookError("the hook input is not a JSON object")
     if fmt == "auto":
-        fmt = CLAUDE if "hook_event_name" in doc or "tool_name" in doc else FAK
-    if fmt == CLAUDE:
-        return _claude(doc)
+        if "hook_event_name" in doc or "tool_name" in doc:
+            fmt = CODEX if "turn_id" in doc else CLAUDE
+        else:
+            fmt = FAK
+    if fmt in (CLAUDE, CODEX):
+        return _claude(doc, fmt)
     if fmt == FAK:
         return _fak(doc)
     raise HookError(f"unknown hook format {fmt!r}")
 
 
-def _claude(doc: Mapping[str, Any]) -> HookInput:
+def _claude(doc: Mapping[str, Any], fmt: str = CLAUDE) -> HookInput:
     event = doc.get("hook_event_name", "PreToolUse")
     if event not in ("PreToolUse", "PostToolUse"):
         raise HookError(f"fak answers PreToolUse and PostToolUse, not {event!r}")
@@ -88,7 +99,7 @@ def _claude(doc: Mapping[str, Any]) -> HookInput:
     if args is not None and not isinstance(args, dict):
         args = json.dumps(args)  # not an object: the ladder refuses it as MALFORMED
     return HookInput(
-        CLAUDE,
+        fmt,
         str(event),
         tool,
         args if args is not None else {},
@@ -96,7 +107,9 @@ def _claude(doc: Mapping[str, Any]) -> HookInput:
         cwd=str(doc.get("cwd") or ""),
         session=str(doc.get("session_id") or ""),
         call_id=str(doc.get("tool_use_id") or ""),
-        transcript=str(doc.get("transcript_path") or ""),
+        # Codex's rollout file is not a Claude Code transcript: a call whose rule needs the
+        # run's context is refused for want of one rather than judged on a misread
+        transcript=str(doc.get("transcript_path") or "") if fmt == CLAUDE else "",
     )
 
 
@@ -124,6 +137,8 @@ def answer_pre(hook: HookInput, verdict: Verdict) -> HookAnswer:
         # fak's own shape: the caller reads the verdict line; only a failure exits non-zero
         line = json.dumps({"kind": str(kind), "reason": verdict.reason.name, "by": verdict.by})
         return HookAnswer(0, line + "\n", "")
+    if hook.format == CODEX:
+        return _answer_codex_pre(verdict)
     out: dict[str, Any] = {"hookEventName": "PreToolUse"}
     if kind == VerdictKind.ALLOW:
         out.update(permissionDecision="allow", permissionDecisionReason=_why(verdict))
@@ -143,6 +158,28 @@ def answer_pre(hook: HookInput, verdict: Verdict) -> HookAnswer:
     return HookAnswer(0, json.dumps({"hookSpecificOutput": out}) + "\n", "")
 
 
+def _answer_codex_pre(verdict: Verdict) -> HookAnswer:
+    """Codex: silence lets the call run; every other verdict blocks it (exit 2, the reason on
+    stderr and in the JSON). Codex has no ``ask`` and takes no ``updatedInput`` without the
+    ``allow`` it refuses, so a held call and a repaired one are refused, saying which."""
+    why = _why(verdict)
+    match verdict.kind:
+        case VerdictKind.ALLOW:
+            return HookAnswer(0, "", "")
+        case VerdictKind.TRANSFORM if verdict.new_args is not None:
+            why += (
+                "; the call needs repaired arguments, which Codex hooks cannot pass: "
+                + (json.dumps(dict(verdict.new_args), sort_keys=True)[:500])
+            )
+        case VerdictKind.REQUIRE_WITNESS:
+            why += "; it needs a person's approval, which Codex hooks cannot ask for"
+        case _:
+            pass
+    out = {"hookEventName": "PreToolUse", "permissionDecision": "deny"}
+    body = json.dumps({"hookSpecificOutput": {**out, "permissionDecisionReason": why}})
+    return HookAnswer(BLOCK, body + "\n", why + "\n")
+
+
 def answer_post(hook: HookInput, verdict: Verdict, stub: str) -> HookAnswer:
     """The answer to a PostToolUse call once the result screen judged ``tool_response``."""
     if verdict.kind in (VerdictKind.ALLOW, VerdictKind.TRANSFORM):
@@ -156,7 +193,9 @@ def answer_post(hook: HookInput, verdict: Verdict, stub: str) -> HookAnswer:
         "additionalContext": reason,
         "updatedToolOutput": stub,
     }
-    if hook.tool.startswith("mcp__"):
+    if hook.format == CODEX:  # Codex refuses updatedMCPToolOutput as unsupported
+        specific.pop("updatedToolOutput")
+    elif hook.tool.startswith("mcp__"):
         specific["updatedMCPToolOutput"] = stub
     body = {"decision": "block", "reason": reason, "hookSpecificOutput": specific}
     return HookAnswer(0, json.dumps(body) + "\n", "")

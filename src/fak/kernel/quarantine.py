@@ -2,7 +2,8 @@
 
 Every result is folded through the result-admitter chain (most restrictive wins) and comes back
 as an ``Admission``: ALLOW (bytes as-is), TRANSFORM (a benign result over 4096 bytes paged out to
-the blob store behind a pointer stub) or QUARANTINE / DENY (bytes paged out and pinned, payload
+the blob store behind a pointer stub, unless its door says the client cannot page it back in:
+``ToolResult.meta["pageout"] == "off"``) or QUARANTINE / DENY (bytes paged out and pinned, payload
 replaced by a stub naming a quarantine id). Held results are bounded by count and by total bytes
 (they are pinned, so the store's own byte bound cannot evict them) with FIFO eviction; an evicted
 id keeps its stub and can never be paged in again. Bytes come
@@ -56,6 +57,8 @@ __all__ = [
     "DEFAULT_MAX_HELD_BYTES",
     "LEDGER_DOWN",
     "OVERSIZE_BYTES",
+    "PAGEOUT_META",
+    "PAGEOUT_OFF",
     "POINTER_MAX",
     "Admission",
     "HeldSpan",
@@ -70,6 +73,11 @@ _log = logging.getLogger(__name__)
 
 OVERSIZE_BYTES: Final = 4096
 """A benign result longer than this is paged out behind a pointer stub (TRANSFORM)."""
+PAGEOUT_META: Final = "pageout"
+"""``ToolResult.meta`` key by which a door says whether its client can page a pointer back in."""
+PAGEOUT_OFF: Final = "off"
+"""...and the value that says it cannot: a benign result then enters whole, whatever its size
+(a pointer such a client cannot follow would cost the user their task)."""
 POINTER_MAX: Final = 2048
 """A pointer stub must be shorter than this, or the result is admitted as-is."""
 
@@ -303,7 +311,8 @@ class QuarantineLedger:
                 verdict, viewed = seen, True
         if verdict.kind in _BENIGN or verdict.kind == VerdictKind.TRANSFORM:
             forced = verdict.kind == VerdictKind.TRANSFORM
-            if forced or (self._pageout_bytes and len(data) > self._pageout_bytes):
+            by_size = self._pageout_bytes and result.meta.get(PAGEOUT_META) != PAGEOUT_OFF
+            if forced or (by_size and len(data) > self._pageout_bytes):
                 paged = self._page_out(data, digest)
                 if paged is not None:
                     return paged

@@ -22,7 +22,7 @@ from fak.policy.manifest import (
     manifest_hash,
     refusal_vocabulary,
 )
-from fak.policy.monitor import REDACTED, Monitor
+from fak.policy.monitor import REDACTED, ROOT_META, Monitor
 from fak.policy.policy import Policy, default_manifest
 from fak.policy.preflight import PreflightRung, Schema
 from fak.policy.shapes import READ_PREFIXES, read_shaped, write_shaped
@@ -31,6 +31,7 @@ __all__ = [
     "MANIFEST_VERSION",
     "READ_PREFIXES",
     "REDACTED",
+    "ROOT_META",
     "ArgRule",
     "Chain",
     "CompiledFloor",

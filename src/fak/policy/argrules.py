@@ -178,9 +178,9 @@ class CompiledArgRule:
             or self.allow_emails is not None
         )
 
-    def _admits(self, text: str) -> bool:
+    def _admits(self, text: str, root: str | None = None) -> bool:
         if self.allow_glob is not None:
-            return any(g.admits(text) for g in self.allow_glob)
+            return any(g.admits(text, root) for g in self.allow_glob)
         if self.allow_hosts is not None:
             host = url_host(text)
             return host is not None and host_listed(host, self.allow_hosts)
@@ -188,17 +188,18 @@ class CompiledArgRule:
         address = email_address(text)
         return address is not None and email_listed(address, self.allow_emails)
 
-    def violated(self, args: Mapping[str, Any]) -> bool:
+    def violated(self, args: Mapping[str, Any], root: str | None = None) -> bool:
         """True when the call breaks the rule. A positive rule fails closed on a missing scalar
         argument and on any value that is not a scalar; a path through a list checks every
-        element (an empty or absent list has none to check)."""
+        element (an empty or absent list has none to check). ``root``: a narrower root for
+        ``allow_glob`` (``fak.policy.globs.narrower_root``)."""
         path = self.path or parse_arg_path(self.arg)
         values = values_at(args, path)
         if values is None:
             return self.positive and not any(each for _, each in path)
         texts = [scalar_text(v) for v in values]
         if self.positive:
-            return any(t is None or not self._admits(t) for t in texts)
+            return any(t is None or not self._admits(t, root) for t in texts)
         if self.deny_regex is not None:
             return any(t is not None and self.deny_regex.search(t) is not None for t in texts)
         limit = self.max_bytes

@@ -18,7 +18,7 @@ from typing import Any
 
 from fak.policy.regex import compile_re2
 
-__all__ = ["AllowGlob", "GuardGlob", "normalize_path"]
+__all__ = ["AllowGlob", "GuardGlob", "narrower_root", "normalize_path"]
 
 _WILD = frozenset("*?[")
 
@@ -124,9 +124,10 @@ class AllowGlob:
         object.__setattr__(self, "_base", base)
         object.__setattr__(self, "_regex", regex)
 
-    def admits(self, value: str) -> bool:
+    def admits(self, value: str, root: str | None = None) -> bool:
+        """``root``: a narrower root for this one value (``narrower_root``), else the rule's."""
         if self.root is not None and not self.glob.startswith("/"):
-            inside = _inside_root(self.root, value)
+            inside = _inside_root(root or self.root, value)
             if inside is None:
                 return False  # outside the project (or unreadable): the rule refuses
             value = inside
@@ -148,6 +149,17 @@ class AllowGlob:
         if escapes:
             return False
         return self._regex is not None and self._regex.search(path) is not None
+
+
+def narrower_root(root: str | None, asked: str) -> str | None:
+    """``asked`` (a client's working directory), resolved, when it is an absolute path at or
+    under ``root``; else None. A root taken from a request can only narrow the operator's."""
+    if root is None or not asked.startswith("/") or _inside_root(root, asked) is None:
+        return None
+    try:
+        return os.path.realpath(asked)
+    except (OSError, ValueError):
+        return None
 
 
 def _inside_root(root: str, value: str) -> str | None:

@@ -5,6 +5,8 @@ write-shaped tool → self-modify through a shell command (the write-verb floor)
 redaction → affirmative allow / allow_prefix → default deny. Redaction only rewrites a call that
 is otherwise admitted; it never admits one. ``admit_and_log`` downgrades only a read-shaped
 default deny, and records ``would_deny``. Witnesses name the rule, never argument values.
+A call may name its client's working directory (``meta["root"]``, ``ROOT_META``): path rules
+then resolve against it when it lies inside the policy's root, never otherwise.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from fak.abi import Reason, ToolCall, Verdict
+from fak.policy.globs import narrower_root
 from fak.policy.manifest import Posture
 from fak.policy.policy import Policy
 from fak.policy.shapes import PATH_KEYS, SHELL_KEYS, read_shaped, write_shaped
 from fak.policy.shell import shell_self_modify
 
-__all__ = ["REDACTED", "Monitor", "name_verdict"]
+__all__ = ["REDACTED", "ROOT_META", "Monitor", "name_verdict"]
 
 REDACTED: Final = "[REDACTED]"
+ROOT_META: Final = "root"
+"""``ToolCall.meta`` key: the client's working directory, a narrower root for path rules."""
 _BY: Final = "monitor"
 _ALLOW: Final = Verdict.allow(_BY)
 _LOGGED: Final = Verdict.allow(_BY, meta={"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"})
@@ -76,8 +81,11 @@ class Monitor:
                     if touched is not None:
                         claim = f"shell write to {touched.glob}"
                         return Verdict.deny(Reason.SELF_MODIFY, _BY, claim=claim)
-        for rule in policy.rules_for(tool):
-            if rule.violated(args):
+        rules = policy.rules_for(tool)
+        asked = call.meta.get(ROOT_META) if rules and call.meta else None
+        root = narrower_root(policy.root, asked) if asked else None
+        for rule in rules:
+            if rule.violated(args, root):
                 return Verdict.deny(rule.reason, _BY, claim=rule.witness)
         verdict = name_verdict(policy, tool)
         if not verdict.admits or not policy.redact_fields:

@@ -28,11 +28,20 @@ def gateway(request: Request) -> GatewayState:
     return state
 
 
-def context(request: Request) -> RequestContext:
+def context(request: Request, *, pageout: bool | None = None) -> RequestContext:
+    """The request's trace id, principal, session, and whether its client can page a pointer
+    back in: ``x-fak-pageout: on|off`` when sent, else ``pageout`` (the route's own answer: the
+    fak-native routes can), else the gateway's ``--pageout`` setting."""
+    asked = request.headers.get("x-fak-pageout", "").strip().lower()
+    if asked in ("on", "off"):
+        pageout = asked == "on"
+    elif pageout is None:
+        pageout = gateway(request).options.pageout
     return RequestContext(
         trace_id=request.scope.get("fak.trace_id", ""),
         principal=request.headers.get("x-fak-principal", ""),
         session=request.headers.get("x-fak-session", "")[:256],
+        pageout=pageout,
     )
 
 

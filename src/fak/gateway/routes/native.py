@@ -296,13 +296,13 @@ async def admit(request: Request) -> Response:
     tool = _tool(body)
     payload = _payload(body.get("result"))
     call_id = body.get("tool_call_id")
-    ctx = context(request)
+    ctx = context(request, pageout=True)  # a fak-native client can page a pointer back in
     trace_id = _trace(request, body)
     wv, admitted, qid = state.boundary.admit_one(
         tool,
         payload,
         call_id if isinstance(call_id, str) else "",
-        RequestContext(trace_id, ctx.principal, ctx.session),
+        RequestContext(trace_id, ctx.principal, ctx.session, pageout=ctx.pageout),
     )
     out: dict[str, Any] = {
         "verdict": wv.to_json(),

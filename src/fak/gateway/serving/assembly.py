@@ -29,9 +29,9 @@ from fak.gateway.serving.workers import Console, run_workers
 from fak.gateway.state import GatewayOptions, PolicyReloader
 from fak.journal import JournalCorruptError
 from fak.kernel import Kernel, build_kernel
-from fak.policy import Policy, PolicyError
+from fak.policy import Policy, PolicyError, default_manifest
 
-__all__ = ["StartError", "StartStage", "serve"]
+__all__ = ["RootConflict", "StartError", "StartStage", "serve"]
 
 PlannerFactory = Callable[[], Planner]
 
@@ -108,16 +108,36 @@ def _examples(origin: str, model: str) -> str:
     )
 
 
-def _open_policy(path: str | None) -> tuple[Policy | None, PolicyReloader | None]:
+class RootConflict(ValueError):
+    """``--root`` and the manifest's ``root`` name different directories."""
+
+
+def _rooted(policy: Policy, root: str | None) -> Policy:
+    """``policy`` once its path rules resolve against ``root`` (``--root``): a manifest naming
+    another root is refused rather than silently preferred."""
+    if root is None or policy.root == root:
+        return policy
+    if policy.manifest.root is not None:
+        msg = (
+            f"[FAK-ROOT-CONFLICT] the manifest's root {policy.manifest.root} and --root {root} "
+            "differ; drop one of them"
+        )
+        raise RootConflict(msg)
+    return Policy(policy.manifest, root=root)
+
+
+def _open_policy(
+    path: str | None, root: str | None = None
+) -> tuple[Policy | None, PolicyReloader | None]:
     if not path:
-        return None, None
+        return (None, None) if root is None else (Policy(default_manifest(), root=root), None)
     try:
-        policy = Policy.load(path)
-    except (PolicyError, OSError) as exc:
+        policy = _rooted(Policy.load(path, root=root), root)
+    except (PolicyError, RootConflict, OSError) as exc:
         raise StartError(StartStage.POLICY, exc) from exc
 
     def reloader() -> tuple[Any, Mapping[str, Any]]:
-        fresh = Policy.load(path)
+        fresh = _rooted(Policy.load(path, root=root), root)
         return fresh, fresh.summary()
 
     return policy, reloader
@@ -234,7 +254,7 @@ def serve(
     failed at start). ``planner()`` builds each worker's planner; ``environ`` expands the MCP
     proxy file's variables; ``fail`` gets every ``StartError`` (in the worker it happened in)."""
     try:
-        policy, reloader = _open_policy(config.policy_path)
+        policy, reloader = _open_policy(config.policy_path, config.root)
     except StartError as exc:
         fail(exc)
 

@@ -32,6 +32,9 @@ class ServeConfig:
     workers: int  # --workers: forked processes on one listening socket
     access_log: AccessLogSink
     policy_path: str | None = None  # --policy (None: the built-in default floor)
+    # --root: the project directory path rules resolve against (None: the manifest's root, else
+    # the directory fak serve started in); a manifest root that differs is a start-up error
+    root: str | None = None
     # the secrets themselves (the CLI reads them from the variables the flags name)
     require_key: str | None = field(default=None, repr=False)  # --require-key-env
     witness_key: str | None = field(default=None, repr=False)  # --witness-key-env
