@@ -2,8 +2,8 @@
 
 An 8 KiB harmless file read by a framework that cannot follow a ``{"_paged":true}`` pointer must
 reach the model whole through ``fak serve``: the OpenAI Agents SDK (the real package, Chat and
-Responses models) and langchain-openai's ``ChatOpenAI`` sending the ``ToolMessage`` a LangGraph
-``ToolNode`` produces (LangGraph itself is not installed here; the request shape is langchain's).
+Responses models), a LangGraph ReAct agent (the real package: its ``ToolNode`` runs the tool) and
+langchain-openai's ``ChatOpenAI`` sending the ``ToolMessage`` such a node produces.
 A client that says it can page back in (``x-fak-pageout: on``, ``--pageout``, the fak-native
 ``/v1/fak/admit``) still gets the pointer; quarantine does not depend on any of this.
 """
@@ -99,6 +99,41 @@ def test_agents_sdk_reads_an_8k_file_whole(
     results = _tool_results(mock)
     assert len(results) == 1
     assert HANDLERS in results[0]  # whole, not a pointer
+    assert b"_paged" not in mock.bodies
+
+
+def test_langgraph_agent_reads_an_8k_file_whole(
+    serve_app: Callable[[Any], str], app_factory: Callable[..., Any]
+) -> None:
+    prebuilt = pytest.importorskip("langgraph.prebuilt")
+    graph = pytest.importorskip("langgraph.graph")
+    lc_openai = pytest.importorskip("langchain_openai")
+    lc_tools = pytest.importorskip("langchain_core.tools")
+    mock, url = _fak(serve_app, app_factory)
+
+    @lc_tools.tool
+    def read_file(path: str) -> str:
+        """Read a file of the project."""
+        return HANDLERS
+
+    chat = lc_openai.ChatOpenAI(
+        model="gpt-x", base_url=url + "/v1", api_key="sk-test", max_retries=0
+    ).bind_tools([read_file])
+
+    def model(state: Any) -> dict[str, Any]:
+        return {"messages": [chat.invoke(state["messages"])]}
+
+    # the ReAct loop as LangGraph's docs build it: a model node, a ToolNode, tools_condition
+    builder = graph.StateGraph(graph.MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", prebuilt.ToolNode([read_file]))
+    builder.add_edge(graph.START, "model")
+    builder.add_conditional_edges("model", prebuilt.tools_condition)
+    builder.add_edge("tools", "model")
+    agent = builder.compile()
+    out = agent.invoke({"messages": [("user", 'call read_file {"path": "handlers.py"}')]})
+    assert out["messages"][-1].content == "fak mock planner: received 1 tool result(s)."
+    assert _tool_results(mock) == [HANDLERS]  # whole, not a pointer
     assert b"_paged" not in mock.bodies
 
 
