@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -203,3 +204,26 @@ def test_anthropic_tool_result_inside_a_user_message_is_untrusted(
     assert not [b for b in reply.content if b.type == "tool_use"]
     text = "".join(b.text for b in reply.content if b.type == "text")
     assert "REQUIRE_WITNESS" in text and "fak witness approve w-" in text
+
+
+def test_E2_a_witness_store_that_is_down_is_a_503_that_says_so(
+    app_factory: Callable[..., Any],
+) -> None:
+    from fak.kernel.witness import MemoryWitnessStore, WitnessBook, WitnessError
+
+    class DownStore(MemoryWitnessStore):  # stands for Redis unreachable
+        def holds(self) -> list[Any]:
+            raise WitnessError("witness_store_unavailable", "redis: connection refused")
+
+    book = WitnessBook(store=DownStore(time.time))
+    kernel = Kernel(Policy.loads(json.dumps(_MANIFEST), source="<test>"), witness_book=book)
+    app = app_factory(MockPlanner(), kernel, witness_key="wk")
+
+    async def main() -> Any:
+        async with asgi_client(app) as c:
+            return await c.get("/v1/fak/witness", headers={"x-fak-witness-key": "wk"})
+
+    r = asyncio.run(main())
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "witness_store_unavailable"
+    assert r.headers["retry-after"] == "5"

@@ -119,13 +119,19 @@ def _witness_auth(state: GatewayState, request: Request) -> Kernel:
 
 def _witness_error(exc: Exception) -> GatewayError:
     code = getattr(exc, "code", "witness_error")
+    if code == "witness_store_unavailable":  # the shared store is down: say so, retryable
+        message = "the witness store (Redis) cannot be reached; retry when it is back"
+        return GatewayError(503, code, message, headers={"Retry-After": "5"})
     status = 404 if code == "witness_unknown" else 409
     return GatewayError(status, code, getattr(exc, "message", str(exc)))
 
 
 async def witnesses(request: Request) -> Response:
     k = _witness_auth(gateway(request), request)
-    holds = [h.to_json() for h in k.witnesses.holds()]
+    try:
+        holds = [h.to_json() for h in k.witnesses.holds()]
+    except LookupError as exc:  # WitnessError: the shared store is unreachable
+        raise _witness_error(exc) from exc
     return json_response({"witnesses": holds, "trust_epoch": k.trust_epoch})
 
 
