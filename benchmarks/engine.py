@@ -99,6 +99,7 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
     a, p, b, c = prompt[:200], prompt[200:250], prompt[250:400], prompt[400:] + prompt[:39]
 
     def run() -> dict[str, Any]:
+        before = dict(engine.model.threads.steps_by_threads)
         cache = engine.new_cache(PROMPT_TOKENS + DECODE_STEPS)
         t0 = time.perf_counter()
         logits = engine.prefill(cache, prompt)
@@ -151,7 +152,9 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
             cache.release()
         out["batch_decode_s"] = b1 - b0
         out["batch_identical"] = same
-        return out | {
+        after = engine.model.threads.steps_by_threads
+        return out | {  # forward steps this round ran at each thread count (the governor's pick)
+            "steps_by_threads": {str(k): v - before.get(k, 0) for k, v in sorted(after.items())},
             "prefill_s": t1 - t0,
             "decode_s": t2 - t1,
             "reprefill_s": t4 - t3,
@@ -404,6 +407,11 @@ def _summary(w: Worker, lengths: list[int], load: int) -> dict[str, Any]:
         out["evict_max_abs_delta"] = max(s["evict_max_abs_delta"] for s in samples)
         out["batch_decode_tok_s"] = rate("batch_decode_s", BATCH_SESSIONS * BATCH_STEPS)
         out["batch_identical"] = all(s["batch_identical"] for s in samples)
+        steps: dict[str, int] = {}
+        for sample in samples:
+            for k, v in sample.get("steps_by_threads", {}).items():
+                steps[k] = steps.get(k, 0) + v
+        out["steps_by_threads"] = steps
     return out
 
 
@@ -467,6 +475,12 @@ def _report(
                     f"{fi['top1_agreement_vs_f32']:.3f} over {PROMPT_TOKENS} positions, max|delta| "
                     f"{fi['max_abs_delta_vs_f32']:.3f}"
                 )
+            for mode in ("exact", "fast"):
+                if mode in cell:
+                    print(
+                        f"{where}: {mode} forward steps by thread count: "
+                        f"{cell[mode]['steps_by_threads']}"
+                    )
             if "exact" in cell:
                 ex = cell["exact"]
                 print(

@@ -114,7 +114,8 @@ class Engine:
 
     @property
     def threads(self) -> int:
-        return int(torch.get_num_threads())
+        """The most threads a step uses (a loaded machine may get fewer: ``threads.py``)."""
+        return self.model.threads.max_threads
 
     @property
     def stop_ids(self) -> tuple[int, ...]:
