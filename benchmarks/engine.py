@@ -21,7 +21,11 @@ evict P and recompute only B and C (200 rows) vs re-prefilling A+B+C (400 rows) 
 checking that both give the same logits bit for bit. Best and median over rounds are reported.
 HF runs in processes that never import fak.engine (no MKL strict mode: HF as shipped).
 
-    .venv/bin/python benchmarks/engine.py [--rounds 5] [--threads 1 2] [--llama-cpp]
+With ``--load 0 1`` each round runs every worker twice: once on the machine as it is, once
+with a busy-loop process pinned to one CPU (a core held by another program: a laptop, a gateway
+host, ``fak serve``'s own screen pool). Both tables come from the same run, rounds interleaved.
+
+    .venv/bin/python benchmarks/engine.py [--rounds 5] [--threads 1 2] [--llama-cpp] [--load 0 1]
 
 Prints a table and writes benchmarks/results/engine.json. Not a test.
 """
@@ -95,6 +99,7 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
     a, p, b, c = prompt[:200], prompt[200:250], prompt[250:400], prompt[400:] + prompt[:39]
 
     def run() -> dict[str, Any]:
+        before = dict(engine.model.threads.steps_by_threads)
         cache = engine.new_cache(PROMPT_TOKENS + DECODE_STEPS)
         t0 = time.perf_counter()
         logits = engine.prefill(cache, prompt)
@@ -147,7 +152,9 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
             cache.release()
         out["batch_decode_s"] = b1 - b0
         out["batch_identical"] = same
-        return out | {
+        after = engine.model.threads.steps_by_threads
+        return out | {  # forward steps this round ran at each thread count (the governor's pick)
+            "steps_by_threads": {str(k): v - before.get(k, 0) for k, v in sorted(after.items())},
             "prefill_s": t1 - t0,
             "decode_s": t2 - t1,
             "reprefill_s": t4 - t3,
@@ -160,7 +167,12 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
         engine.decode(engine.new_cache(), 1)
         engine.prefill(engine.new_cache(), prompt)
 
-    info: dict[str, Any] = {"mode": mode, "exact": engine.exact, "threads": engine.threads}
+    info: dict[str, Any] = {
+        "mode": mode,
+        "exact": engine.exact,
+        "threads": engine.threads,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(libgomp default)"),
+    }
     if mode == "fast":
         info |= _parity(engine, prompt)
     _serve(run, info, warm)
@@ -317,7 +329,7 @@ class Worker:
             env=env,
         )
         self.info = self._read()["ready"]
-        self.samples: list[dict[str, Any]] = []
+        self.samples: dict[int, list[dict[str, Any]]] = {}
 
     def _read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -328,16 +340,39 @@ class Worker:
             raise RuntimeError(f"{self.kind} worker ({self.threads} threads) exited:\n{tail}")
         return dict(json.loads(line))
 
-    def run(self) -> None:
+    def run(self, load: int) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write("run\n")
         self.proc.stdin.flush()
-        self.samples.append(self._read())
+        self.samples.setdefault(load, []).append(self._read())
 
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.wait(timeout=60)
+
+
+BUSY_LOOP = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+class BusyLoad:
+    """``n`` busy-loop processes, each pinned to its own CPU (the highest-numbered first)."""
+
+    def __init__(self, n: int) -> None:
+        cpus = sorted(os.sched_getaffinity(0), reverse=True)
+        if n > len(cpus):
+            raise SystemExit(f"--load {n}: this process may use only {len(cpus)} CPUs")
+        self.cpus = cpus[:n]
+        self.procs = [
+            subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(c)]) for c in self.cpus
+        ]
+        time.sleep(0.2 if n else 0)  # let them start spinning
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait(timeout=10)
 
 
 def _default_gguf() -> str:
@@ -346,29 +381,37 @@ def _default_gguf() -> str:
     return str(base / "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-def _summary(w: Worker, lengths: list[int]) -> dict[str, Any]:
+def _summary(w: Worker, lengths: list[int], load: int) -> dict[str, Any]:
+    samples = w.samples[load]
+
     def rate(key: str, n: int) -> dict[str, float]:
-        times = [s[key] for s in w.samples]
+        times = [s[key] for s in samples]
         return {"best": n / min(times), "median": n / statistics.median(times)}
 
     out: dict[str, Any] = {
         "engine": w.kind,
         "threads": w.threads,
+        "load": load,
         "info": w.info,
         "prefill_tok_s": rate("prefill_s", PROMPT_TOKENS),
         "decode_tok_s": rate("decode_s", DECODE_STEPS),
         "long_prefill_tok_s": {str(n): rate(f"prefill_{n}_s", n) for n in lengths},
     }
     if w.kind in ("exact", "fast"):
-        ev = [s["evict_exact_s"] for s in w.samples]
-        full = [s["reprefill_s"] for s in w.samples]
+        ev = [s["evict_exact_s"] for s in samples]
+        full = [s["reprefill_s"] for s in samples]
         out["evict_exact_ms"] = {"best": 1e3 * min(ev), "median": 1e3 * statistics.median(ev)}
         out["reprefill_ms"] = {"best": 1e3 * min(full), "median": 1e3 * statistics.median(full)}
         out["evict_over_reprefill_median"] = statistics.median(ev) / statistics.median(full)
-        out["evict_recomputed_rows"] = w.samples[-1]["evict_recomputed"]
-        out["evict_max_abs_delta"] = max(s["evict_max_abs_delta"] for s in w.samples)
+        out["evict_recomputed_rows"] = samples[-1]["evict_recomputed"]
+        out["evict_max_abs_delta"] = max(s["evict_max_abs_delta"] for s in samples)
         out["batch_decode_tok_s"] = rate("batch_decode_s", BATCH_SESSIONS * BATCH_STEPS)
-        out["batch_identical"] = all(s["batch_identical"] for s in w.samples)
+        out["batch_identical"] = all(s["batch_identical"] for s in samples)
+        steps: dict[str, int] = {}
+        for sample in samples:
+            for k, v in sample.get("steps_by_threads", {}).items():
+                steps[k] = steps.get(k, 0) + v
+        out["steps_by_threads"] = steps
     return out
 
 
@@ -376,10 +419,100 @@ def _med(row: dict[str, Any], key: str) -> float:
     return float(row[key]["median"])
 
 
+def _report(
+    rows: list[dict[str, Any]], lengths: list[int], threads: list[int], loads: list[int]
+) -> dict[str, float]:
+    head = "".join(f"{'prefill@' + str(n):>14}" for n in lengths)
+    ratios: dict[str, float] = {}
+    for load in loads:
+        busy = "machine as it is" if load == 0 else f"{load} busy-loop process(es) pinned to CPUs"
+        print(f"\n--load {load} ({busy})")
+        print(f"{'engine':<8}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
+        for row in (r for r in rows if r["load"] == load):
+            longs = "".join(
+                f"{row['long_prefill_tok_s'][str(n)]['median']:>14.0f}" for n in lengths
+            )
+            print(
+                f"{row['engine']:<8}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
+                f"{_med(row, 'decode_tok_s'):>9.1f}{longs}"
+            )
+        for t in threads:
+            cell = {r["engine"]: r for r in rows if r["threads"] == t and r["load"] == load}
+            tag = f"{t}t_load{load}"
+            where = f"{t} thread(s), load {load}"
+            for mode in ("exact", "fast"):
+                if mode not in cell:
+                    continue
+                agg = _med(cell[mode], "batch_decode_tok_s")
+                gain = agg / _med(cell[mode], "decode_tok_s")
+                ratios[f"{mode}_batch{BATCH_SESSIONS}_over_solo_{tag}"] = gain
+                print(
+                    f"{where}: {mode} batched decode, {BATCH_SESSIONS} sessions: {agg:.1f} tok/s"
+                    f" aggregate = {gain:.2f}x one session; every session bit-identical to its"
+                    f" solo decode: {cell[mode]['batch_identical']}"
+                )
+            for mine in ("exact", "fast"):
+                for other in ("exact", "hf", "llama"):
+                    if mine not in cell or other not in cell or mine == other:
+                        continue
+                    dec = _med(cell[mine], "decode_tok_s") / _med(cell[other], "decode_tok_s")
+                    pre = _med(cell[mine], "prefill_tok_s") / _med(cell[other], "prefill_tok_s")
+                    ratios[f"{mine}_over_{other}_decode_{tag}"] = dec
+                    ratios[f"{mine}_over_{other}_prefill_{tag}"] = pre
+                    longs_txt = ""
+                    for n in lengths:
+                        a = cell[mine]["long_prefill_tok_s"][str(n)]["median"]
+                        b = cell[other]["long_prefill_tok_s"][str(n)]["median"]
+                        ratios[f"{mine}_over_{other}_prefill{n}_{tag}"] = a / b
+                        longs_txt += f", @{n} {a / b:.2f}x"
+                    print(
+                        f"{where}: {mine}/{other} decode {dec:.2f}x, prefill {pre:.2f}x{longs_txt}"
+                    )
+            if "fast" in cell:
+                fi = cell["fast"]["info"]
+                print(
+                    f"{where}: fast mode vs float32: top-1 agreement "
+                    f"{fi['top1_agreement_vs_f32']:.3f} over {PROMPT_TOKENS} positions, max|delta| "
+                    f"{fi['max_abs_delta_vs_f32']:.3f}"
+                )
+            for mode in ("exact", "fast"):
+                if mode in cell:
+                    print(
+                        f"{where}: {mode} forward steps by thread count: "
+                        f"{cell[mode]['steps_by_threads']}"
+                    )
+            if "exact" in cell:
+                ex = cell["exact"]
+                print(
+                    f"{where}: exact middle eviction {ex['evict_exact_ms']['median']:.0f} ms "
+                    f"(recomputes {ex['evict_recomputed_rows']} rows) vs full re-prefill "
+                    f"{ex['reprefill_ms']['median']:.0f} ms = "
+                    f"{ex['evict_over_reprefill_median']:.2f}x; max|delta| vs never-saw = "
+                    f"{ex['evict_max_abs_delta']}"
+                )
+    base = loads[0]
+    for load in loads[1:]:
+        print(f"\nratios under --load {load} / under --load {base} (1.00 = no relative loss):")
+        for key in sorted(k for k in ratios if k.endswith(f"_load{load}")):
+            ref = ratios.get(key[: -len(str(load))] + str(base))
+            if ref:
+                ratios[f"{key}_vs_load{base}"] = ratios[key] / ref
+                print(f"  {key[: -len(f'_load{load}')]:<40} {ratios[key] / ref:6.2f}")
+    return ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--load",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="busy-loop processes pinned to CPUs while the workers run, one phase per value "
+        "in every round (e.g. --load 0 1)",
+    )
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     parser.add_argument("--no-fast", action="store_true", help="skip fak's fast mode")
     parser.add_argument(
@@ -417,56 +550,27 @@ def main() -> None:
         for t in args.threads
         for k in kinds
     ]
+    loadavg: dict[int, list[tuple[float, float, float]]] = {}
     try:
         for r in range(args.rounds):
-            for w in workers:
-                w.run()
+            for load in args.load:
+                busy = BusyLoad(load)
+                try:
+                    for w in workers:
+                        w.run(load)
+                finally:
+                    loadavg.setdefault(load, []).append(os.getloadavg())
+                    busy.close()
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
     finally:
         for w in workers:
             w.close()
-    rows = [_summary(w, lengths) for w in workers]
-    head = "".join(f"{'prefill@' + str(n):>14}" for n in lengths)
-    print(f"\n{'engine':<8}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
-    for row in rows:
-        longs = "".join(f"{row['long_prefill_tok_s'][str(n)]['median']:>14.0f}" for n in lengths)
+    rows = [_summary(w, lengths, load) for load in args.load for w in workers]
+    ratios = _report(rows, lengths, args.threads, args.load)
+    for load, avgs in loadavg.items():
         print(
-            f"{row['engine']:<8}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
-            f"{_med(row, 'decode_tok_s'):>9.1f}{longs}"
-        )
-    ratios: dict[str, float] = {}
-    for t in args.threads:
-        cell = {r["engine"]: r for r in rows if r["threads"] == t}
-        ex = cell["exact"]
-        agg = _med(ex, "batch_decode_tok_s")
-        ratios[f"batch{BATCH_SESSIONS}_over_solo_{t}t"] = agg / _med(ex, "decode_tok_s")
-        print(
-            f"{t} thread(s): exact batched decode, {BATCH_SESSIONS} sessions: {agg:.1f} tok/s "
-            f"aggregate = {ratios[f'batch{BATCH_SESSIONS}_over_solo_{t}t']:.2f}x one session; "
-            f"every session bit-identical to its solo decode: {ex['batch_identical']}"
-        )
-        for mine in ("exact", "fast"):
-            for other in ("exact", "hf", "llama"):
-                if mine not in cell or other not in cell or mine == other:
-                    continue
-                dec = _med(cell[mine], "decode_tok_s") / _med(cell[other], "decode_tok_s")
-                pre = _med(cell[mine], "prefill_tok_s") / _med(cell[other], "prefill_tok_s")
-                ratios[f"{mine}_over_{other}_decode_{t}t"] = dec
-                ratios[f"{mine}_over_{other}_prefill_{t}t"] = pre
-                print(f"{t} thread(s): {mine}/{other} decode {dec:.2f}x, prefill {pre:.2f}x")
-        if "fast" in cell:
-            fi = cell["fast"]["info"]
-            print(
-                f"{t} thread(s): fast mode vs float32: top-1 agreement "
-                f"{fi['top1_agreement_vs_f32']:.3f} over {PROMPT_TOKENS} positions, max|delta| "
-                f"{fi['max_abs_delta_vs_f32']:.3f}; batched decode bit-identical to solo: "
-                f"{cell['fast']['batch_identical']}"
-            )
-        print(
-            f"{t} thread(s): exact middle eviction {ex['evict_exact_ms']['median']:.0f} ms "
-            f"(recomputes {ex['evict_recomputed_rows']} rows) vs full re-prefill "
-            f"{ex['reprefill_ms']['median']:.0f} ms = {ex['evict_over_reprefill_median']:.2f}x; "
-            f"max|delta| vs never-saw = {ex['evict_max_abs_delta']}"
+            f"load average (1 min) at the end of each --load {load} phase: "
+            + ", ".join(f"{a[0]:.1f}" for a in avgs)
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     record = {
@@ -474,9 +578,12 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "machine": {
             "cpus": os.cpu_count(),
+            "affinity": len(os.sched_getaffinity(0)),
             "platform": platform.platform(),
             "load": os.getloadavg(),
+            "loadavg_per_phase": {str(k): v for k, v in loadavg.items()},
         },
+        "busy_loads": args.load,
         "prompt_tokens": PROMPT_TOKENS,
         "decode_steps": DECODE_STEPS,
         "prefill_lengths": lengths,

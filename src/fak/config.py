@@ -185,12 +185,21 @@ def process_environ() -> Mapping[str, str]:
 # makes GEMM rows independent of the row count (>= 4); the engine requests it and then proves the
 # invariance it needs with a start-up probe.
 ENGINE_MKL_CBWR = "AUTO,STRICT"
+# OpenMP (torch's libgomp) reads this once, when torch is loaded. By default its idle threads
+# spin between parallel regions; a decode step is a few hundred small regions back to back, so
+# the engine's threads look CPU-bound to the kernel's scheduler, and when another process holds
+# a core each region waits for a descheduled thread's next time slice: measured 25x slower
+# decode with one core busy. Passive threads sleep at once and are woken promptly.
+ENGINE_OMP_WAIT_POLICY = "PASSIVE"
 
 
 def prepare_engine_numerics() -> str:
-    """Ask MKL for strict reproducible GEMMs before torch is imported; returns the value in force.
+    """Set the engine's MKL and OpenMP runtime options before torch is imported.
 
-    Called by ``fak.engine`` before its first torch import. A value the user already set wins;
-    the engine's start-up self-test then decides whether exact mode is available.
+    Called by ``fak.engine`` before its first torch import: ``MKL_CBWR`` (strict reproducible
+    GEMMs) and ``OMP_WAIT_POLICY`` (sleep, do not spin, between parallel regions). A value the
+    user already set wins; the engine's start-up self-test then decides whether exact mode is
+    available. Returns the ``MKL_CBWR`` value in force.
     """
+    os.environ.setdefault("OMP_WAIT_POLICY", ENGINE_OMP_WAIT_POLICY)
     return os.environ.setdefault("MKL_CBWR", ENGINE_MKL_CBWR)

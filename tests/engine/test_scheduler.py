@@ -138,7 +138,10 @@ def test_gateway_answers_429_with_retry_after_and_frees_a_disconnected_slot(engi
     with LoopbackServer(app) as url, httpx.Client(timeout=120) as http:
         with http.stream("POST", url + "/v1/chat/completions", json=body) as held:
             assert held.status_code == 200
-            next(held.iter_lines())  # the first chunk: the one slot is taken now
+            # the first chunk: the one slot is taken now. Keep the iterator: a discarded one is
+            # closed, and closing it hangs up the stream (the test would race that hang-up)
+            lines = held.iter_lines()
+            next(lines)
             client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=60)
             with client, pytest.raises(openai.RateLimitError) as refused:
                 client.chat.completions.create(

@@ -3,7 +3,8 @@
 ``Engine`` ties the forward pass (``model.py``) to the addressable cache (``kvcache.py``) and
 adds the one operation that needs both: ``evict_exact``, which removes a span and recomputes
 only the rows that attended to it, so the cache equals one that never saw the span, bit for
-bit. It owns thread settings for torch; it does not render chats or talk to the gateway.
+bit. It owns thread settings for torch (by default as many threads as the process may use,
+``cpus.py``); it does not render chats or talk to the gateway.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from fak.engine.cpus import cpu_budget
 from fak.engine.kvcache import KVCache
 from fak.engine.model import PREFILL_CHUNK, Transformer, decode_batch, decode_step, greedy, prefill
 from fak.engine.tokenizer import ChatFormat, GGUFTokenizer
@@ -67,10 +69,20 @@ class Engine:
         """Read, dequantize and pack a GGUF (default: the embedded SmolLM2).
 
         ``mode`` is ``"exact"`` (float32 weights) or ``"fast"`` (4-bit weights, bfloat16
-        activations in the projections); both are batch-invariant with themselves.
+        activations in the projections); both are batch-invariant with themselves. ``threads``
+        defaults to the CPUs this process may use (affinity mask and cgroup quota, not the
+        machine's count; ``fak.engine.cpus``).
         """
-        if threads is not None and threads > 0:
-            torch.set_num_threads(threads)
+        if threads is None or threads <= 0:
+            budget = cpu_budget()
+            threads = budget.usable
+            log.info(
+                "engine threads: %d (affinity %d, cgroup quota %s)",
+                threads,
+                budget.affinity,
+                "none" if budget.quota is None else f"{budget.quota:g}",
+            )
+        torch.set_num_threads(threads)
 
         def on_tensor(done: int, total: int) -> None:
             if progress is not None:
@@ -102,7 +114,8 @@ class Engine:
 
     @property
     def threads(self) -> int:
-        return int(torch.get_num_threads())
+        """The most threads a step uses (a loaded machine may get fewer: ``threads.py``)."""
+        return self.model.threads.max_threads
 
     @property
     def stop_ids(self) -> tuple[int, ...]:

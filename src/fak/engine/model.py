@@ -29,9 +29,11 @@ from fak.engine.numerics import (
     PackedLinear,
     ProbeReport,
     int4_available,
+    one_thread,
     probe,
 )
 from fak.engine.rotary import RotaryTables, rotate
+from fak.engine.threads import ThreadGovernor
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
 
 __all__ = [
@@ -45,6 +47,11 @@ __all__ = [
 ]
 
 PREFILL_CHUNK = 512
+# A query tile whose attention is at most this many (row, key) pairs runs on one thread: a
+# decode step's attention (4 padded rows) is a few microseconds of work, and splitting it over
+# threads costs more in wake-ups than it saves (and under load, a wait for a descheduled
+# thread). The probe checks that the kernels give the same bits on one thread as on all.
+SERIAL_ATTENTION_PAIRS = 4 * 2048
 
 
 class EngineMode(enum.StrEnum):
@@ -131,6 +138,7 @@ class Transformer:
         mode: str = EngineMode.EXACT,
         onednn: bool = True,
         progress: Callable[[str, int, int], None] | None = None,
+        adaptive_threads: bool = True,
     ) -> None:
         if mode not in tuple(EngineMode):
             names = ", ".join(EngineMode)
@@ -172,6 +180,12 @@ class Transformer:
         )
         self.exact = self.numerics.ok
         self.min_rows = self.numerics.min_rows if self.exact else 1
+        # Thread count per step (torch's setting at load is the most it uses): adaptive only
+        # when every kernel was proven to give the same bits on one thread as on all.
+        self.serial_small_attention = self.numerics.thread_invariant
+        self.threads = ThreadGovernor(
+            torch.get_num_threads(), adaptive=adaptive_threads and self.numerics.thread_invariant
+        )
         self.rope = RotaryTables.build(cfg.head_dim, cfg.rope_theta, cfg.context_length)
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
 
@@ -200,8 +214,16 @@ class Transformer:
         Every session's rows go through the projections together (one weight stream for the
         whole batch); attention runs per session over its own cache. Each session's rows are
         laid out exactly as ``forward`` would lay them out alone, and every kernel involved is
-        row-invariant, so its logits do not depend on the batch it shared (witness 6).
+        row-invariant, so its logits do not depend on the batch it shared (witness 6). The step
+        runs at the thread count ``self.threads`` picks (the same bits at any count).
         """
+        rows = sum(max(int(tokens.shape[0]), self.min_rows) for _, tokens in items)
+        with self.threads.step(rows):
+            return self._forward_batch(items, all_logits=all_logits)
+
+    def _forward_batch(
+        self, items: Sequence[tuple[KVCache, torch.Tensor]], *, all_logits: bool
+    ) -> list[torch.Tensor]:
         cfg = self.config
         group = cfg.n_heads // cfg.n_kv_heads
         slots: list[_Slot] = []
@@ -287,27 +309,35 @@ class Transformer:
         block, and the probability-value products are summed block by block in a fixed order,
         so a block contributes the same bits wherever it is stored (a fork's shared blocks).
         """
-        e = self.config.head_dim
         outs = []
         for t in tiles:
             qt = q[:, t.rows] if t.pad is None else q[:, t.pad]  # [G, R, E], R >= 4
-            blocks = [
-                cache.key_block(layer, a, min(a + ATT_BLOCK, t.span))
-                for a in range(0, t.span, ATT_BLOCK)
-            ]
-            parts = [torch.bmm(qt, k.transpose(1, 2)) for k, _ in blocks]  # [G, R, <=block]
-            scores = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)  # [G, R, span]
-            scores[:, :, t.span - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
-            probs = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
-            acc = torch.bmm(probs[:, :, : blocks[0][1].shape[1]], blocks[0][1])  # [G, R, E + 1]
-            at = blocks[0][1].shape[1]
-            for _, vals in blocks[1:]:  # numerator | denominator, block by block in order
-                n = vals.shape[1]
-                acc.add_(torch.bmm(probs[:, :, at : at + n], vals))
-                at += n
-            n = t.rows.stop - t.rows.start
-            outs.append(acc[:, :n, :e] / acc[:, :n, e:])
+            if self.serial_small_attention and qt.shape[1] * t.span <= SERIAL_ATTENTION_PAIRS:
+                with one_thread():
+                    outs.append(self._attend_tile(layer, cache, qt, t))
+            else:
+                outs.append(self._attend_tile(layer, cache, qt, t))
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
+
+    def _attend_tile(self, layer: int, cache: KVCache, qt: torch.Tensor, t: _Tile) -> torch.Tensor:
+        """One query tile qt [G, R, E] over keys [0, t.span) -> [G, rows of t, E]."""
+        e = self.config.head_dim
+        blocks = [
+            cache.key_block(layer, a, min(a + ATT_BLOCK, t.span))
+            for a in range(0, t.span, ATT_BLOCK)
+        ]
+        parts = [torch.bmm(qt, k.transpose(1, 2)) for k, _ in blocks]  # [G, R, <=block]
+        scores = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)  # [G, R, span]
+        scores[:, :, t.span - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
+        probs = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+        acc = torch.bmm(probs[:, :, : blocks[0][1].shape[1]], blocks[0][1])  # [G, R, E + 1]
+        at = blocks[0][1].shape[1]
+        for _, vals in blocks[1:]:  # numerator | denominator, block by block in order
+            n = vals.shape[1]
+            acc.add_(torch.bmm(probs[:, :, at : at + n], vals))
+            at += n
+        n = t.rows.stop - t.rows.start
+        return acc[:, :n, :e] / acc[:, :n, e:]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ refuses exact (bit-for-bit) reuse when it fails. No model code lives here. Tier 
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,6 +30,7 @@ __all__ = [
     "PackedLinear",
     "ProbeReport",
     "int4_available",
+    "one_thread",
     "onednn_available",
     "probe",
 ]
@@ -50,6 +52,20 @@ def onednn_available() -> bool:
         )
     except (AttributeError, RuntimeError):  # pragma: no cover - depends on the torch build
         return False
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the enclosed torch ops on the calling thread alone (no parallel region opened)."""
+    n = torch.get_num_threads()
+    if n == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 class Linear(Protocol):
@@ -152,13 +168,18 @@ class ProbeReport:
     """What the start-up probe found; ``ok`` only when every check matched bit for bit.
 
     ``min_rows`` is the smallest batch the linears are row-invariant for (1 or 2; the
-    forward pass pads smaller batches by repeating the last row).
+    forward pass pads smaller batches by repeating the last row). ``thread_invariant``: every
+    kernel gave the same bits on one thread as on all of them, so the engine may change its
+    thread count between steps (``threads.py``) and run small attention tiles on one thread;
+    ``thread_failures`` names what differed.
     """
 
     ok: bool
     backend: str
     min_rows: int
     failures: tuple[str, ...]
+    thread_invariant: bool = False
+    thread_failures: tuple[str, ...] = ()
 
 
 def _rows_invariant(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, m: int) -> bool:
@@ -178,6 +199,7 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
     """
     gen = torch.Generator().manual_seed(seed)
     failures: list[str] = []
+    thread_failures: list[str] = []
     if all(isinstance(lin, Int4Linear) for lin in linears):
         backend = "int4-bf16"
     elif all(getattr(lin, "onednn", False) for lin in linears):
@@ -190,6 +212,12 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
             x = torch.randn(24, lin.in_features, generator=gen)
             while min_rows <= 4 and not _rows_invariant(lin, x, min_rows):
                 min_rows *= 2
+            for m in (1, 4, 24):
+                with one_thread():
+                    alone = lin(x[:m])
+                if not torch.equal(alone, lin(x[:m])):
+                    shape = f"{lin.out_features}x{lin.in_features}"
+                    thread_failures.append(f"linear {shape} rows={m}")
         if min_rows > 4:
             failures.append("linear rows")
         # Attention: [G, R, 64] @ [G, 64, span] and [G, R, span] @ [G, span, 65] for spans
@@ -201,13 +229,21 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
             vals = torch.randn(3, span, 65, generator=gen)
             ref_s = torch.bmm(q, keys.transpose(1, 2))
             ref_v = torch.bmm(p, vals)
+            ref_e = p.exp()
             for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
-                got_s = torch.bmm(q[:, 5 : 5 + r], keys.transpose(1, 2))
-                got_v = torch.bmm(p[:, 7 : 7 + r], vals)
-                if not torch.equal(got_s, ref_s[:, 5 : 5 + r]):
-                    failures.append(f"scores rows={r} span={span}")
-                if not torch.equal(got_v, ref_v[:, 7 : 7 + r]):
-                    failures.append(f"values rows={r} span={span}")
+                for serial in (False, True):  # small tiles run on one thread (model.py)
+                    with one_thread() if serial else contextlib.nullcontext():
+                        got_s = torch.bmm(q[:, 5 : 5 + r], keys.transpose(1, 2))
+                        got_v = torch.bmm(p[:, 7 : 7 + r], vals)
+                        got_e = p[:, 7 : 7 + r].exp()
+                    where = f"rows={r} span={span}" + (" one thread" if serial else "")
+                    bad = thread_failures if serial else failures
+                    if not torch.equal(got_s, ref_s[:, 5 : 5 + r]):
+                        bad.append(f"scores {where}")
+                    if not torch.equal(got_v, ref_v[:, 7 : 7 + r]):
+                        bad.append(f"values {where}")
+                    if not torch.equal(got_e, ref_e[:, 7 : 7 + r]):
+                        bad.append(f"exp {where}")
         # Elementwise maths the forward pass uses, over odd lengths and offsets.
         z = torch.randn(4099, generator=gen) * 4
         for name, fn in (("exp", torch.exp), ("rsqrt", lambda t: torch.rsqrt(t.abs() + 0.5))):
@@ -221,7 +257,12 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
         if not torch.equal(rows[3:4].pow(2).mean(-1), full_mean[3:4]):
             failures.append("row mean")
     report = ProbeReport(
-        ok=not failures, backend=backend, min_rows=min(min_rows, 4), failures=tuple(failures)
+        ok=not failures,
+        backend=backend,
+        min_rows=min(min_rows, 4),
+        failures=tuple(failures),
+        thread_invariant=not failures and not thread_failures,
+        thread_failures=tuple(thread_failures),
     )
     if not report.ok:
         log.warning("engine numerics probe failed (%d checks); exact mode refused", len(failures))

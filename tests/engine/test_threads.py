@@ -1,0 +1,116 @@
+"""Per-step thread counts: the governor follows measured step times, and the bits never change."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.engine
+pytest.importorskip("torch", reason="engine extra not installed: pip install 'fak[engine]'")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _run(gov: Any, clock: _Clock, rows: int, cost: dict[int, float]) -> int:
+    with gov.step(rows) as threads:
+        clock.now += cost[threads]
+    return int(threads)
+
+
+def test_governor_moves_to_one_thread_when_that_is_faster_and_back() -> None:
+    from fak.engine.threads import ThreadGovernor
+
+    clock = _Clock()
+    gov = ThreadGovernor(2, explore_every=4, clock=clock)
+    loaded = {2: 0.100, 1: 0.040}  # a core is busy: two threads wait for each other
+    used = [_run(gov, clock, 1, loaded) for _ in range(40)]
+    assert used[:2] == [2, 1]  # each count measured once first
+    assert used[-8:].count(1) >= 6  # then mostly one thread, with an occasional retry of two
+    assert gov.preferred(1) == 1
+    quiet = {2: 0.020, 1: 0.040}  # the other program went away
+    used = [_run(gov, clock, 1, quiet) for _ in range(60)]
+    assert used[-8:].count(2) >= 6 and gov.preferred(1) == 2
+
+
+def test_governor_keeps_step_sizes_apart_and_can_be_fixed() -> None:
+    from fak.engine.threads import ThreadGovernor
+
+    clock = _Clock()
+    gov = ThreadGovernor(2, explore_every=4, clock=clock)
+    for _ in range(20):
+        _run(gov, clock, 1, {2: 0.1, 1: 0.05})  # decode: one thread wins
+        _run(gov, clock, 512, {2: 0.5, 1: 0.9})  # prefill: two threads win
+    assert gov.preferred(1) == 1 and gov.preferred(512) == 2
+    fixed = ThreadGovernor(2, adaptive=False, clock=clock)
+    assert {_run(fixed, clock, 1, {2: 0.1, 1: 0.05}) for _ in range(10)} == {2}
+    assert ThreadGovernor(1).choose(1) == 1
+
+
+def test_probe_proves_thread_invariance(engine_any_mode: Any) -> None:
+    report = engine_any_mode.model.numerics
+    assert report.thread_invariant and report.thread_failures == ()
+    assert engine_any_mode.model.threads.adaptive == (engine_any_mode.threads > 1)
+
+
+class _RandomThreads:
+    """A governor stand-in that picks the thread count of every step at random."""
+
+    def __init__(self, max_threads: int, seed: int) -> None:
+        self.max_threads = max_threads
+        self.rng = random.Random(seed)
+        self.used: set[int] = set()
+
+    def step(self, rows: int) -> Any:
+        import contextlib
+
+        import torch
+
+        @contextlib.contextmanager
+        def run() -> Iterator[int]:
+            n = self.rng.choice([1, self.max_threads])
+            self.used.add(n)
+            torch.set_num_threads(n)
+            try:
+                yield n
+            finally:
+                torch.set_num_threads(self.max_threads)
+
+        return run()
+
+
+@pytest.mark.parametrize("seed", [3, 17])
+def test_switching_threads_between_steps_changes_no_bit(engine_any_mode: Any, seed: int) -> None:
+    """Prefix reuse with every chunk and decode step at a random thread count equals a one-shot
+    prefill at full threads (the same witness as w1/w2, with the thread count fuzzed)."""
+    import torch
+
+    engine = engine_any_mode
+    if engine.threads < 2:
+        pytest.skip("needs at least two threads to switch between")
+    rng = random.Random(seed)
+    ids = [rng.randrange(17, engine.model.config.vocab_size) for _ in range(700)]
+    ref_cache = engine.new_cache()
+    ref = engine.prefill(ref_cache, ids, all_logits=True)
+    real = engine.model.threads
+    engine.model.threads = _RandomThreads(engine.threads, seed)
+    try:
+        cache = engine.new_cache()
+        at, got = 0, []
+        while at < len(ids):
+            step = 1 if rng.random() < 0.3 else rng.randint(1, 300)
+            got.append(engine.prefill(cache, ids[at : at + step], all_logits=True))
+            at += step
+        used = engine.model.threads.used
+    finally:
+        engine.model.threads = real
+    assert used == {1, engine.threads}
+    assert torch.equal(torch.cat(got)[: len(ids)], ref)
