@@ -167,3 +167,17 @@ def test_N2_post_tool_use_screens_an_object_response_decoded(
     body = json.loads(done.stdout)
     assert body["decision"] == "block"
     assert '"_quarantined":true' in body["hookSpecificOutput"]["updatedMCPToolOutput"]
+
+
+def test_N7_grep_skips_what_a_gitignore_names_as_ripgrep_does(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / ".gitignore").write_text("node_modules/\n*.log\n")
+    (project / "node_modules").mkdir()
+    (project / "node_modules" / "big.js").write_text("word\\n" * 5000)
+    (project / "app.py").write_text("word = 1\\n")
+    (project / "run.log").write_text("word\\n")  # a wildcard rule: still screened
+    monkeypatch.setattr(prescreen, "SEARCH_BUDGET", 10_000)
+    view = prescreen.grep_view(project, {"pattern": "word", "output_mode": "content"})
+    assert view is not None and "app.py" in view and "run.log" in view
+    assert "node_modules" not in view

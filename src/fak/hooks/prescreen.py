@@ -128,14 +128,34 @@ def _matches_glob(rel: str, globs: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel if "/" in g else name, g) for g in globs)
 
 
+def _ignored_names(root: Path) -> frozenset[str]:
+    """The plain names (no wildcard, no path) a ``.gitignore`` in ``root`` or an ancestor lists:
+    the common case of what ripgrep skips (``node_modules/``, ``build``, ``*.log`` is not one).
+    A wildcard rule is not applied: such files are screened, never skipped unseen."""
+    names: set[str] = set()
+    for folder in (root, *root.parents):
+        try:
+            text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for raw in text.splitlines()[:2000]:
+            line = raw.strip().removeprefix("/").removesuffix("/")
+            if line and not line.startswith(("#", "!")) and not any(c in line for c in "*?[/\\"):
+                names.add(line)
+    return frozenset(names)
+
+
 def _files(root: Path, glob: str | None) -> Iterator[Path]:
-    """Files a search under ``root`` reads: hidden entries skipped, as ripgrep does."""
+    """Files a search under ``root`` reads: hidden entries and the plain names a .gitignore
+    lists are skipped, as ripgrep does."""
     globs = _expand_braces(glob) if glob else []
     if root.is_file():
         yield root
         return
+    ignored = _ignored_names(root)
     for here, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ignored)
+        names = [n for n in names if n not in ignored]
         for name in sorted(names):
             if name.startswith("."):
                 continue
