@@ -116,8 +116,9 @@ def test_langgraph_agent_reads_an_8k_file_whole(
         """Read a file of the project."""
         return HANDLERS
 
+    http = httpx.Client()  # owned and closed below: no socket left for the GC to warn about
     chat = lc_openai.ChatOpenAI(
-        model="gpt-x", base_url=url + "/v1", api_key="sk-test", max_retries=0
+        model="gpt-x", base_url=url + "/v1", api_key="sk-test", max_retries=0, http_client=http
     ).bind_tools([read_file])
 
     def model(state: Any) -> dict[str, Any]:
@@ -131,7 +132,8 @@ def test_langgraph_agent_reads_an_8k_file_whole(
     builder.add_conditional_edges("model", prebuilt.tools_condition)
     builder.add_edge("tools", "model")
     agent = builder.compile()
-    out = agent.invoke({"messages": [("user", 'call read_file {"path": "handlers.py"}')]})
+    with http:
+        out = agent.invoke({"messages": [("user", 'call read_file {"path": "handlers.py"}')]})
     assert out["messages"][-1].content == "fak mock planner: received 1 tool result(s)."
     assert _tool_results(mock) == [HANDLERS]  # whole, not a pointer
     assert b"_paged" not in mock.bodies
@@ -143,17 +145,19 @@ def test_langchain_tool_message_of_8k_reaches_the_model_whole(
     messages_mod = pytest.importorskip("langchain_core.messages")
     lc_openai = pytest.importorskip("langchain_openai")
     mock, url = _fak(serve_app, app_factory)
+    http = httpx.Client()
     chat = lc_openai.ChatOpenAI(
-        model="gpt-x", base_url=url + "/v1", api_key="sk-test", max_retries=0
+        model="gpt-x", base_url=url + "/v1", api_key="sk-test", max_retries=0, http_client=http
     )
     call = {"name": "read_file", "args": {"path": "handlers.py"}, "id": "call_1"}
-    reply = chat.invoke(
-        [
-            messages_mod.HumanMessage("read handlers.py"),
-            messages_mod.AIMessage("", tool_calls=[call]),
-            messages_mod.ToolMessage(HANDLERS, tool_call_id="call_1", name="read_file"),
-        ]
-    )
+    with http:
+        reply = chat.invoke(
+            [
+                messages_mod.HumanMessage("read handlers.py"),
+                messages_mod.AIMessage("", tool_calls=[call]),
+                messages_mod.ToolMessage(HANDLERS, tool_call_id="call_1", name="read_file"),
+            ]
+        )
     assert reply.content == "fak mock planner: received 1 tool result(s)."
     assert _tool_results(mock) == [HANDLERS]
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -79,14 +80,16 @@ def test_langchain_with_structured_output(
     from langchain_openai import ChatOpenAI
 
     mock, url = _stack(serve_app, app_factory, upstream)
-    llm = ChatOpenAI(
-        model="gpt-x",
-        base_url=url,
-        api_key="local",  # type: ignore[arg-type]
-        use_responses_api=client_wire == "responses",
-        max_retries=0,
-    )
-    city = llm.with_structured_output(City).invoke(PROMPT)
+    with httpx.Client() as http:  # owned and closed: no socket left for the GC to warn about
+        llm = ChatOpenAI(
+            model="gpt-x",
+            base_url=url,
+            api_key="local",  # type: ignore[arg-type]
+            use_responses_api=client_wire == "responses",
+            max_retries=0,
+            http_client=http,
+        )
+        city = llm.with_structured_output(City).invoke(PROMPT)
     assert city == City(**ANSWER)
     _asked(mock, upstream)
 
@@ -169,8 +172,15 @@ def test_the_double_answers_plain_text_when_no_schema_is_asked(
     from langchain_openai import ChatOpenAI
 
     mock, url = _stack(serve_app, app_factory, "chat")
-    llm = ChatOpenAI(model="gpt-x", base_url=url, api_key="local", max_retries=0)  # type: ignore[arg-type]
-    reply = llm.invoke(PROMPT)
+    with httpx.Client() as http:
+        llm = ChatOpenAI(
+            model="gpt-x",
+            base_url=url,
+            api_key="local",  # type: ignore[arg-type]
+            max_retries=0,
+            http_client=http,
+        )
+        reply = llm.invoke(PROMPT)
     with pytest.raises(ValueError):
         City.model_validate_json(str(reply.content))
     assert asked_schema(json.loads(mock.received[-1].body)) is None
