@@ -149,6 +149,12 @@ def build_app(
 
     stores = ops.StoreWatch(kernel, metrics.registry)  # registered before the MCP collectors
     routes: list[Route] = [*turns.ROUTES, *native.ROUTES, *ops.ROUTES, *recall.ROUTES]
+    open_paths: tuple[str, ...] = ("/healthz",)
+    if o.console:  # the page's files carry no data: served without a key, like /healthz
+        from fak.gateway import console
+
+        routes += console.ROUTES
+        open_paths += console.ASSET_PATHS
     mcp_endpoint = None
     if o.mcp:
         from fak.gateway.mcp.server import McpHttpEndpoint
@@ -199,6 +205,7 @@ def build_app(
         trace_ids=TraceIds(),
         routes=[r.path for r in routes],
         key=KeyCheck(o.require_key) if o.require_key is not None else None,
+        open_paths=open_paths,
         hosts=HostCheck(o.allowed_hosts),
         cors=Cors(o.cors_origins),
         # the model-turn routes are dispatched directly (same handlers, same error answers):

@@ -45,6 +45,8 @@ class GatewayOptions:
     policy_reloader: PolicyReloader | None = None
     policy_source: str = ""
     events: Callable[[int, int], list[dict[str, Any]]] | None = None  # (since, limit) -> rows
+    journal_verify: Callable[[], Any] | None = None  # checks the chain: a journal VerifyReport
+    console: bool = True  # serve the operator's console at /console (--no-console: off)
     access_log: Callable[[bytes], Any] | None = None
     ids: Callable[[], str] | None = None
     mcp: bool = True  # serve the MCP Streamable-HTTP endpoint at /mcp (fak.gateway.mcp.server)

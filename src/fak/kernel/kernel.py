@@ -38,6 +38,7 @@ from fak.abi import (
 from fak.cas import MemoryStore
 from fak.journal import JournalKind
 from fak.kernel.audit import AuditWriter
+from fak.kernel.evidence import EvidenceBook, HoldEvidence, gather
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD,
@@ -183,6 +184,7 @@ class Kernel:
         # a shared book (over fak.kernel.shared.RedisWitnessStore) keeps its own clock and ttl
         self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
+        self._evidence = EvidenceBook()  # what each hold of this process was opened on
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
         self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
         self._epoch_nonce = ""
@@ -483,6 +485,8 @@ class Kernel:
                 "full of live holds (approve or let some expire), or its store is unreachable"
             )
             return Verdict.deny(Reason.UNWITNESSED, "witness", claim=claim)
+        hidden = self._state.policy.redact_fields
+        self._evidence.put(gather(hold.id, call, verdict.claim, verdict.by, hidden))
         meta = {
             **verdict.meta,
             "witness_id": hold.id,
@@ -512,13 +516,18 @@ class Kernel:
     def witnesses(self) -> WitnessBook:
         return self._witness
 
+    def hold_evidence(self, hold_id: str) -> HoldEvidence | None:
+        """What this process saw when it opened ``hold_id`` (None: not opened here)."""
+        return self._evidence.get(hold_id)
+
     def approve_witness(self, hold_id: str, approver: str = "") -> Hold:
-        """An operator's yes for one held call (raises ``WitnessError`` with a stable code)."""
+        """An operator's yes for one held call (raises ``WitnessError`` with a stable code);
+        the journal row names ``approver``."""
         hold = self._witness.approve(hold_id, approver)
-        self._journal_event(JournalKind.WITNESS_APPROVE, hold)
+        self._journal_event(JournalKind.WITNESS_APPROVE, hold, approver)
         return hold
 
-    def revoke_witness(self, hold_id: str) -> dict[str, Any]:
+    def revoke_witness(self, hold_id: str, by: str = "") -> dict[str, Any]:
         """Retire a witness: cached answers admitted under it are evicted, clearances it gave
         are taken back, calls presenting it are refused, and the trust epoch moves on."""
         hold = self._witness.revoke(hold_id)
@@ -531,7 +540,7 @@ class Kernel:
             epoch = self._trust_epoch
         self._publish(trust=1)  # every worker's cached answers, not only this one's
         resealed = sum(1 for qid in sorted(cleared) if self._ledger.reseal(qid))
-        self._journal_event(JournalKind.WITNESS_REVOKE, hold)
+        self._journal_event(JournalKind.WITNESS_REVOKE, hold, by)
         return {
             "witness": hold_id,
             "evicted": evicted,
@@ -543,9 +552,10 @@ class Kernel:
     def trust_epoch(self) -> int:
         return self._trust_epoch
 
-    def _journal_event(self, kind: JournalKind, hold: Hold) -> None:
+    def _journal_event(self, kind: JournalKind, hold: Hold, operator: str = "") -> None:
         policy = self._state.policy.version
-        if not self._audit.witness(kind, hold.tool, hold.id, str(hold.state), hold.digest, policy):
+        state = str(hold.state)
+        if not self._audit.witness(kind, hold.tool, hold.id, state, hold.digest, policy, operator):
             msg = "the witness change could not be journaled; it stands, but is unaudited"
             raise WitnessError("journal_unavailable", msg)
 

@@ -163,6 +163,22 @@ def _events(config: ServeConfig, kernel: Kernel) -> Callable[[int, int], Any] | 
     return None
 
 
+def _journal_verify(config: ServeConfig) -> Callable[[], Any] | None:
+    """The console's chain check: the journal file, or the PostgreSQL journal."""
+    settings = config.settings
+    if settings.audit_journal:
+        from fak.journal import verify
+
+        path = settings.audit_journal
+        return lambda: verify(path)
+    if settings.journal_url:
+        from fak.journal.postgres import verify_dsn
+
+        dsn = settings.journal_url
+        return lambda: verify_dsn(dsn)
+    return None
+
+
 def _mcp_proxy(config: ServeConfig, kernel: Kernel, environ: Mapping[str, str]) -> Any:
     if config.mcp_proxy_config is None:
         return None
@@ -207,6 +223,8 @@ def _serve_worker(
         policy_reloader=reloader,
         policy_source=config.policy_path or "",
         events=_events(config, kernel),
+        journal_verify=_journal_verify(config),
+        console=config.console,
         access_log=sink,
         # loopback names on a loopback bind; a public bind answers to whatever names reach it
         # (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them

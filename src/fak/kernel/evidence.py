@@ -1,0 +1,147 @@
+"""What a witness hold was opened on: the evidence an approver reads (tier T2).
+
+When the kernel holds a call (REQUIRE_WITNESS), the hold itself binds only the tool, the
+argument digest and an expiry. ``HoldEvidence`` keeps, beside it and in this process's memory,
+what a person needs to judge it: the call's arguments with the manifest's ``redact_fields``
+replaced as the monitor replaces them, the rule's claim, the user's own messages of that run and
+the tool results the model had been shown (after the wall: a quarantined result is its stub).
+Bounded (oldest first out) and truncated per text; never logged or journaled. A hold opened by
+another worker of a shared book has no evidence here (``None``): the console says so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from fak.abi import PieceKind, ToolCall
+from fak.policy.monitor import REDACTED
+
+__all__ = ["EvidenceBook", "HoldEvidence", "ResultSeen", "gather"]
+
+MAX_TEXT: Final = 16_384  # characters kept of one user message or tool result
+MAX_PIECES: Final = 16  # the newest user messages and results kept (each)
+DEFAULT_CAPACITY: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSeen:
+    """One tool result as the model was shown it."""
+
+    tool: str
+    call_id: str
+    text: str
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HoldEvidence:
+    hold_id: str
+    tool: str
+    trace_id: str
+    arguments: Mapping[str, Any]  # redacted; a non-object is kept under "_raw"
+    claim: str
+    by: str
+    user: tuple[str, ...]
+    results: tuple[ResultSeen, ...]
+    context: bool  # False: the door passed no run context (judged as the worst case)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hold_id": self.hold_id,
+            "tool": self.tool,
+            "trace_id": self.trace_id,
+            "arguments": dict(self.arguments),
+            "claim": self.claim,
+            "by": self.by,
+            "user": list(self.user),
+            "results": [
+                {"tool": r.tool, "call_id": r.call_id, "text": r.text, "truncated": r.truncated}
+                for r in self.results
+            ],
+            "context": self.context,
+        }
+
+
+def _redact(value: Any, hidden: frozenset[str]) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: (REDACTED if isinstance(k, str) and k.lower() in hidden else _redact(v, hidden))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact(v, hidden) for v in value]
+    return value
+
+
+def _arguments(
+    args: Mapping[str, Any] | str | bytes | None, hidden: frozenset[str]
+) -> Mapping[str, Any]:
+    parsed: Any = args
+    if isinstance(args, bytes):
+        args = args.decode("utf-8", "replace")
+    if args is None:
+        parsed = {}
+    elif isinstance(args, str):
+        try:
+            parsed = orjson.loads(args) if args.strip() else {}
+        except orjson.JSONDecodeError:
+            parsed = None
+    if not isinstance(parsed, Mapping):
+        return {"_raw": str(args)[:MAX_TEXT]}
+    redacted: Mapping[str, Any] = _redact(parsed, hidden)
+    return redacted
+
+
+def gather(
+    hold_id: str, call: ToolCall, claim: str, by: str, redact_fields: frozenset[str]
+) -> HoldEvidence:
+    """The evidence for one hold, from the call and its run context."""
+    users: list[str] = []
+    results: list[ResultSeen] = []
+    ctx = call.context
+    for piece in ctx.pieces if ctx is not None else ():
+        if piece.kind is PieceKind.USER:
+            users.append(piece.text[:MAX_TEXT])
+        elif piece.kind is PieceKind.RESULT:
+            cut = len(piece.text) > MAX_TEXT
+            results.append(ResultSeen(piece.tool, piece.call_id, piece.text[:MAX_TEXT], cut))
+    return HoldEvidence(
+        hold_id=hold_id,
+        tool=call.tool,
+        trace_id=call.trace_id,
+        arguments=_arguments(call.args, redact_fields),
+        claim=claim,
+        by=by,
+        user=tuple(users[-MAX_PIECES:]),
+        results=tuple(results[-MAX_PIECES:]),
+        context=ctx is not None,
+    )
+
+
+class EvidenceBook:
+    """The evidence of this process's holds, by hold id; the newest ``capacity`` kept."""
+
+    __slots__ = ("_capacity", "_entries", "_lock")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._capacity = max(1, capacity)
+        self._entries: OrderedDict[str, HoldEvidence] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, evidence: HoldEvidence) -> None:
+        """Record (or refresh: a re-proposal of a held call carries the newer run)."""
+        with self._lock:
+            self._entries[evidence.hold_id] = evidence
+            self._entries.move_to_end(evidence.hold_id)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+
+    def get(self, hold_id: str) -> HoldEvidence | None:
+        with self._lock:
+            return self._entries.get(hold_id)
