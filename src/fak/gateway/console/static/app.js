@@ -172,7 +172,7 @@ function evidenceNode(hold) {
       : "no tool result";
     const line = el("li", { class: sink ? "finding sink" : "finding" },
       el("code", { class: "arg" }, f.arg), " = ", el("code", { class: "value" }, f.value),
-      el("span", { class: f.in_user ? "origin user" : "origin tool" },
+      el("span", { class: f.in_user ? "origin from-user" : "origin from-tool" },
         f.in_user ? " — the user wrote this value" : ` — NOT in the user's messages; found in: ${from}`));
     where.append(line);
   }
@@ -224,7 +224,7 @@ function holdNode(hold) {
   deny.addEventListener("click", () => act(hold, false));
   return el("article", { class: `hold ${hold.state}`, "data-id": hold.id },
     el("div", { class: "hold-head" },
-      el("span", { class: "tool" }, hold.tool),
+      el("span", { class: "hold-tool" }, hold.tool),
       el("span", { class: "state" }, hold.state),
       el("span", { class: "countdown", "data-expires": String(hold.expires_unix) }, countdown(hold)),
       el("code", { class: "hold-id" }, hold.id)),
