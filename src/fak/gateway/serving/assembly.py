@@ -244,6 +244,8 @@ def _serve_worker(
             f"model={planner.model or '-'} on {origin} (OpenAI base URL {origin}/v1, "
             f"Anthropic base URL {origin})"
         )
+        if config.console:
+            console.say(f"fak serve: operator's console at {origin}/console (docs/console.md)")
         if config.examples:
             console.say(_examples(origin, planner.model or "mock"))
 
