@@ -123,3 +123,12 @@ def test_with_redis_down_held_calls_stay_refused(private_redis: Any) -> None:
     assert down.value.code == "witness_store_unavailable"
     presented = ToolCall("read_notes", {}, meta={"witness": hold_id})
     assert one.decide(presented).kind == VerdictKind.DENY  # cannot tell it is not revoked
+
+
+def test_a_hold_denied_on_one_worker_refuses_the_call_on_every_worker(redis_url: str) -> None:
+    one, two = _worker(redis_url), _worker(redis_url)
+    hold_id = one.decide(PAY).meta["witness_id"]
+    two.revoke_witness(hold_id)  # pending, then "no"
+    refused = one.decide(PAY)
+    assert (refused.kind, refused.meta["witness_id"]) == (VerdictKind.DENY, hold_id)
+    assert two.decide(PAY).kind == VerdictKind.DENY

@@ -50,7 +50,7 @@ from fak.kernel.quarantine import (
 )
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
 from fak.kernel.views import decoded_view, json_text_view, serialized
-from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
     CompiledFloor,
@@ -485,6 +485,10 @@ class Kernel:
                 "full of live holds (approve or let some expire), or its store is unreachable"
             )
             return Verdict.deny(Reason.UNWITNESSED, "witness", claim=claim)
+        if hold.state is HoldState.REVOKED:  # an operator said no to exactly this call
+            claim = f"an operator denied this call (witness {hold.id}); it stays refused"
+            meta = {"witness_id": hold.id, "expires_unix": f"{hold.expires:.0f}"}
+            return Verdict.deny(Reason.TRUST_VIOLATION, "witness", claim=claim, meta=meta)
         hidden = self._state.policy.redact_fields
         self._evidence.put(gather(hold.id, call, verdict.claim, verdict.by, hidden))
         meta = {

@@ -402,6 +402,9 @@ local open = redis.call('GET', okey)
 if open then
   local state = settle(pfx, open, t)
   if state == 'pending' or state == 'approved' then return {open} end
+  if state == 'revoked' and tonumber(redis.call('HGET', pfx .. 'h:' .. open, 'expires')) > t then
+    return {open}
+  end
 end
 redis.call('ZREMRANGEBYSCORE', pfx .. 'live', '-inf', t)
 if redis.call('ZCARD', pfx .. 'live') >= capacity then return {} end
@@ -457,10 +460,8 @@ local state = settle(pfx, id, now())
 if not state then return 'unknown' end
 local key = pfx .. 'h:' .. id
 if state ~= 'revoked' then
+  -- the open key stays (it expires with the hold): the same call is refused, not held again
   redis.call('HSET', key, 'state', 'revoked')
-  local h = redis.call('HMGET', key, 'tool', 'digest')
-  local okey = pfx .. 'open:' .. h[2] .. ':' .. h[1]
-  if redis.call('GET', okey) == id then redis.call('DEL', okey) end
   redis.call('ZREM', pfx .. 'live', id)
 end
 return 'ok'

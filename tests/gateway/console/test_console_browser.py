@@ -238,8 +238,17 @@ def test_deny_in_the_console_refuses_the_call(served: dict[str, Any]) -> None:
         .startswith("denied by you: the hold is revoked (trust epoch ")
     )
     assert card.locator(".approve").is_disabled()
-    again = _turn(base, bill)
-    assert _held(again) != hold  # not admitted: held anew, the denied id stays revoked
+    again = _turn(base, bill)  # the model proposes the same call again: refused, not re-held
+    assert not again.choices[0].message.tool_calls
+    verdict = again.model_dump()["fak"]["adjudications"][0]["verdict"]
+    assert (verdict["kind"], verdict["reason"], verdict["detail"]["witness_id"]) == (
+        "DENY",
+        "TRUST_VIOLATION",
+        hold,
+    )
+    assert verdict["detail"]["claim"] == (
+        f"an operator denied this call (witness {hold}); it stays refused"
+    )
     revokes = _journal(base, "WITNESS_REVOKE")
     assert [(r["by"], r["trace_id"]) for r in revokes] == [
         (f"witness:{hold}", "op:witness-key:alice")

@@ -138,7 +138,7 @@ function outcomeText(hold) {
     case "approved":
       return `approved by ${hold.approver}; waiting for the next proposal of this call`;
     case "revoked":
-      return done || "denied (revoked): a call presenting this witness is refused";
+      return done || "denied (revoked): the same call is refused until the hold's expiry";
     case "expired":
       return "expired without an answer; a new proposal opens a new hold";
     default:
@@ -203,7 +203,7 @@ async function act(hold, approve) {
       state.outcome.set(hold.id, `approved by ${out.witness.approver}`);
     } else {
       const out = await api("/v1/fak/revoke", { method: "POST", body: { witness: hold.id } });
-      state.outcome.set(hold.id, `denied by you: the hold is revoked (trust epoch ${out.trust_epoch}); the call is refused`);
+      state.outcome.set(hold.id, `denied by you: the hold is revoked (trust epoch ${out.trust_epoch}); the same call is refused until the hold's expiry`);
     }
     say(`${what}: done`);
   } catch (e) {
