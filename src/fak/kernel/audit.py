@@ -125,3 +125,17 @@ class AuditWriter:
             policy=policy,
         )
         return self._append(record, f"kind={kind}")
+
+    def page_in(self, ident: str, verdict: str, digest: str, operator: str) -> bool:
+        """An operator's page-in of a held result (``ident``: its quarantine id), allowed or
+        refused by the re-screen; the operator in ``trace_id`` as for a witness change."""
+        if self._journal is None:
+            return True
+        record = journal_record(
+            JournalKind.PAGE_IN,
+            trace_id=f"op:{operator}"[:128],
+            verdict=verdict,
+            by=f"quarantine:{ident}"[:64],
+            result_digest=digest,
+        )
+        return self._append(record, "kind=PAGE_IN")

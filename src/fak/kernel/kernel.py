@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import threading
 import time
@@ -45,6 +46,7 @@ from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD_BYTES,
     OVERSIZE_BYTES,
     Admission,
+    PageInRefused,
     QuarantineLedger,
     screen_policy_for,
 )
@@ -714,10 +716,19 @@ class Kernel:
             self._witness.note_cleared(witness, qid)
         self._count("cleared")
 
-    def page_in(self, qid_or_ref: str) -> bytes:
-        """The original bytes of a cleared or paged-out result, re-screened first."""
-        data = self._ledger.page_in(qid_or_ref)
+    def page_in(self, qid_or_ref: str, operator: str = "") -> bytes:
+        """The original bytes of a cleared or paged-out result, re-screened first. An
+        ``operator``'s page-in (the console's) is journaled as PAGE_IN, allowed or refused."""
+        try:
+            data = self._ledger.page_in(qid_or_ref)
+        except PageInRefused:
+            if operator:
+                self._audit.page_in(qid_or_ref, "REFUSED", "", operator)
+            raise
         self._count("paged_in")
+        if operator:
+            digest = hashlib.sha256(data).hexdigest()
+            self._audit.page_in(qid_or_ref, str(VerdictKind.ALLOW), digest, operator)
         return data
 
 

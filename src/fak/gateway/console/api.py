@@ -4,9 +4,10 @@
 each with the evidence this process kept when it opened it (``fak.kernel.evidence``) and where
 each argument value sits in the run (``fak.gateway.console.evidence``). ``verify`` (client
 auth): the journal's hash chain checked from its first row, off the event loop. ``page_in``
-(witness auth): clear a quarantine id under a witness id and page it in; the answer is the
-re-screen's verdict and, when it passes, the bytes as text. Approve and deny are not here: the
-page calls ``POST /v1/fak/witness/{id}`` and ``POST /v1/fak/revoke``, as the CLI does.
+(witness auth): clear a quarantine id under a witness id and page it in (journaled as PAGE_IN
+with the operator); the answer is the re-screen's verdict and, when it passes, the bytes as
+text. Approve and deny are not here: the page calls ``POST /v1/fak/witness/{id}`` and
+``POST /v1/fak/revoke``, as the CLI does.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fak.gateway.console.evidence import findings, sink_argument
 from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response
 from fak.gateway.routes.inputs import gateway, read_object
-from fak.gateway.routes.native import witness_auth
+from fak.gateway.routes.native import operator, witness_auth
 from fak.kernel import PageInRefused, WitnessError
 
 __all__ = ["ROUTES", "holds", "page_in", "verify"]
@@ -94,7 +95,7 @@ async def page_in(request: Request) -> Response:
         msg = "the quarantine ledger cannot be reached; retry when it is back"
         raise GatewayError(503, "ledger_unavailable", msg, headers={"Retry-After": "5"}) from exc
     try:
-        data = kernel.page_in(qid)
+        data = kernel.page_in(qid, operator(state, request))
     except PageInRefused as refused:
         return json_response(
             {"id": qid, "cleared": True, "verdict": "QUARANTINE", "refused": refused.why}
