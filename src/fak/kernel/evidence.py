@@ -7,6 +7,8 @@ replaced as the monitor replaces them, the rule's claim, the user's own messages
 the tool results the model had been shown (after the wall: a quarantined result is its stub).
 Bounded (oldest first out) and truncated per text; never logged or journaled. A hold opened by
 another worker of a shared book has no evidence here (``None``): the console says so.
+``QuarantineNote`` is the same for a held result: its id, tool, reason, detector, the spans cut
+out (offsets, no bytes) and the stub the model saw instead; the newest few hundred are kept.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from typing import Any, Final
 
 import orjson
 
-from fak.abi import PieceKind, ToolCall
+from fak.abi import PieceKind, ToolCall, ToolResult
+from fak.kernel.quarantine import Admission
 from fak.policy.monitor import REDACTED
 
-__all__ = ["EvidenceBook", "HoldEvidence", "ResultSeen", "gather"]
+__all__ = ["EvidenceBook", "HoldEvidence", "QuarantineNote", "ResultSeen", "gather", "note_of"]
 
+MAX_STUB: Final = 4096  # characters kept of what the model saw instead of a held result
 MAX_TEXT: Final = 16_384  # characters kept of one user message or tool result
 MAX_PIECES: Final = 16  # the newest user messages and results kept (each)
 DEFAULT_CAPACITY: Final = 1024
+NOTES: Final = 256  # quarantine notes kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,58 @@ class HoldEvidence:
             ],
             "context": self.context,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineNote:
+    """One result held out of the model's context, as an operator may see it (no held bytes)."""
+
+    qid: str
+    tool: str
+    call_id: str
+    trace_id: str
+    kind: str  # the verdict: QUARANTINE or DENY
+    reason: str
+    detector: str
+    length: int  # bytes held
+    digest: str
+    spans: tuple[tuple[str, int, int, str], ...]  # (span id, start, end, reason)
+    stub: str  # what the model saw instead (a stub, or the result with its spans cut out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.qid,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "trace_id": self.trace_id,
+            "kind": self.kind,
+            "reason": self.reason,
+            "detector": self.detector,
+            "length": self.length,
+            "digest": self.digest,
+            "spans": [
+                {"id": i, "start": start, "end": end, "reason": why}
+                for i, start, end, why in self.spans
+            ],
+            "stub": self.stub,
+        }
+
+
+def note_of(result: ToolResult, admission: Admission) -> QuarantineNote:
+    verdict = admission.verdict
+    return QuarantineNote(
+        qid=admission.quarantine_id,
+        tool=result.tool,
+        call_id=result.call_id,
+        trace_id=result.trace_id,
+        kind=str(verdict.kind),
+        reason=verdict.reason.name,
+        detector=verdict.meta.get("detector", "") or verdict.by,
+        length=admission.ref.length if admission.ref is not None else 0,
+        digest=admission.digest,
+        spans=tuple((s.id, s.start, s.end, s.reason.name) for s in admission.spans),
+        stub=bytes(admission.payload[: MAX_STUB * 4]).decode("utf-8", "replace")[:MAX_STUB],
+    )
 
 
 def _redact(value: Any, hidden: frozenset[str]) -> Any:

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -39,7 +40,7 @@ from fak.abi import (
 from fak.cas import MemoryStore
 from fak.journal import JournalKind
 from fak.kernel.audit import AuditWriter
-from fak.kernel.evidence import EvidenceBook, HoldEvidence, gather
+from fak.kernel.evidence import NOTES, EvidenceBook, HoldEvidence, QuarantineNote, gather, note_of
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD,
@@ -187,6 +188,7 @@ class Kernel:
         self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._evidence = EvidenceBook()  # what each hold of this process was opened on
+        self._notes: deque[QuarantineNote] = deque(maxlen=NOTES)  # the newest held results
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
         self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
         self._epoch_nonce = ""
@@ -680,12 +682,18 @@ class Kernel:
             case VerdictKind.DENY:
                 self._count("result_denies")
                 self._journal_result(JournalKind.RESULT_DENY, result, admission)
+                self._notes.append(note_of(result, admission))
             case _:
                 self._count("quarantined")
                 self._journal_result(JournalKind.QUARANTINE, result, admission)
                 for span in admission.spans:  # a span hold: one row per span, its own digest
                     self._audit.span(result, span.reason, span.digest)
+                self._notes.append(note_of(result, admission))
         return admission
+
+    def quarantine_notes(self) -> list[QuarantineNote]:
+        """The results this process held out most recently, oldest first (no held bytes)."""
+        return list(self._notes)
 
     def admit_value(
         self, tool: str, value: object, *, call_id: str = "", trace_id: str = ""

@@ -29,7 +29,7 @@ from fak.abi import FinishReason, PlannerTurn, ProposedCall, Role, TurnRequest
 from fak.gateway.server import LoopbackServer
 from fak.testing.upstream import MockUpstream
 
-from ..conftest import POISON, closing
+from ..conftest import POISON, SECRET, closing
 
 pytestmark = pytest.mark.gateway
 
@@ -319,7 +319,20 @@ def test_hostile_markup_in_a_tool_result_stays_text(served: dict[str, Any]) -> N
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("window.__violations") == ["script-src-elem"]
     page.click("#tab-quarantine")
-    page.locator("#quarantine-table tbody tr").first.wait_for()
+    held = page.locator(".held").first
+    held.wait_for()
+    qid = held.get_attribute("data-id")
+    assert qid and held.locator(".state").text_content() == "QUARANTINE SECRET_EXFIL"
+    assert qid in held.locator(".stub").text_content()  # the stub the model saw names it
+    held.locator(".use-id").click()
+    assert page.input_value("#q-id") == qid
+    page.fill("#q-witness", hold)
+    page.click("#q-go")
+    page.locator("#q-out p").wait_for()
+    assert page.text_content("#q-out p") == (
+        "cleared, but the re-screen still holds it out: re-screen failed"
+    )
+    assert SECRET not in page.content()  # the held bytes never reached the page
     assert page.locator("#quarantine-table tbody tr td:nth-child(2)").first.text_content() == (
         "QUARANTINE"
     )

@@ -174,6 +174,15 @@ def test_page_in_clears_under_a_witness_rescreens_and_journals_the_operator(
         200,
         {"id": qid, "cleared": True, "verdict": "ALLOW", "content": poison.decode()},
     )
+    [note] = kernel.quarantine_notes()
+    assert (note.qid, note.tool, note.kind, note.reason, note.length) == (
+        qid,
+        "fetch",
+        "QUARANTINE",
+        "TRUST_VIOLATION",
+        len(poison),
+    )
+    assert qid in note.stub and "Ignore previous" not in note.stub
     rows = [r for r in journal.rows_after(0, 100) or [] if r["kind"] == "PAGE_IN"]
     assert [(r["verdict"], r["by"], r["trace_id"]) for r in rows] == [
         ("REFUSED", f"quarantine:{qid}", "op:witness-key:alice"),

@@ -2,7 +2,8 @@
 
 ``holds`` (witness auth, as ``GET /v1/fak/witness``): every hold on the book, newest first,
 each with the evidence this process kept when it opened it (``fak.kernel.evidence``) and where
-each argument value sits in the run (``fak.gateway.console.evidence``). ``verify`` (client
+each argument value sits in the run (``fak.gateway.console.evidence``). ``quarantine`` (client
+auth): the results this process held out lately, with findings and stubs. ``verify`` (client
 auth): the journal's hash chain checked from its first row, off the event loop. ``page_in``
 (witness auth): clear a quarantine id under a witness id and page it in (journaled as PAGE_IN
 with the operator); the answer is the re-screen's verdict and, when it passes, the bytes as
@@ -26,7 +27,7 @@ from fak.gateway.routes.inputs import gateway, read_object
 from fak.gateway.routes.native import operator, witness_auth
 from fak.kernel import PageInRefused, WitnessError
 
-__all__ = ["ROUTES", "holds", "page_in", "verify"]
+__all__ = ["ROUTES", "holds", "page_in", "quarantine", "verify"]
 
 _MAX_ID = 128
 
@@ -54,6 +55,21 @@ async def holds(request: Request) -> Response:
     return json_response(
         {"holds": out, "now_unix": round(now, 3), "trust_epoch": kernel.trust_epoch}
     )
+
+
+async def quarantine(request: Request) -> Response:
+    """The results this process held out most recently, newest first, and whether each is
+    cleared (client auth, like the journal: ids, findings and the stubs the model saw)."""
+    kernel = gateway(request).kernel
+    out: list[dict[str, Any]] = []
+    for note in reversed(kernel.quarantine_notes()):
+        item = note.to_json()
+        try:
+            item["cleared"] = bool(note.qid) and kernel.ledger.is_cleared(note.qid)
+        except ConnectionError:
+            item["cleared"] = None  # the shared ledger cannot say
+        out.append(item)
+    return json_response({"held": out})
 
 
 async def verify(request: Request) -> Response:
@@ -106,6 +122,7 @@ async def page_in(request: Request) -> Response:
 
 ROUTES: list[Route] = [
     Route("/v1/fak/console/holds", holds, methods=["GET"]),
+    Route("/v1/fak/console/quarantine", quarantine, methods=["GET"]),
     Route("/v1/fak/console/verify", verify, methods=["GET"]),
     Route("/v1/fak/console/page-in", page_in, methods=["POST"]),
 ]

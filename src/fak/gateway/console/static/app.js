@@ -265,6 +265,45 @@ function tick() {
   }
 }
 
+// -- quarantine ---------------------------------------------------------------------------
+
+function heldNode(h) {
+  const use = el("button", { type: "button", class: "use-id", text: "page in…" });
+  use.disabled = !h.id;
+  use.addEventListener("click", () => {
+    $("q-id").value = h.id;
+    $("q-witness").focus();
+  });
+  const spans = h.spans.length
+    ? el("ul", { class: "spans" }, ...h.spans.map((s) => el("li", {}, `${s.id}: bytes ${s.start}–${s.end}, ${s.reason}`)))
+    : el("p", { class: "muted" }, "the whole result is held");
+  const cleared = h.cleared === null ? "unknown" : h.cleared ? "cleared" : "sealed";
+  return el("article", { class: "held", "data-id": h.id },
+    el("div", { class: "hold-head" },
+      el("span", { class: "hold-tool" }, `${h.tool}${h.call_id ? " #" + h.call_id : ""}`),
+      el("span", { class: "state" }, `${h.kind} ${h.reason}`),
+      el("span", { class: "detector" }, `found by ${h.detector}`),
+      el("span", { class: "muted" }, `${h.length} bytes, ${cleared}`),
+      el("code", { class: "hold-id" }, h.id || "(no id: the ledger was down)")),
+    spans,
+    el("h4", {}, "What the model saw instead"),
+    el("pre", { class: "text stub" }, plain(h.stub)),
+    el("div", { class: "actions" }, use));
+}
+
+async function refreshHeld() {
+  try {
+    const out = await api("/v1/fak/console/quarantine");
+    const key = JSON.stringify(out.held.map((h) => [h.id, h.cleared]));
+    if (key === state.heldKey) return;
+    state.heldKey = key;
+    $("held-results").replaceChildren(...out.held.map(heldNode));
+    $("held-empty").hidden = out.held.length > 0;
+  } catch (e) {
+    say(`quarantine: [${e.code}] ${e.message}`, true);
+  }
+}
+
 // -- the record --------------------------------------------------------------------------
 
 const GROUPS = {
@@ -465,11 +504,13 @@ function show(page) {
   }
   if (page === "record") verifyChain();
   if (page === "health") refreshHealth();
+  if (page === "quarantine") refreshHeld();
 }
 
 async function pageIn() {
   const out = $("q-out");
   out.replaceChildren();
+  state.heldKey = "";
   try {
     const res = await api("/v1/fak/console/page-in", { method: "POST", body: { id: $("q-id").value.trim(), witness: $("q-witness").value.trim() } });
     out.append(el("p", { class: res.verdict === "ALLOW" ? "ok" : "error" },
@@ -478,6 +519,7 @@ async function pageIn() {
   } catch (e) {
     out.append(el("p", { class: "error" }, `[${e.code}] ${e.message}`));
   }
+  refreshHeld();
 }
 
 function start() {
@@ -490,7 +532,8 @@ function start() {
   refreshChanges();
   state.timers.push(setInterval(refreshHolds, 1000), setInterval(tick, 1000),
     setInterval(refreshEvents, 2000), setInterval(refreshChanges, 3000),
-    setInterval(() => { if (state.page === "health") refreshHealth(); }, 3000));
+    setInterval(() => { if (state.page === "health") refreshHealth(); }, 3000),
+    setInterval(() => { if (state.page === "quarantine") refreshHeld(); }, 2000));
 }
 
 async function connect() {
