@@ -198,6 +198,10 @@ def build_app(
     )
     app.state.gateway = state  # the endpoints read what they serve from here
     app.state.stores = stores
+    if o.console:
+        from fak.gateway.console import Findings
+
+        app.state.console_findings = Findings()  # the console's per-hold findings, memoized
     app.add_middleware(
         GatewayMiddleware,
         metrics=metrics,

@@ -13,8 +13,9 @@ from __future__ import annotations
 from starlette.routing import Route
 
 from fak.gateway.console import api, pages
+from fak.gateway.console.api import Findings
 from fak.gateway.console.pages import ASSET_PATHS, CSP
 
-__all__ = ["ASSET_PATHS", "CSP", "ROUTES"]
+__all__ = ["ASSET_PATHS", "CSP", "ROUTES", "Findings"]
 
 ROUTES: list[Route] = [*pages.ROUTES, *api.ROUTES]

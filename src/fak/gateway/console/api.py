@@ -1,18 +1,21 @@
 """The console's own JSON routes under /v1/fak/console/ (tier T3).
 
-``holds`` (witness auth, as ``GET /v1/fak/witness``): every hold on the book, newest first,
-each with the evidence this process kept when it opened it (``fak.kernel.evidence``) and where
-each argument value sits in the run (``fak.gateway.console.evidence``). ``quarantine`` (client
-auth): the results this process held out lately, with findings and stubs. ``verify`` (client
-auth): the journal's hash chain checked from its first row, off the event loop. ``page_in``
-(witness auth): clear a quarantine id under a witness id and page it in (journaled as PAGE_IN
-with the operator); the answer is the re-screen's verdict and, when it passes, the bytes as
-text. Approve and deny are not here: the page calls ``POST /v1/fak/witness/{id}`` and
+``holds`` (witness auth, as ``GET /v1/fak/witness``): the newest 200 holds on the book, the
+live ones and the newest 20 settled ones with the evidence this process kept when it opened
+them (``fak.kernel.evidence``) and where each argument value sits in the run
+(``fak.gateway.console.evidence``, memoized per evidence: the page polls every second).
+``quarantine`` (client auth): the results this process held out lately, with findings and
+stubs. ``verify`` (client auth): the journal's hash chain checked from its first row, off the
+event loop. ``page_in`` (witness auth): clear a quarantine id under a witness id and page it in
+(journaled as PAGE_IN with the operator); the answer is the re-screen's verdict and, when it
+passes, the bytes as text. Approve and deny are not here: the page calls ``POST /v1/fak/witness/{id}`` and
 ``POST /v1/fak/revoke``, as the CLI does.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import anyio.to_thread
@@ -25,31 +28,62 @@ from fak.gateway.errors import GatewayError
 from fak.gateway.http import json_response
 from fak.gateway.routes.inputs import gateway, read_object
 from fak.gateway.routes.native import operator, witness_auth
-from fak.kernel import PageInRefused, WitnessError
+from fak.kernel import HoldState, PageInRefused, WitnessError
+from fak.kernel.evidence import HoldEvidence
 
-__all__ = ["ROUTES", "holds", "page_in", "quarantine", "verify"]
+__all__ = ["ROUTES", "Findings", "holds", "page_in", "quarantine", "verify"]
 
 _MAX_ID = 128
+_MAX_HOLDS = 200  # the newest holds the page is sent (the book keeps up to 4096)
+_SETTLED = 20  # settled holds (used, revoked, expired) sent with their evidence, newest first
+_FOUND = 2048  # findings kept, by hold id, while their evidence stays the same
+
+
+class Findings:
+    """Findings per hold, computed once per evidence (the page polls every second); one per
+    app, on ``app.state.console_findings``."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, tuple[HoldEvidence, list[dict[str, Any]]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, evidence: HoldEvidence) -> list[dict[str, Any]]:
+        with self._lock:
+            hit = self._cache.get(evidence.hold_id)
+        if hit is not None and hit[0] is evidence:
+            return hit[1]
+        found = findings(evidence)
+        with self._lock:
+            self._cache[evidence.hold_id] = (evidence, found)
+            self._cache.move_to_end(evidence.hold_id)
+            while len(self._cache) > _FOUND:
+                self._cache.popitem(last=False)
+        return found
 
 
 async def holds(request: Request) -> Response:
     state = gateway(request)
     kernel = witness_auth(state, request)
+    cache: Findings = request.app.state.console_findings
     try:
         book = kernel.witnesses.holds()
     except WitnessError as exc:  # a shared store that cannot be reached
         raise GatewayError(503, exc.code, exc.message, headers={"Retry-After": "5"}) from exc
     out: list[dict[str, Any]] = []
-    for hold in reversed(book):
+    settled = 0
+    for hold in reversed(book[-_MAX_HOLDS:]):
         item: dict[str, Any] = hold.to_json()
         item["created_unix"] = round(hold.created, 3)
-        evidence = kernel.hold_evidence(hold.id)
+        live = hold.state in (HoldState.PENDING, HoldState.APPROVED)
+        settled += not live
+        evidence = kernel.hold_evidence(hold.id) if live or settled <= _SETTLED else None
         if evidence is None:
             item["evidence"] = None
+            item["evidence_sent"] = live or settled <= _SETTLED
         else:
             item["evidence"] = evidence.to_json()
             item["sink"] = sink_argument(evidence.claim)
-            item["findings"] = findings(evidence)
+            item["findings"] = cache.of(evidence)
         out.append(item)
     now = state.options.clock()
     return json_response(

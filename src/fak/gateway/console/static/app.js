@@ -148,6 +148,9 @@ function outcomeText(hold) {
 
 function evidenceNode(hold) {
   const ev = hold.evidence;
+  if (!ev && hold.evidence_sent === false) {
+    return el("p", { class: "muted" }, "Settled long ago: its evidence is not sent (the journal keeps the record).");
+  }
   if (!ev) {
     return el("p", { class: "muted" }, "This hold was opened by another worker: its evidence stays there. Judge from the tool and the digest, or ask for the call again on this worker.");
   }
