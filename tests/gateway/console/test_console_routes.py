@@ -188,3 +188,17 @@ def test_page_in_clears_under_a_witness_rescreens_and_journals_the_operator(
         ("REFUSED", f"quarantine:{qid}", "op:witness-key:alice"),
         ("ALLOW", f"quarantine:{qid}", "op:witness-key:alice"),
     ]
+
+
+def test_the_console_keeps_the_apis_host_and_cors_rules(app_factory: Callable[..., Any]) -> None:
+    kernel, _ = _held_kernel()
+    app = app_factory(MockPlanner(), kernel, witness_key="wk")
+    preflight = {"origin": "https://evil.example", "access-control-request-method": "GET"}
+
+    async def main() -> list[tuple[int, str]]:
+        async with asgi_client(app) as c:
+            rebound = await c.get("/console", headers={"host": "evil.example"})
+            crossed = await c.options("/v1/fak/console/holds", headers=preflight)
+            return [(r.status_code, r.json()["error"]["code"]) for r in (rebound, crossed)]
+
+    assert asyncio.run(main()) == [(421, "host_not_allowed"), (403, "origin_not_allowed")]

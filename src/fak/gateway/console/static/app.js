@@ -425,18 +425,18 @@ function sparkline(values, unit) {
   const w = 240, h = 48;
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("preserveAspectRatio", "none");
   svg.setAttribute("class", "spark");
   const max = Math.max(...values, 1e-9);
   const pts = values.map((v, i) => `${(i / Math.max(values.length - 1, 1)) * w},${h - 2 - (v / max) * (h - 4)}`);
   const line = document.createElementNS(SVG, "polyline");
   line.setAttribute("points", pts.join(" "));
+  line.setAttribute("vector-effect", "non-scaling-stroke");
   svg.append(line);
-  const label = document.createElementNS(SVG, "text");
-  label.setAttribute("x", "2");
-  label.setAttribute("y", "10");
-  label.textContent = `max ${max.toFixed(unit === "ms" ? 1 : 3)} ${unit}`;
-  svg.append(label);
-  return svg;
+  const last = values[values.length - 1];
+  const digits = unit === "ms" ? 1 : 3;
+  return el("div", { class: "chart" }, svg,
+    el("p", { class: "muted scale" }, `now ${last.toFixed(digits)} ${unit} · max ${max.toFixed(digits)} ${unit} · last ${values.length} samples`));
 }
 
 function bars(entries) {
@@ -488,8 +488,7 @@ async function refreshHealth() {
     el("div", { class: "card" }, el("h3", {}, "Requests per second"), sparkline(rate.length ? rate : [0], "req/s"),
       el("p", {}, `total ${sample.requests}`)),
     el("div", { class: "card" }, el("h3", {}, "Turn latency, upstream included (mean per interval)"), sparkline(latency.length ? latency : [0], "ms")),
-    el("div", { class: "card" }, el("h3", {}, "Quarantine rate (held results / results)"), sparkline(pollution.length ? pollution : [0], ""),
-      el("p", {}, `now ${sample.pollution.toFixed(3)}`)),
+    el("div", { class: "card" }, el("h3", {}, "Quarantine rate (held results / results)"), sparkline(pollution.length ? pollution : [0], "")),
     el("div", { class: "card" }, el("h3", {}, "Verdicts by reason"), bars([...verdicts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12))),
     el("div", { class: "card" }, el("h3", {}, "Stores and upstream"),
       stores.length ? el("ul", {}, ...stores.map((s) => el("li", { class: s.value ? "ok" : "error" }, `${s.labels.store}: ${s.value ? "up" : "DOWN"}`)))
