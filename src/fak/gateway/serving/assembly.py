@@ -244,10 +244,10 @@ def _serve_worker(
             f"model={planner.model or '-'} on {origin} (OpenAI base URL {origin}/v1, "
             f"Anthropic base URL {origin})"
         )
-        if config.console:
-            console.say(f"fak serve: operator's console at {origin}/console (docs/console.md)")
         if config.examples:
             console.say(_examples(origin, planner.model or "mock"))
+        if config.console:
+            console.say(f"fak serve: operator's console at {origin}/console (docs/console.md)")
 
     try:
         run_server(
