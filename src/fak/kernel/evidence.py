@@ -3,8 +3,9 @@
 When the kernel holds a call (REQUIRE_WITNESS), the hold itself binds only the tool, the
 argument digest and an expiry. ``HoldEvidence`` keeps, beside it and in this process's memory,
 what a person needs to judge it: the call's arguments with the manifest's ``redact_fields``
-replaced as the monitor replaces them, the rule's claim, the user's own messages of that run and
-the tool results the model had been shown (after the wall: a quarantined result is its stub).
+replaced as the monitor replaces them and every credential the secret screen finds masked (in
+the texts too), the rule's claim, the user's own messages of that run and the tool results the
+model had been shown (after the wall: a quarantined result is its stub).
 Bounded (oldest first out) and truncated per text; never logged or journaled. A hold opened by
 another worker of a shared book has no evidence here (``None``): the console says so.
 ``QuarantineNote`` is the same for a held result: its id, tool, reason, detector, the spans cut
@@ -21,11 +22,20 @@ from typing import Any, Final
 
 import orjson
 
-from fak.abi import PieceKind, ToolCall, ToolResult
+from fak.abi import Piece, PieceKind, ToolCall, ToolResult
 from fak.kernel.quarantine import Admission
 from fak.policy.monitor import REDACTED
+from fak.screen.secrets import find_secrets
 
-__all__ = ["EvidenceBook", "HoldEvidence", "QuarantineNote", "ResultSeen", "gather", "note_of"]
+__all__ = [
+    "EvidenceBook",
+    "HoldEvidence",
+    "QuarantineNote",
+    "ResultSeen",
+    "gather",
+    "masked",
+    "note_of",
+]
 
 MAX_STUB: Final = 4096  # characters kept of what the model saw instead of a held result
 MAX_TEXT: Final = 16_384  # characters kept of one user message or tool result
@@ -125,6 +135,26 @@ def note_of(result: ToolResult, admission: Admission) -> QuarantineNote:
     )
 
 
+def masked(text: str) -> str:
+    """``text`` with every credential the secret screen validates replaced by
+    ``[SECRET:<kind>]`` (an approver needs to see that a key is sent, not the key)."""
+    if not text:
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    hits = find_secrets(raw)
+    if not hits:
+        return text
+    parts: list[bytes] = []
+    at = 0
+    for hit in sorted(hits, key=lambda h: h.start):
+        if hit.start < at:
+            continue
+        parts += [raw[at : hit.start], f"[SECRET:{hit.kind}]".encode()]
+        at = hit.end
+    parts.append(raw[at:])
+    return b"".join(parts).decode("utf-8", "replace")
+
+
 def _redact(value: Any, hidden: frozenset[str]) -> Any:
     if isinstance(value, Mapping):
         return {
@@ -133,6 +163,8 @@ def _redact(value: Any, hidden: frozenset[str]) -> Any:
         }
     if isinstance(value, list):
         return [_redact(v, hidden) for v in value]
+    if isinstance(value, str):
+        return masked(value)
     return value
 
 
@@ -160,14 +192,18 @@ def gather(
 ) -> HoldEvidence:
     """The evidence for one hold, from the call and its run context."""
     users: list[str] = []
-    results: list[ResultSeen] = []
+    results: list[Piece] = []
     ctx = call.context
     for piece in ctx.pieces if ctx is not None else ():
         if piece.kind is PieceKind.USER:
-            users.append(piece.text[:MAX_TEXT])
+            users.append(piece.text)
         elif piece.kind is PieceKind.RESULT:
-            cut = len(piece.text) > MAX_TEXT
-            results.append(ResultSeen(piece.tool, piece.call_id, piece.text[:MAX_TEXT], cut))
+            results.append(piece)
+    kept = results[-MAX_PIECES:]
+    seen = tuple(
+        ResultSeen(p.tool, p.call_id, masked(p.text[:MAX_TEXT]), len(p.text) > MAX_TEXT)
+        for p in kept
+    )
     return HoldEvidence(
         hold_id=hold_id,
         tool=call.tool,
@@ -175,8 +211,8 @@ def gather(
         arguments=_arguments(call.args, redact_fields),
         claim=claim,
         by=by,
-        user=tuple(users[-MAX_PIECES:]),
-        results=tuple(results[-MAX_PIECES:]),
+        user=tuple(masked(u[:MAX_TEXT]) for u in users[-MAX_PIECES:]),
+        results=seen,
         context=ctx is not None,
     )
 

@@ -202,3 +202,16 @@ def test_the_console_keeps_the_apis_host_and_cors_rules(app_factory: Callable[..
             return [(r.status_code, r.json()["error"]["code"]) for r in (rebound, crossed)]
 
     assert asyncio.run(main()) == [(421, "host_not_allowed"), (403, "origin_not_allowed")]
+
+
+def test_evidence_masks_credentials_in_arguments_and_texts() -> None:
+    from fak.kernel.evidence import gather
+
+    from ..conftest import SECRET
+
+    ctx = Context().user(f"my key is {SECRET}").result("fetch", "c1", f"token={SECRET} ok")
+    call = ToolCall("send_money", {"recipient": ATTACKER, "note": f"key {SECRET}"}, context=ctx)
+    ev = gather("w-1", call, "claim", "provenance", frozenset())
+    assert ev.arguments == {"recipient": ATTACKER, "note": "key [SECRET:openai_legacy]"}
+    assert ev.user == ("my key is [SECRET:openai_legacy]",)
+    assert [r.text for r in ev.results] == ["token=[SECRET:openai_legacy] ok"]

@@ -8,8 +8,8 @@ them (``fak.kernel.evidence``) and where each argument value sits in the run
 stubs. ``verify`` (client auth): the journal's hash chain checked from its first row, off the
 event loop. ``page_in`` (witness auth): clear a quarantine id under a witness id and page it in
 (journaled as PAGE_IN with the operator); the answer is the re-screen's verdict and, when it
-passes, the bytes as text. Approve and deny are not here: the page calls ``POST /v1/fak/witness/{id}`` and
-``POST /v1/fak/revoke``, as the CLI does.
+passes, the bytes as text. Approve and deny are not here: the page calls
+``POST /v1/fak/witness/{id}`` and ``POST /v1/fak/revoke``, as the CLI does.
 """
 
 from __future__ import annotations
