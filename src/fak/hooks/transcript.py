@@ -8,6 +8,11 @@ the user's own text is trusted, each ``tool_result`` is an untrusted result of t
 ``tool_use`` it answers. It reads only what was appended since its last look (the transcript
 is append-only), so a resident decider keeps one per session and pays per new line. A line
 that is not JSON is skipped, as is an entry of a kind it does not know.
+
+Claude Code appends to its transcript asynchronously: measured with 2.1.328, the PreToolUse
+hook of a call can run before the previous call's ``tool_result`` line is on disk. The file is
+written in order, so a transcript that already holds the ``tool_use`` of the call being decided
+holds everything before it; ``records`` tells the decider when it may trust what it read.
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ __all__ = ["TranscriptContext", "TranscriptError"]
 
 READ_MAX: Final = 256 * 1024 * 1024
 """Bytes of one transcript read at most; a longer one refuses (the rung must not guess)."""
+
+
+_TURNS: Final = frozenset({"user", "assistant"})
+"""Entry types that are the conversation itself (Claude Code also writes request blobs,
+attachments and bookkeeping records to the same file)."""
 
 
 class TranscriptError(OSError):
@@ -87,13 +97,17 @@ class TranscriptContext:
             self._entry(line)
         return self.context
 
+    def records(self, call_id: str) -> bool:
+        """Whether the transcript, as read so far, holds the ``tool_use`` of ``call_id``."""
+        return call_id in self._names
+
     def _entry(self, line: bytes) -> None:
         try:
             doc = json.loads(line)
         except ValueError:
             return
-        if not isinstance(doc, Mapping):
-            return
+        if not isinstance(doc, Mapping) or doc.get("type") not in _TURNS:
+            return  # request blobs, attachments, queue records: not the conversation
         message = doc.get("message")
         if not isinstance(message, Mapping):
             return
