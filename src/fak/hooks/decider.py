@@ -142,6 +142,7 @@ def _run_context(
     """The run's context for a call the provenance rung guards, read from the session's
     transcript (kept per session by a resident decider); or why there is none, which refuses
     the call — a rule that needs the context is never quietly skipped."""
+    from fak.hooks.protocol import CODEX
     from fak.hooks.transcript import TranscriptContext, TranscriptError
 
     rung = policy.provenance
@@ -154,7 +155,7 @@ def _run_context(
         )
     reader = state.get(
         ("transcript", hook_in.session, hook_in.transcript),
-        lambda: TranscriptContext(hook_in.transcript),
+        lambda: TranscriptContext(hook_in.transcript, codex=hook_in.format == CODEX),
     )
     deadline = time.monotonic() + TRANSCRIPT_WAIT_S
     try:
