@@ -27,7 +27,6 @@ from fak.abi.replies import (
     new_trace_id,
     reply_for_verdict,
 )
-from fak.config import Settings
 from fak.gateway.accesslog import FIELD_LIMIT
 from fak.kernel import Admission, Kernel, PageInRefused, WitnessError, outcome_reply
 from fak.recall import CoherencePlane, RecallError
@@ -282,7 +281,7 @@ class McpTools:
     ) -> None:
         self._kernel = kernel
         self._clock = clock
-        self._witness_key = witness_key if witness_key else Settings.current().witness_key
+        self._witness_key = witness_key or None  # None: fak_witness and fak_revoke refuse
         self._plane = plane if plane is not None else CoherencePlane(kernel)
         self._bodies: Mapping[str, Callable[[Mapping[str, Any], str], Reply]] = {
             "fak_adjudicate": self._adjudicate,
