@@ -75,6 +75,8 @@ class Breaker:
             return BreakerState.OPEN
 
     def success(self) -> None:
+        if self._state is BreakerState.CLOSED:  # the common case: no lock per append
+            return
         with self._lock:
             self._state = BreakerState.CLOSED
             self._backoff = self._base
