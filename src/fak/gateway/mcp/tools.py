@@ -408,7 +408,10 @@ class McpTools:
         since = arguments.get("since", 0)
         if isinstance(since, bool) or not isinstance(since, int) or since < 0:
             raise _BadInput(_REQUEST_MALFORMED, "since", "since must be a non-negative integer")
-        page = self._plane.feed.since(since)
+        try:
+            page = self._plane.feed.since(since)
+        except ConnectionError:  # the fleet's shared feed is down: say so, never a stale page
+            return ReplyBuilder().error(_SYSTEM_CRASH, {"reason": "change_feed_unavailable"})
         out = {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
         return ReplyBuilder().success(out, code=_SYSTEM_OK)
 
