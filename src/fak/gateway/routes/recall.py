@@ -67,11 +67,22 @@ def change_request(plane: CoherencePlane, body: Mapping[str, Any]) -> dict[str, 
     return {"applied": applied, "session_id": session, "change": change.model_dump(mode="json")}
 
 
-def _since(value: object) -> tuple[int, int]:
+_CURSOR_MAX = 2**63 - 1
+
+
+def _since(value: object, param: str = "since") -> tuple[int, int]:
+    """A cursor (or limit) as the events route takes it: an integer in [0, 2**63 - 1]."""
     try:
-        return int(str(value)), 256
+        cursor = int(str(value))
     except ValueError as exc:
-        raise GatewayError(400, "invalid_request", "since must be an integer cursor") from exc
+        raise GatewayError(
+            400, "invalid_cursor", f"{param} must be an integer", param=param
+        ) from exc
+    if not 0 <= cursor <= _CURSOR_MAX:
+        raise GatewayError(
+            400, "invalid_cursor", f"{param} must be between 0 and {_CURSOR_MAX}", param=param
+        )
+    return cursor, 256
 
 
 def _plane(request: Request) -> CoherencePlane:
@@ -103,7 +114,7 @@ async def changes(request: Request) -> Response:
     else:
         since, limit = _since(request.query_params.get("since", "0"))
         if "limit" in request.query_params:
-            limit = _since(request.query_params["limit"])[0]
+            limit = _since(request.query_params["limit"], "limit")[0]
     feed, limit = _plane(request).feed, min(max(limit, 1), 1024)
     try:  # a shared feed is a Redis round trip: off the event loop
         page = (
