@@ -126,7 +126,7 @@ def build_app(
             admitters=_live_chain(ledger),  # re-screens use the kernel's current chain
             journal=kernel.journal,
         )
-    plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock)
+    plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock, log=o.change_log)
     metrics = Metrics(
         counters=lambda: kernel.counters,
         pollution_rate=pollution_rate,

@@ -60,6 +60,9 @@ class GatewayOptions:
     # page benign results out by size on the model wires too (FAK_PAGEOUT / --pageout); off:
     # only for a request that says its client can page back in (x-fak-pageout: on)
     pageout: bool = _DEFAULTS.pageout_wire
+    # where the change feed (/v1/fak/changes) keeps its events: None = this process; N workers
+    # on one Redis share fak.kernel.shared_feed.RedisChangeLog (a fak.recall.ChangeLog)
+    change_log: Any = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **runtime: Any) -> GatewayOptions:

@@ -398,8 +398,8 @@ class Kernel:
     ) -> bool:
         return self._audit.call(kind, call, verdict, self._state.policy.version, by)
 
-    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> None:
-        self._audit.result(kind, result, admission.verdict, admission.digest)
+    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> bool:
+        return self._audit.result(kind, result, admission.verdict, admission.digest)
 
     # -- decide -----------------------------------------------------------------------------
     def _settle(self, call: ToolCall, verdict: Verdict) -> Verdict:
@@ -675,10 +675,12 @@ class Kernel:
         match admission.verdict.kind:
             case VerdictKind.ALLOW:
                 self._count("admitted")
-                self._journal_result(JournalKind.ADMIT, result, admission)
+                if not self._journal_result(JournalKind.ADMIT, result, admission):
+                    return _unaudited(admission)
             case VerdictKind.TRANSFORM:
                 self._count("paged")
-                self._journal_result(JournalKind.PAGE_OUT, result, admission)
+                if not self._journal_result(JournalKind.PAGE_OUT, result, admission):
+                    return _unaudited(admission)
             case VerdictKind.DENY:
                 self._count("result_denies")
                 self._journal_result(JournalKind.RESULT_DENY, result, admission)
@@ -738,6 +740,16 @@ class Kernel:
             digest = hashlib.sha256(data).hexdigest()
             self._audit.page_in(qid_or_ref, str(VerdictKind.ALLOW), digest, operator)
         return data
+
+
+def _unaudited(admission: Admission) -> Admission:
+    """A result the journal could not record does not enter the model's context: the audit
+    trail must know everything the model was shown (the stub carries no byte of it)."""
+    stub = orjson.dumps(
+        {"_withheld": True, "reason": "audit journal unavailable", "len": len(admission.payload)},
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return Admission(_UNAUDITED, stub, digest=admission.digest)
 
 
 def _witness_by(verdict: Verdict) -> str:

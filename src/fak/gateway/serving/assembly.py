@@ -24,7 +24,7 @@ from fak.gateway.routes.native import file_events
 from fak.gateway.server import bind
 from fak.gateway.server import serve as run_server
 from fak.gateway.serving.config import AccessLogSink, ServeConfig
-from fak.gateway.serving.follower import follow_policy, trust_feed
+from fak.gateway.serving.follower import follow_policy, shared_change_log, trust_feed
 from fak.gateway.serving.workers import Console, run_workers
 from fak.gateway.state import GatewayOptions, PolicyReloader
 from fak.journal import JournalCorruptError
@@ -231,6 +231,7 @@ def _serve_worker(
         allowed_hosts=settings.allowed_hosts or (None if loopback else ("*",)),
         mcp_proxy=mcp_proxy,
         recall_dir=config.recall_dir,
+        change_log=shared_change_log(settings.cas_url) if settings.cas_url else None,
     )
     app = build_app(kernel, planner, options)
     shown = f"[{host}]" if ":" in host else host
