@@ -25,8 +25,10 @@ from fak.policy.regex import compile_re2
 
 _HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _EMAIL_LOCAL = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~.-]+")
-_RESULT_PATH = re.compile(r"(\[\]|[^.\[\]\s]+(\[\])?)(\.[^.\[\]\s]+(\[\])?)*")
 _ARG_PATH = re.compile(r"[^.\[\]\s]+(\[\])?(\.[^.\[\]\s]+(\[\])?)*")
+# a sink path may end in ``{}``: every key of that object (``shared_with{}``)
+_SINK_PATH = re.compile(r"[^.\[\]{}\s]+(\[\])?(\.[^.\[\]{}\s]+(\[\])?)*(\{\})?")
+_RESULT_KEYS = re.compile(r"(\[\]|[^.\[\]{}\s]+(\[\])?)(\.[^.\[\]{}\s]+(\[\])?)*(\{\})?")
 
 
 def _check_arg_path(value: str) -> str:
@@ -36,6 +38,23 @@ def _check_arg_path(value: str) -> str:
             "list, and a.b / a[].b for nested fields"
         )
         raise ValueError(msg)
+    return value
+
+
+def _check_domains(value: tuple[str, ...]) -> tuple[str, ...]:
+    """Each entry a host name under a registrable domain (``acme.com``, ``mail.acme.co.uk``),
+    never a public suffix (``com``, ``co.uk``, ``github.io``: that would pin every site)."""
+    from fak.policy.hosts import normal_host, registrable_domain
+
+    for entry in value:
+        host = normal_host(entry)
+        if host is None or ":" in host or registrable_domain(host) is None:
+            msg = (
+                f"pinned_domains entry {entry!r} is not a domain under a registrable name "
+                "(acme.com or mail.acme.co.uk; a public suffix such as com, co.uk or github.io, "
+                "an IP address or a URL is not one)"
+            )
+            raise ValueError(msg)
     return value
 
 
@@ -266,6 +285,7 @@ class ArgRule(_Strict):
 
 
 SinkKind = Literal["text", "email", "url", "host", "iban", "number", "urls"]
+_HOST_KINDS: Final = ("email", "url", "host", "urls")
 
 
 class SinkRule(_Strict):
@@ -286,6 +306,28 @@ class SinkRule(_Strict):
     untrusted: Literal["deny", "witness"] = "deny"
     optional: bool | None = None
     reason: str | None = None
+    pinned_domains: tuple[str, ...] | None = None
+    """Domains this sink takes as the user's own (host, address or link under one of them)."""
+
+    @field_validator("pinned_domains")
+    @classmethod
+    def _domains(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            msg = "pinned_domains must name at least one domain (omit it for none)"
+            raise ValueError(msg)
+        return _check_domains(value)
+
+    @model_validator(mode="after")
+    def _domains_need_hosts(self) -> SinkRule:
+        if self.pinned_domains is not None and self.kind not in _HOST_KINDS:
+            msg = (
+                f"sink {self.tool}.{self.arg}: pinned_domains needs a kind with a host "
+                f"({', '.join(_HOST_KINDS)}), not {self.kind!r}"
+            )
+            raise ValueError(msg)
+        return self
 
     @field_validator("optional")
     @classmethod
@@ -303,7 +345,13 @@ class SinkRule(_Strict):
     @field_validator("arg")
     @classmethod
     def _arg(cls, value: str) -> str:
-        return _check_arg_path(value)
+        if not _SINK_PATH.fullmatch(value):
+            msg = (
+                f"arg {value!r} is not a name or a path: use name, name[] for each element of a "
+                "list, a.b / a[].b for nested fields, and name{} (last) for every key of an object"
+            )
+            raise ValueError(msg)
+        return value
 
     @field_validator("reason")
     @classmethod
@@ -327,8 +375,11 @@ class TrustedSource(_Strict):
             msg = "fields must name at least one path (omit it to trust the whole result)"
             raise ValueError(msg)
         for path in value:
-            if not _RESULT_PATH.fullmatch(path):
-                msg = f"field path {path!r} is not a path such as name, a.b, [].name or a[].b"
+            if not _RESULT_KEYS.fullmatch(path):
+                msg = (
+                    f"field path {path!r} is not a path such as name, a.b, [].name, a[].b or "
+                    "a{} (every key of an object)"
+                )
                 raise ValueError(msg)
         return value
 
@@ -425,6 +476,9 @@ class Manifest(_Strict):
     trusted_sources: tuple[TrustedSource, ...] = ()
     pinned: tuple[str, ...] = ()
     """Values the operator vouches for as if the user had typed them (an own IBAN, a domain)."""
+    pinned_domains: tuple[str, ...] = ()
+    """Domains the operator vouches for (the user's organisation): for ``email``, ``url``,
+    ``host`` and ``urls`` sinks, a host under one of them counts as the user's own."""
     witness: tuple[str, ...] = ()
     """Tools every call of which waits for a witness (money-moving, irreversible), if allowed."""
     after_untrusted: dict[str, Literal["deny", "witness"]] = {}
@@ -443,6 +497,11 @@ class Manifest(_Strict):
             msg = f"root must be an absolute path (got {value!r})"
             raise ValueError(msg)
         return value
+
+    @field_validator("pinned_domains")
+    @classmethod
+    def _pinned_domains(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_domains(value)
 
     @field_validator("version")
     @classmethod
@@ -512,6 +571,8 @@ class Manifest(_Strict):
             ]
         if self.pinned:
             out["pinned"] = list(self.pinned)
+        if self.pinned_domains:
+            out["pinned_domains"] = list(self.pinned_domains)
         if self.after_untrusted:
             out["after_untrusted"] = dict(self.after_untrusted)
         if self.witness:

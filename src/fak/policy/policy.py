@@ -29,7 +29,7 @@ from fak.policy.manifest import (
     manifest_hash,
 )
 from fak.policy.names import match_key, normal_name
-from fak.policy.provenance import CompiledSink, ProvenanceRung
+from fak.policy.provenance import CompiledSink, ProvenanceRung, normal_domains
 
 __all__ = ["Policy", "default_manifest"]
 
@@ -51,8 +51,9 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
     if not manifest.sinks and not manifest.after_untrusted and not manifest.witness:
         return None
     sinks: dict[str, list[CompiledSink]] = {}
+    domains = normal_domains(manifest.pinned_domains)
     for rule in manifest.sinks:
-        sinks.setdefault(match_key(rule.tool), []).append(CompiledSink.compile(rule))
+        sinks.setdefault(match_key(rule.tool), []).append(CompiledSink.compile(rule, domains))
     whole = frozenset(match_key(s.tool) for s in manifest.trusted_sources if s.fields is None)
     fields: dict[str, tuple[str, ...]] = {}
     for source in manifest.trusted_sources:

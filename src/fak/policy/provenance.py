@@ -47,7 +47,7 @@ import orjson
 
 from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import arg_key, parse_arg_path, scalar_text
-from fak.policy.hosts import email_address, links, url_host
+from fak.policy.hosts import email_address, links, normal_host, url_host
 from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
 from fak.policy.names import match_key
@@ -133,9 +133,11 @@ def _name(tool: str, call_id: str) -> str:
 
 
 def _field_values(doc: Any, path: str) -> list[Any]:
-    """Values at a result path: ``[]`` walks a list, ``name`` a field, ``name[]`` both."""
+    """Values at a result path: ``[]`` walks a list, ``name`` a field, ``name[]`` both, and a
+    last ``name{}`` (or ``{}``) gives every key of an object."""
+    keys = path.endswith("{}")
     nodes = [doc]
-    for part in path.split("."):
+    for part in path.removesuffix("{}").split("."):
         name, each = part.removesuffix("[]"), part.endswith("[]")
         step: list[Any] = []
         for node in nodes:
@@ -149,6 +151,8 @@ def _field_values(doc: Any, path: str) -> list[Any]:
             else:
                 step.append(node)
         nodes = step
+    if keys:
+        return [key for node in nodes if isinstance(node, Mapping) for key in node]
     return nodes
 
 
@@ -241,11 +245,16 @@ class ProvenanceIndex:
         """``tool#call`` of every untrusted result, sorted (for the after_untrusted claim)."""
         return sorted({_name(tool, cid) for tool, cid in self.untrusted_names})
 
-    def origin(self, kind: str, value: str) -> Origin | None:
-        """Where ``value`` (compared as ``kind``) came from; None if it has no such form."""
+    def origin(self, kind: str, value: str, domains: frozenset[str] = frozenset()) -> Origin | None:
+        """Where ``value`` (compared as ``kind``) came from; None if it has no such form. A host
+        (of a URL or an address) under one of ``domains`` is the user's own."""
         needle = _needle(kind, value)
         if needle is None:
             return None
+        if domains and needle.kind in ("host", "email"):
+            host = needle.value if needle.kind == "host" else needle.value.rpartition("@")[2]
+            if under(host, domains):
+                return _USER
         ask = functools.partial(_first, needle=needle)
         if self.user.first(ask) is not None:
             return _USER
@@ -257,6 +266,18 @@ class ProvenanceIndex:
             if at is not None:
                 return Origin((source, *names[at]))
         return _NOWHERE
+
+
+def under(host: str, domains: frozenset[str]) -> bool:
+    """True when ``host`` is one of ``domains`` or a name below one (on label boundaries)."""
+    if host in domains:
+        return True
+    at = host.find(".")
+    while at >= 0:
+        if host[at + 1 :] in domains:
+            return True
+        at = host.find(".", at + 1)
+    return False
 
 
 class _Gap:
@@ -272,11 +293,15 @@ _ABSENT: Final = _Gap("is missing")  # absent or null (nothing to check if the r
 _NOT_AN_OBJECT: Final = _Gap("has no readable form")  # the path runs through a non-object
 
 
-def sink_values(args: Mapping[str, Any], path: tuple[tuple[str, bool], ...]) -> list[Any]:
+def sink_values(
+    args: Mapping[str, Any], path: tuple[tuple[str, bool], ...], keys: bool = False
+) -> list[Any]:
     """Every value a sink path reaches, under every key that is a case- or separator-variant of
     the name (``{"Recipient": …}`` is the ``recipient`` argument); an absent or null argument is
     ``_ABSENT``, a place on the path that is not an object ``_NOT_AN_OBJECT``. A path through a
-    list reaches each element (nothing in an empty list); a non-list there is one element."""
+    list reaches each element (nothing in an empty list); a non-list there is one element. With
+    ``keys`` (a path ending ``{}``) the values are every key of each object reached (nothing in
+    an empty object); anything but an object there has no readable form."""
     current: list[Any] = [args]
     for name, each in path:
         reached: list[Any] = []
@@ -295,7 +320,20 @@ def sink_values(args: Mapping[str, Any], path: tuple[tuple[str, bool], ...]) -> 
                 else:
                     reached.append(value)
         current = reached
-    return current
+    if not keys:
+        return current
+    out: list[Any] = []
+    for node in current:
+        if isinstance(node, Mapping):
+            out.extend(str(key) for key in node)
+        else:
+            out.append(node if isinstance(node, _Gap) else _NOT_AN_OBJECT)
+    return out
+
+
+def normal_domains(domains: Iterable[str]) -> frozenset[str]:
+    """The manifest's domains in host normal form (the loader has checked each has one)."""
+    return frozenset(host for host in map(normal_host, domains) if host is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,12 +341,21 @@ class CompiledSink:
     rule: SinkRule
     path: tuple[tuple[str, bool], ...]  # names as ``arg_key`` folds them
     reason: Reason = Reason.TRUST_VIOLATION
+    keys: bool = False  # the path ends ``{}``: every key of the object there
+    domains: frozenset[str] = frozenset()  # hosts under these are the user's own
 
     @classmethod
-    def compile(cls, rule: SinkRule) -> CompiledSink:
+    def compile(cls, rule: SinkRule, domains: frozenset[str] = frozenset()) -> CompiledSink:
+        """``domains``: the manifest's ``pinned_domains`` (normal form), for host kinds."""
         reason = Reason[rule.reason] if rule.reason else Reason.TRUST_VIOLATION
-        path = tuple((arg_key(name), each) for name, each in parse_arg_path(rule.arg))
-        return cls(rule, path, reason)
+        keys = rule.arg.endswith("{}")
+        parsed = parse_arg_path(rule.arg.removesuffix("{}"))
+        path = tuple((arg_key(name), each) for name, each in parsed)
+        if rule.kind in ("email", "url", "host", "urls"):
+            domains = domains | normal_domains(rule.pinned_domains or ())
+        else:
+            domains = frozenset()
+        return cls(rule, path, reason, keys, domains)
 
     @property
     def label(self) -> str:
@@ -391,7 +438,7 @@ class ProvenanceRung:
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
         held: Verdict | None = None
         for sink in sinks:
-            for text, kind in _probes(sink_values(args, sink.path), sink.rule.kind):
+            for text, kind in _probes(sink_values(args, sink.path, sink.keys), sink.rule.kind):
                 if text is _ABSENT and sink.rule.optional:
                     continue
                 if isinstance(text, _Gap):
@@ -400,7 +447,8 @@ class ProvenanceRung:
                     verdict = self._judge(sink, None, "has no readable form")
                 else:
                     assert isinstance(text, str)
-                    verdict = self._judge(sink, index.origin(kind, text), "has no readable form")
+                    origin = index.origin(kind, text, sink.domains)
+                    verdict = self._judge(sink, origin, "has no readable form")
                 if verdict is None:
                     continue
                 if verdict.kind.value == "DENY":
@@ -422,7 +470,7 @@ class ProvenanceRung:
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
         held: Verdict | None = None
         for sink in sinks:
-            probes = list(_probes(sink_values(args, sink.path), sink.rule.kind))
+            probes = list(_probes(sink_values(args, sink.path, sink.keys), sink.rule.kind))
             if sink.rule.optional and all(text is _ABSENT for text, _ in probes):
                 continue  # an optional argument left out: nothing to judge
             if sink.rule.untrusted != "witness":
