@@ -135,3 +135,115 @@ def test_a_trusted_field_may_name_the_keys_of_a_result_object() -> None:
 def test_a_key_path_anywhere_but_last_is_a_load_error(arg: str) -> None:
     sink = {"tool": "t", "arg": arg, "kind": "email"}
     assert _codes({"sinks": [sink]}) == [(PolicyErrorCode.BAD_VALUE.value, "sinks[0].arg")]
+
+
+# -- confidentiality sources -------------------------------------------------------------------
+
+_PROFILE = json.dumps(
+    {
+        "first_name": "Emma",
+        "passport_number": "HGK137803",
+        "credit_card_number": "4237-4252-7456-2574",
+        "bank_account_number": "0789765432",
+    }
+)
+_SECRET = {
+    "allow": ["send_email", "post_review", "update_profile"],
+    "sinks": [
+        {
+            "tool": "send_email",
+            "arg": "recipients[]",
+            "kind": "email",
+            "pinned_domains": ["corp.example"],
+        },
+        {"tool": "send_email", "arg": "body", "needs": "any", "unknown": "allow"},
+        {
+            "tool": "post_review",
+            "arg": "text",
+            "needs": "any",
+            "unknown": "allow",
+            "secret": "witness",
+        },
+        {
+            "tool": "update_profile",
+            "arg": "card",
+            "needs": "any",
+            "unknown": "allow",
+            "secret": "allow",
+        },
+    ],
+    "secret_sources": [
+        {"tool": "get_user_information", "fields": ["passport_number", "credit_card_number"]}
+    ],
+}
+
+
+def _profile_context() -> Context:
+    ctx = Context().user("mail my travel agent at agent@corp.example about the trip")
+    ctx.result("get_user_information", "u1", _PROFILE)
+    return ctx
+
+
+def test_a_secret_reaching_a_sink_is_refused_whole_or_reformatted_inside_a_text() -> None:
+    policy = _load(_SECRET)
+    ctx = _profile_context()
+    to = {"recipients": ["agent@corp.example"]}
+    assert _decide(policy, "send_email", {**to, "body": "Emma will fly on Monday"}, ctx).kind is (
+        VerdictKind.ALLOW  # a field nobody labelled (the first name) is not a secret
+    )
+    for body in (
+        "HGK137803",
+        "passport: hgk 137 803, see you",
+        "card 4237 4252 7456 2574 exp 10/27",
+        {"lines": ["ok", "4237425274562574"]},  # a body given as an object is walked
+    ):
+        verdict = _decide(policy, "send_email", {**to, "body": body}, ctx)
+        assert (verdict.kind, verdict.reason) == (VerdictKind.DENY, Reason.SECRET_EXFIL), body
+        assert verdict.claim == (
+            "sink send_email.body: the value carries a secret read from get_user_information#u1"
+        )
+    # whole runs only: a longer number that contains the passport's digits is another value
+    ok = {**to, "body": "ref HGK1378031"}
+    assert _decide(policy, "send_email", ok, ctx).kind is VerdictKind.ALLOW
+
+
+def test_the_secret_switch_holds_or_lets_through_per_sink() -> None:
+    policy = _load(_SECRET)
+    ctx = _profile_context()
+    held = _decide(policy, "post_review", {"text": "my passport HGK137803"}, ctx)
+    assert held.kind is VerdictKind.REQUIRE_WITNESS
+    ok = _decide(policy, "update_profile", {"card": "4237-4252-7456-2574"}, ctx)
+    assert ok.kind is VerdictKind.ALLOW
+
+
+def test_a_secret_the_user_wrote_is_theirs_to_send() -> None:
+    policy = _load(_SECRET)
+    ctx = Context().user("send my passport number HGK 137803 to agent@corp.example")
+    ctx.result("get_user_information", "u1", _PROFILE)
+    args = {"recipients": ["agent@corp.example"], "body": "Passport: HGK137803"}
+    assert _decide(policy, "send_email", args, ctx).kind is VerdictKind.ALLOW
+    card = {**args, "body": "and the card 4237425274562574"}
+    assert _decide(policy, "send_email", card, ctx).reason is Reason.SECRET_EXFIL
+
+
+def test_a_whole_source_labels_every_leaf_and_a_text_source_every_line() -> None:
+    manifest = {**_SECRET, "secret_sources": [{"tool": "get_user_information"}, {"tool": "vault"}]}
+    policy = _load(manifest)
+    ctx = _profile_context()
+    ctx.result("vault", "v1", "wifi: corp-guest-2291\n\n  door code 7781  \n")
+    to = {"recipients": ["agent@corp.example"]}
+    for body, kind in (
+        ("from Emma", VerdictKind.DENY),  # every leaf of a wholly secret JSON result
+        ("account 0789765432", VerdictKind.DENY),
+        ("open with: door code 7781", VerdictKind.DENY),  # a text result: each line a value
+        ("the code is 7781", VerdictKind.ALLOW),  # a part of a line is not the line
+        ("wifi: corp-guest-2291", VerdictKind.DENY),
+    ):
+        assert _decide(policy, "send_email", {**to, "body": body}, ctx).kind is kind, body
+
+
+def test_secret_sources_load_strictly() -> None:
+    codes = _codes({"secret_sources": [{"tool": "t", "field": ["a"]}]})
+    assert codes == [(PolicyErrorCode.UNKNOWN_FIELD.value, "secret_sources[0].field")]
+    sink = {"tool": "t", "arg": "a", "secret": "warn"}
+    assert _codes({"sinks": [sink]}) == [(PolicyErrorCode.BAD_VALUE.value, "sinks[0].secret")]

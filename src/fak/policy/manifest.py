@@ -43,12 +43,19 @@ def _check_arg_path(value: str) -> str:
 
 def _check_domains(value: tuple[str, ...]) -> tuple[str, ...]:
     """Each entry a host name under a registrable domain (``acme.com``, ``mail.acme.co.uk``),
-    never a public suffix (``com``, ``co.uk``, ``github.io``: that would pin every site)."""
-    from fak.policy.hosts import normal_host, registrable_domain
+    never a public suffix (``com``, ``co.uk``, ``github.io``: that would pin every site). A name
+    whose TLD the Public Suffix List does not know (``corp.internal``) needs two labels."""
+    from fak.policy.hosts import normal_host, public_suffix, registrable_domain
 
     for entry in value:
         host = normal_host(entry)
-        if host is None or ":" in host or registrable_domain(host) is None:
+        if host is None or ":" in host or host.replace(".", "").isdigit():
+            ok = False
+        elif public_suffix(host) is not None:
+            ok = registrable_domain(host) is not None
+        else:
+            ok = "." in host
+        if not ok:
             msg = (
                 f"pinned_domains entry {entry!r} is not a domain under a registrable name "
                 "(acme.com or mail.acme.co.uk; a public suffix such as com, co.uk or github.io, "
@@ -308,6 +315,9 @@ class SinkRule(_Strict):
     reason: str | None = None
     pinned_domains: tuple[str, ...] | None = None
     """Domains this sink takes as the user's own (host, address or link under one of them)."""
+    secret: Literal["deny", "witness", "allow"] | None = None
+    """A value carrying a confidentiality source's value: refused SECRET_EXFIL (unset: deny),
+    held for a witness, or let through (a sink meant to receive them)."""
 
     @field_validator("pinned_domains")
     @classmethod
@@ -361,7 +371,8 @@ class SinkRule(_Strict):
 
 class TrustedSource(_Strict):
     """A tool whose results the operator vouches for: all of it, or only the values at
-    ``fields`` (paths into its JSON result, e.g. ``[].recipient``)."""
+    ``fields`` (paths into its JSON result, e.g. ``[].recipient``). As a ``secret_sources``
+    entry: a tool whose values (all its leaves, or those at ``fields``) must reach no sink."""
 
     tool: str
     fields: tuple[str, ...] | None = None
@@ -474,6 +485,9 @@ class Manifest(_Strict):
     arg_rules: tuple[ArgRule, ...] = ()
     sinks: tuple[SinkRule, ...] = ()
     trusted_sources: tuple[TrustedSource, ...] = ()
+    secret_sources: tuple[TrustedSource, ...] = ()
+    """Confidentiality sources: tools (or fields of their JSON results) whose values are
+    secret; a sink value carrying one is refused SECRET_EXFIL (per sink: ``secret``)."""
     pinned: tuple[str, ...] = ()
     """Values the operator vouches for as if the user had typed them (an own IBAN, a domain)."""
     pinned_domains: tuple[str, ...] = ()
@@ -569,6 +583,10 @@ class Manifest(_Strict):
             out["trusted_sources"] = [
                 src.model_dump(exclude_none=True) for src in self.trusted_sources
             ]
+        if self.secret_sources:
+            out["secret_sources"] = [
+                src.model_dump(exclude_none=True) for src in self.secret_sources
+            ]
         if self.pinned:
             out["pinned"] = list(self.pinned)
         if self.pinned_domains:
@@ -587,6 +605,7 @@ _KNOWN_FIELDS: Final = {
     ("arg_rules",): tuple(ArgRule.model_fields),
     ("sinks",): tuple(SinkRule.model_fields),
     ("trusted_sources",): tuple(TrustedSource.model_fields),
+    ("secret_sources",): tuple(TrustedSource.model_fields),
     ("screen",): tuple(ScreenSection.model_fields),
     ("screen", "rules"): tuple(ScreenRule.model_fields),
 }

@@ -60,6 +60,13 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
         if source.fields is not None:
             key = match_key(source.tool)
             fields[key] = (*fields.get(key, ()), *source.fields)
+    secret: dict[str, tuple[str, ...]] = {}  # () labels the whole result
+    for source in manifest.secret_sources:
+        key = match_key(source.tool)
+        if source.fields is None or secret.get(key) == ():
+            secret[key] = ()
+        else:
+            secret[key] = (*secret.get(key, ()), *source.fields)
     return ProvenanceRung(
         sinks=MappingProxyType({k: tuple(v) for k, v in sinks.items()}),
         after_untrusted=MappingProxyType(
@@ -69,6 +76,7 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
         always_witness=frozenset(match_key(tool) for tool in manifest.witness),
         trusted_tools=whole,
         trusted_fields=MappingProxyType(fields),
+        secret_sources=MappingProxyType(secret),
     )
 
 

@@ -48,6 +48,7 @@ import orjson
 from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import arg_key, parse_arg_path, scalar_text
 from fak.policy.hosts import email_address, links, normal_host, url_host
+from fak.policy.labels import ValueTable, leaves, parsed
 from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
 from fak.policy.names import match_key
@@ -156,6 +157,17 @@ def _field_values(doc: Any, path: str) -> list[Any]:
     return nodes
 
 
+def _labelled(text: str, fields: tuple[str, ...]) -> list[str]:
+    """The values of a confidentiality source's result: at ``fields`` of its JSON, or every
+    leaf when it names none; a result that is not JSON is labelled line by line."""
+    doc = parsed(text)
+    if doc is None:
+        return [] if fields else [line.strip() for line in text.splitlines() if line.strip()]
+    if not fields:
+        return list(leaves(doc))
+    return [v for path in fields for v in _scalars(_field_values(doc, path))]
+
+
 def _scalars(values: Iterable[Any]) -> Iterable[str]:
     for value in values:
         text = scalar_text(value)
@@ -169,9 +181,11 @@ class ProvenanceIndex:
 
     __slots__ = (
         "_fields",
+        "_secret_sources",
         "_tools",
         "has_untrusted",
         "pieces",
+        "secrets",
         "trusted",
         "trusted_names",
         "untrusted",
@@ -186,9 +200,12 @@ class ProvenanceIndex:
         pinned: Iterable[str] = (),
         trusted_tools: frozenset[str] = frozenset(),
         trusted_fields: Mapping[str, tuple[str, ...]] | None = None,
+        secret_sources: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self._tools = trusted_tools
         self._fields: Mapping[str, tuple[str, ...]] = trusted_fields or {}
+        self._secret_sources: Mapping[str, tuple[str, ...]] = secret_sources or {}
+        self.secrets = ValueTable()
         self.pieces = 0
         self.user = Segments.of(list(pinned))
         self.trusted = Segments()
@@ -212,11 +229,15 @@ class ProvenanceIndex:
         untrusted: list[str] = []
         trusted_names: list[tuple[str, str]] = []
         untrusted_names: list[tuple[str, str]] = []
+        secret: list[tuple[str, str, list[str]]] = []
         for piece in pieces:
             if piece.kind is PieceKind.USER:
                 user.append(piece.text)
                 continue
             key = match_key(piece.tool)
+            labelled = self._secret_sources.get(key)
+            if labelled is not None:
+                secret.append((piece.tool, piece.call_id, _labelled(piece.text, labelled)))
             if key in self._tools:
                 trusted.append(piece.text)
                 trusted_names.append((piece.tool, piece.call_id))
@@ -240,6 +261,13 @@ class ProvenanceIndex:
         self.trusted_names += tuple(trusted_names)
         self.untrusted_names += tuple(untrusted_names)
         self.has_untrusted = self.has_untrusted or bool(untrusted)
+        if secret:
+            self.secrets = self.secrets.extended(secret)
+
+    def user_wrote(self, key: str) -> bool:
+        """True when the user's text (or ``pinned``) holds ``key`` (a ``run_key``) on whole
+        runs: a value the user gave is theirs to send, whatever a tool labels it."""
+        return self.user.first(functools.partial(_first, needle=_Needle("iban", key))) is not None
 
     def held_names(self) -> list[str]:
         """``tool#call`` of every untrusted result, sorted (for the after_untrusted claim)."""
@@ -361,6 +389,12 @@ class CompiledSink:
     def label(self) -> str:
         return f"{self.rule.tool}.{self.rule.arg}"
 
+    @property
+    def judges_origin(self) -> bool:
+        """False for a rule every origin satisfies (``needs: any``, ``unknown: allow``): such a
+        sink only screens for secrets, and its values are never looked up."""
+        return not (self.rule.needs == "any" and self.rule.unknown == "allow")
+
 
 _ACCEPTS: Final = {
     "user": frozenset({"user"}),
@@ -381,6 +415,7 @@ class ProvenanceRung:
     always_witness: frozenset[str] = frozenset()
     trusted_tools: frozenset[str] = frozenset()
     trusted_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    secret_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     name: str = _BY
     rank: int = 110
     _cache: weakref.WeakKeyDictionary[Context, tuple[int, ProvenanceIndex]] = field(
@@ -416,6 +451,7 @@ class ProvenanceRung:
             pinned=self.pinned,
             trusted_tools=self.trusted_tools,
             trusted_fields=self.trusted_fields,
+            secret_sources=self.secret_sources,
         )
 
     def decide(self, call: ToolCall, args: Mapping[str, Any] | None) -> Verdict:
@@ -438,7 +474,15 @@ class ProvenanceRung:
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
         held: Verdict | None = None
         for sink in sinks:
-            for text, kind in _probes(sink_values(args, sink.path, sink.keys), sink.rule.kind):
+            values = sink_values(args, sink.path, sink.keys)
+            if index.secrets and sink.rule.secret != "allow":
+                verdict = _secret(sink, values, index)
+                if verdict is not None and verdict.kind.value == "DENY":
+                    return verdict
+                held = held or verdict
+            if not sink.judges_origin:
+                continue
+            for text, kind in _probes(values, sink.rule.kind):
                 if text is _ABSENT and sink.rule.optional:
                     continue
                 if isinstance(text, _Gap):
@@ -499,6 +543,25 @@ class ProvenanceRung:
         if rule.untrusted == "witness":
             return Verdict.require_witness(claim, _BY)
         return Verdict.deny(sink.reason, _BY, claim=claim)
+
+
+def _secret(sink: CompiledSink, values: list[Any], index: ProvenanceIndex) -> Verdict | None:
+    """SECRET_EXFIL (or a witness request) when a value at the sink carries, on whole runs of
+    letters and digits, a value a confidentiality source returned in this run and the user did
+    not write themselves; None when it carries none."""
+    for value in values:
+        if isinstance(value, _Gap):
+            continue
+        scalar = scalar_text(value)
+        for text in (scalar,) if scalar is not None else _strings(value):
+            for key, _, source in index.secrets.within(text):
+                if index.user_wrote(key):
+                    continue
+                claim = f"sink {sink.label}: the value carries a secret read from {source}"
+                if sink.rule.secret == "witness":
+                    return Verdict.require_witness(claim, _BY)
+                return Verdict.deny(Reason.SECRET_EXFIL, _BY, claim=claim)
+    return None
 
 
 def _probes(values: Iterable[Any], kind: str) -> Iterator[tuple[str | _Gap | None, str]]:
