@@ -291,8 +291,10 @@ class ArgRule(_Strict):
         return self
 
 
-SinkKind = Literal["text", "email", "url", "host", "iban", "number", "urls"]
-_HOST_KINDS: Final = ("email", "url", "host", "urls")
+SinkKind = Literal[
+    "text", "email", "url", "host", "iban", "number", "urls", "date", "datetime", "composed"
+]
+_HOST_KINDS: Final = ("email", "url", "host", "urls", "composed")
 
 
 class SinkRule(_Strict):
@@ -303,7 +305,9 @@ class SinkRule(_Strict):
     witness with ``untrusted: witness``; a value found nowhere follows ``unknown``, and so does
     an argument that is absent or null, unless the rule is ``optional`` (then an absent or null
     argument has nothing to check; a present one is judged as always). ``kind`` says how values
-    are compared (``urls``: every link or domain written inside a free-text value)."""
+    are compared (``urls``: every link or domain written inside a free-text value; ``date`` /
+    ``datetime``: the date (and time) however written; ``composed``: every value a text the
+    model wrote carries — tool-result leaves, addresses, links, dates)."""
 
     tool: str
     arg: str

@@ -77,6 +77,7 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
         trusted_tools=whole,
         trusted_fields=MappingProxyType(fields),
         secret_sources=MappingProxyType(secret),
+        composed=any(rule.kind == "composed" for rule in manifest.sinks),
     )
 
 

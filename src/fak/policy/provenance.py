@@ -38,7 +38,7 @@ import re
 import threading
 import unicodedata
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
@@ -47,6 +47,7 @@ import orjson
 
 from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import arg_key, parse_arg_path, scalar_text
+from fak.policy.dates import dates_written, value_groups
 from fak.policy.hosts import email_address, links, normal_host, url_host
 from fak.policy.labels import ValueTable, leaves, parsed
 from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
@@ -96,6 +97,9 @@ def _needle(kind: str, value: str) -> _Needle | None:
         except InvalidOperation:
             return None
         return _Needle("number", abs(number)) if number.is_finite() else None
+    if kind in ("date", "datetime"):
+        groups = value_groups(value, with_time=kind == "datetime")
+        return None if groups is None else _Needle("date", groups)
     text = normal_text(value)
     return _Needle("text", text) if text and SEP not in text and MARK not in text else None
 
@@ -111,6 +115,9 @@ def _first(index: TextIndex, *, needle: _Needle) -> int | None:
             return index.host(needle.value)
         case "email":
             return index.email(needle.value)
+        case "date":  # one group of alternative keys
+            found = [at for key in needle.value if (at := index.date(key)) is not None]
+            return min(found) if found else None
         case _:
             return index.text(needle.value)
 
@@ -127,6 +134,7 @@ class Origin(tuple[str, str, str]):
 
 _USER = Origin(("user", "", ""))
 _NOWHERE = Origin(("nowhere", "", ""))
+_RANK: Final = {"user": 0, "trusted": 1, "untrusted": 2, "nowhere": 3}
 
 
 def _name(tool: str, call_id: str) -> str:
@@ -183,7 +191,9 @@ class ProvenanceIndex:
         "_fields",
         "_secret_sources",
         "_tools",
+        "_want_leaves",
         "has_untrusted",
+        "leaves",
         "pieces",
         "secrets",
         "trusted",
@@ -201,8 +211,11 @@ class ProvenanceIndex:
         trusted_tools: frozenset[str] = frozenset(),
         trusted_fields: Mapping[str, tuple[str, ...]] | None = None,
         secret_sources: Mapping[str, tuple[str, ...]] | None = None,
+        want_leaves: bool = False,
     ) -> None:
         self._tools = trusted_tools
+        self._want_leaves = want_leaves
+        self.leaves = ValueTable()  # every leaf of a JSON result, when composed text is judged
         self._fields: Mapping[str, tuple[str, ...]] = trusted_fields or {}
         self._secret_sources: Mapping[str, tuple[str, ...]] = secret_sources or {}
         self.secrets = ValueTable()
@@ -230,10 +243,15 @@ class ProvenanceIndex:
         trusted_names: list[tuple[str, str]] = []
         untrusted_names: list[tuple[str, str]] = []
         secret: list[tuple[str, str, list[str]]] = []
+        found: list[tuple[str, str, list[str]]] = []
         for piece in pieces:
             if piece.kind is PieceKind.USER:
                 user.append(piece.text)
                 continue
+            if self._want_leaves:
+                doc = parsed(piece.text)
+                if doc is not None and not isinstance(doc, str):
+                    found.append((piece.tool, piece.call_id, list(leaves(doc))))
             key = match_key(piece.tool)
             labelled = self._secret_sources.get(key)
             if labelled is not None:
@@ -263,6 +281,8 @@ class ProvenanceIndex:
         self.has_untrusted = self.has_untrusted or bool(untrusted)
         if secret:
             self.secrets = self.secrets.extended(secret)
+        if found:
+            self.leaves = self.leaves.extended(found)
 
     def user_wrote(self, key: str) -> bool:
         """True when the user's text (or ``pinned``) holds ``key`` (a ``run_key``) on whole
@@ -283,7 +303,21 @@ class ProvenanceIndex:
             host = needle.value if needle.kind == "host" else needle.value.rpartition("@")[2]
             if under(host, domains):
                 return _USER
-        ask = functools.partial(_first, needle=needle)
+        if needle.kind == "date":
+            return self.dated(needle.value)
+        return self._where(functools.partial(_first, needle=needle))
+
+    def dated(self, groups: tuple[tuple[str, ...], ...]) -> Origin:
+        """The origin of a date (and time) as ``fak.policy.dates`` groups it: each group must
+        be found; the worst group's origin is the value's."""
+        worst = _USER
+        for group in groups:
+            got = self._where(functools.partial(_first, needle=_Needle("date", group)))
+            if _RANK[got.source] > _RANK[worst.source]:
+                worst = got
+        return worst
+
+    def _where(self, ask: Callable[[TextIndex], int | None]) -> Origin:
         if self.user.first(ask) is not None:
             return _USER
         for source, index, names in (
@@ -294,6 +328,19 @@ class ProvenanceIndex:
             if at is not None:
                 return Origin((source, *names[at]))
         return _NOWHERE
+
+    def leaf_origin(self, written: str, source: str) -> Origin:
+        """Where a tool-result leaf a composed text carries came from: the best origin it has
+        as text, a date, an address or a number; at worst the result it was read from."""
+        best: Origin | None = None
+        for kind in ("text", "date", "email", "number"):
+            got = self.origin(kind, written)
+            if got is not None and (best is None or _RANK[got.source] < _RANK[best.source]):
+                best = got
+        if best is None or best.source == "nowhere":
+            tool, _, call_id = source.partition("#")
+            return Origin(("untrusted", tool, call_id))
+        return best
 
 
 def under(host: str, domains: frozenset[str]) -> bool:
@@ -416,6 +463,7 @@ class ProvenanceRung:
     trusted_tools: frozenset[str] = frozenset()
     trusted_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     secret_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    composed: bool = False  # a sink judges composed text: index every JSON result's leaves
     name: str = _BY
     rank: int = 110
     _cache: weakref.WeakKeyDictionary[Context, tuple[int, ProvenanceIndex]] = field(
@@ -452,6 +500,7 @@ class ProvenanceRung:
             trusted_tools=self.trusted_tools,
             trusted_fields=self.trusted_fields,
             secret_sources=self.secret_sources,
+            want_leaves=self.composed,
         )
 
     def decide(self, call: ToolCall, args: Mapping[str, Any] | None) -> Verdict:
@@ -482,17 +531,23 @@ class ProvenanceRung:
                 held = held or verdict
             if not sink.judges_origin:
                 continue
+            if sink.rule.kind == "composed":
+                verdict = _composed(sink, values, index)
+                if verdict is not None and verdict.kind.value == "DENY":
+                    return verdict
+                held = held or verdict
+                continue
             for text, kind in _probes(values, sink.rule.kind):
                 if text is _ABSENT and sink.rule.optional:
                     continue
                 if isinstance(text, _Gap):
-                    verdict = self._judge(sink, None, text.what)
+                    verdict = self.judge(sink, None, text.what)
                 elif text is None:
-                    verdict = self._judge(sink, None, "has no readable form")
+                    verdict = self.judge(sink, None, "has no readable form")
                 else:
                     assert isinstance(text, str)
                     origin = index.origin(kind, text, sink.domains)
-                    verdict = self._judge(sink, origin, "has no readable form")
+                    verdict = self.judge(sink, origin, "has no readable form")
                 if verdict is None:
                     continue
                 if verdict.kind.value == "DENY":
@@ -523,7 +578,7 @@ class ProvenanceRung:
         return held if held is not None else Verdict.allow(_BY)
 
     @staticmethod
-    def _judge(sink: CompiledSink, origin: Origin | None, unread: str) -> Verdict | None:
+    def judge(sink: CompiledSink, origin: Origin | None, unread: str) -> Verdict | None:
         """None when the value may pass; else the refusal or the witness request."""
         rule = sink.rule
         if origin is not None and origin.source in _ACCEPTS[rule.needs]:
@@ -543,6 +598,47 @@ class ProvenanceRung:
         if rule.untrusted == "witness":
             return Verdict.require_witness(claim, _BY)
         return Verdict.deny(sink.reason, _BY, claim=claim)
+
+
+def _composed(sink: CompiledSink, values: list[Any], index: ProvenanceIndex) -> Verdict | None:
+    """Judge a text the model composed by the values it carries, each as the rule needs: every
+    tool-result leaf it holds on whole runs (``Booking hotel {name}``), every address, link and
+    date written in it. The model's own words around them are not judged."""
+    held: Verdict | None = None
+    for value in values:
+        if isinstance(value, _Gap):
+            if value is _ABSENT and sink.rule.optional:
+                continue
+            verdicts: Iterable[Verdict | None] = (ProvenanceRung.judge(sink, None, value.what),)
+        else:
+            scalar = scalar_text(value)
+            texts = (scalar,) if scalar is not None else tuple(_strings(value))
+            verdicts = (
+                ProvenanceRung.judge(sink, origin, "has no readable form")
+                for text in texts
+                for origin in _carried(text, index, sink.domains)
+            )
+        for verdict in verdicts:
+            if verdict is not None and verdict.kind.value == "DENY":
+                return verdict
+            held = held or verdict
+    return held
+
+
+def _carried(text: str, index: ProvenanceIndex, domains: frozenset[str]) -> Iterator[Origin | None]:
+    """The origin of each value a composed text carries (None: one that does not parse)."""
+    for _, written, source in index.leaves.within(text):
+        yield index.leaf_origin(written, source)
+    for word in text.split():
+        if "@" in word:
+            yield index.origin("email", word.strip(_WORD_EDGE), domains)
+    for link in links(text):  # an address's host too: it must come from where the address did
+        yield index.origin("url", link, domains)
+    for groups in dates_written(text):
+        yield index.dated(groups)
+
+
+_WORD_EDGE: Final = "\"'()[]<>{},;:!?."
 
 
 def _secret(sink: CompiledSink, values: list[Any], index: ProvenanceIndex) -> Verdict | None:
