@@ -172,7 +172,11 @@ class TurnRunner:
             with_note=wire is WireName.ANTHROPIC,
             tool_kinds=parsed.options.get("tool_kinds"),
         )
-        return _with_refusal_note(wire, outcome, adjudications)
+        outcome = _with_refusal_note(wire, outcome, adjudications)
+        note = self._boundary.answer_note(turn.text, history)
+        if not note:
+            return outcome
+        return replace(outcome, text=f"{outcome.text}\n\n{note}" if outcome.text else note)
 
     async def complete(
         self,

@@ -504,6 +504,9 @@ class Manifest(_Strict):
     root: str | None = None
     """The project directory path arguments are resolved against (absolute). Unset: the
     directory the policy was loaded from a process started in (``fak serve``, ``fak hook``)."""
+    answer: Literal["annotate"] | None = None
+    """``annotate``: the door appends a ``[fak]`` line for each name in the model's text that
+    only an untrusted tool result gave (``fak.policy.answer``). Unset: the answer is not read."""
     screen: ScreenSection | None = None
     """Result-screen settings (detectors, injection threshold, span or whole quarantine) by
     default and per tool / tool prefix. Unset: the built-in defaults."""
@@ -599,6 +602,8 @@ class Manifest(_Strict):
             out["after_untrusted"] = dict(self.after_untrusted)
         if self.witness:
             out["witness"] = list(self.witness)
+        if self.answer is not None:
+            out["answer"] = self.answer
         if self.screen is not None:  # likewise
             out["screen"] = self.screen.model_dump(exclude_none=True)
         return out

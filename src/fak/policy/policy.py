@@ -48,7 +48,7 @@ def default_manifest() -> Manifest:
 
 def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
     """The sink rung of this manifest, or None when it names no sinks."""
-    if not manifest.sinks and not manifest.after_untrusted and not manifest.witness:
+    if not (manifest.sinks or manifest.after_untrusted or manifest.witness or manifest.answer):
         return None
     sinks: dict[str, list[CompiledSink]] = {}
     domains = normal_domains(manifest.pinned_domains)
@@ -77,7 +77,9 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
         trusted_tools=whole,
         trusted_fields=MappingProxyType(fields),
         secret_sources=MappingProxyType(secret),
-        composed=any(rule.kind == "composed" for rule in manifest.sinks),
+        composed=manifest.answer is not None
+        or any(rule.kind == "composed" for rule in manifest.sinks),
+        answer=manifest.answer is not None,
     )
 
 

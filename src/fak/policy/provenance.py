@@ -464,6 +464,7 @@ class ProvenanceRung:
     trusted_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     secret_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     composed: bool = False  # a sink judges composed text: index every JSON result's leaves
+    answer: bool = False  # the manifest's "answer": "annotate" (fak.policy.answer reads it)
     name: str = _BY
     rank: int = 110
     _cache: weakref.WeakKeyDictionary[Context, tuple[int, ProvenanceIndex]] = field(
