@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fak.abi import Context, Reason, ToolCall, Verdict, VerdictKind
 from fak.kernel import Kernel
@@ -387,3 +389,31 @@ def test_the_answer_names_what_only_a_tool_result_gave() -> None:
     assert Kernel(_load({"sinks": [{"tool": "t", "arg": "a"}]})).answer_note(text, ctx) == ""
     assert answer_note(()) == ""
     assert _codes({"answer": "annotated"}) == [(PolicyErrorCode.BAD_VALUE.value, "answer")]
+
+
+_WORDS = st.sampled_from(["ab", "Cd3", "ef-9", "GB29 NW", "x", "4111", "riverside", "View", "é"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(st.lists(_WORDS, min_size=1, max_size=3).map(" ".join), max_size=40),
+    text=st.lists(_WORDS, max_size=12).map(" ".join),
+)
+def test_a_value_table_finds_exactly_the_values_on_whole_runs(values: list[str], text: str) -> None:
+    from fak.policy.labels import MIN_KEY, ValueTable, run_key
+
+    half = len(values) // 2
+    first = ValueTable().extended([("t", "1", values[:half])])
+    table = first.extended([("t", "2", values[half:])])
+    runs = [run_key(word) for word in text.split()]
+    runs = [r for r in runs if r]
+    spans = {"".join(runs[i:j]) for i in range(len(runs)) for j in range(i + 1, len(runs) + 1)}
+    want = {run_key(v) for v in values if len(run_key(v)) >= MIN_KEY} & spans
+    assert {key for key, _, _ in table.within(text)} == want
+    # extending never changed the older table, and the first piece holding a value names it
+    assert {key for key, _, _ in first.within(text)} == {
+        run_key(v) for v in values[:half] if len(run_key(v)) >= MIN_KEY
+    } & spans
+    for key, _, source in table.within(text):
+        early = any(run_key(v) == key for v in values[:half])
+        assert source == ("t#1" if early else "t#2")

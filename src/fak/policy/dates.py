@@ -44,16 +44,22 @@ _MONTHS: Final = {
 }
 _MONTH: Final = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ISO: Final = re.compile(r"(?<!\d)(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?!\d)")
+_MONTH_SET: Final = frozenset(_MONTHS)
+_LETTERS: Final = re.compile(r"[a-z]+")
+# matched against the lower-cased text
 _MONTH_FIRST: Final = re.compile(
-    rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?", re.IGNORECASE
+    rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?"
 )
 _DAY_FIRST: Final = re.compile(
-    rf"(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?",
-    re.IGNORECASE,
+    rf"(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\b\.?(?:,?\s+(\d{{4}})\b)?"
 )
 _CLOCK: Final = re.compile(
     r"(?<!\d)(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:\s*([ap])\.?\s?m\b\.?)?", re.I
 )
+_ISO_VALUE: Final = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+_DIGIT: Final = re.compile(r"\d")
 _MERIDIEM: Final = re.compile(r"(?<![\d:])(\d{1,2})\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 
 
@@ -73,12 +79,15 @@ def _dates(text: str) -> list[tuple[int | None, int, int]]:
         if got is not None:
             found.append(got)
             taken.append(match.span())
+    lower = text.lower()
+    if _MONTH_SET.isdisjoint(_LETTERS.findall(lower)):  # no month named: no prose date
+        return found
     for pattern, month_at, day_at in ((_MONTH_FIRST, 1, 2), (_DAY_FIRST, 2, 1)):
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(lower):
             if any(a < match.end() and match.start() < b for a, b in taken):
                 continue
             year = int(match[3]) if match[3] else None
-            got = _date(year, _MONTHS[match[month_at].lower()], int(match[day_at]))
+            got = _date(year, _MONTHS[match[month_at]], int(match[day_at]))
             if got is not None:
                 found.append(got)
                 taken.append(match.span())
@@ -126,7 +135,22 @@ def value_groups(value: str, *, with_time: bool) -> tuple[tuple[str, ...], ...] 
     for its date, and for a datetime that names a time, one for the time; each group must be
     found (a ``date`` value's time is not judged). None when the value holds no date, or more
     than one date, or (a datetime) more than one time."""
-    form = unicodedata.normalize("NFKC", value)
+    form = value.strip() if value.isascii() else unicodedata.normalize("NFKC", value).strip()
+    iso = _ISO_VALUE.fullmatch(form)  # the common case, a tool's own form: one regex
+    if iso is not None:
+        got = _date(int(iso[1]), int(iso[2]), int(iso[3]))
+        if got is None:
+            return None
+        year, month, day = got
+        found: list[tuple[str, ...]] = [
+            (f"{year:04d}-{month:02d}-{day:02d}", f"*-{month:02d}-{day:02d}")
+        ]
+        if with_time and iso[4] is not None:
+            hour = int(iso[4])
+            if hour > 23 or int(iso[5]) > 59:
+                return None
+            found.append((f"t:{hour:02d}:{iso[5]}",))
+        return tuple(found)
     dates = set(_dates(form))
     if len(dates) != 1:
         return None
@@ -146,6 +170,8 @@ def value_groups(value: str, *, with_time: bool) -> tuple[tuple[str, ...], ...] 
 def dates_written(text: str) -> list[tuple[tuple[str, ...], ...]]:
     """The groups (as ``value_groups`` gives them) of every date written in ``text``."""
     out: list[tuple[tuple[str, ...], ...]] = []
+    if _DIGIT.search(text) is None:  # every form of a date has a digit
+        return out
     for year, month, day in dict.fromkeys(_dates(unicodedata.normalize("NFKC", text))):
         if year is None:
             out.append(((f"md:{month:02d}-{day:02d}",),))

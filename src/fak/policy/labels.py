@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any, Final
 
 import orjson
@@ -25,16 +27,26 @@ import orjson
 __all__ = ["MIN_KEY", "ValueTable", "leaves", "parsed", "run_key"]
 
 MIN_KEY: Final = 3
+_WIDTHS: Final = repeat(MIN_KEY)  # endless: zipped against each text's run starts
+_FEW_KEYS: Final = 16  # up to this many values, a probe searches for each instead
 _ALNUM_RUN: Final = re.compile(r"[^\W_]+")
 _RUN_SPLIT: Final = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
+_NOT_ALNUM: Final = bytes(i for i in range(128) if not chr(i).isalnum())
+_NOT_ALNUM_BUT_SEP: Final = _NOT_ALNUM[1:]  # keeps NUL, the batch separator
 _MAX_LEAF: Final = 256  # a longer leaf is prose, not a value a sink could carry whole
 
 
 def _runs(text: str) -> list[str]:
-    form = unicodedata.normalize("NFKC", text).upper()
-    if form.isascii():
-        return form.translate(_RUN_SPLIT).split()
-    return _ALNUM_RUN.findall(form)
+    if text.isascii():  # NFKC leaves ASCII as it is
+        return text.upper().translate(_RUN_SPLIT).split()
+    return _ALNUM_RUN.findall(unicodedata.normalize("NFKC", text).upper())
+
+
+def _joined(text: str) -> str:
+    """``run_key(text)``, for ASCII in three C calls (no list of runs)."""
+    if text.isascii():
+        return text.upper().encode("ascii").translate(None, _NOT_ALNUM).decode("ascii")
+    return "".join(_runs(text))
 
 
 def run_key(text: str) -> str:
@@ -68,61 +80,97 @@ def leaves(doc: Any) -> Iterator[str]:
 
 
 class ValueTable:
-    """Values keyed by their first ``MIN_KEY`` run characters; each remembers where it came
-    from (an index into ``names``) and how it was written."""
+    """Values keyed by their first ``MIN_KEY`` run characters, then by length, then whole: a
+    probe at a run start costs one lookup per distinct length under its head (IBANs, dates,
+    ids of one shape share one), never a walk over the values. The first value of a key (the
+    earliest piece) keeps it; each remembers its source (an index into ``names``) and how it
+    was written."""
 
-    __slots__ = ("_by_head", "names")
+    __slots__ = ("_by_head", "_keys", "names")
 
     def __init__(self) -> None:
-        self._by_head: dict[str, tuple[tuple[str, int, str], ...]] = {}
+        self._by_head: dict[str, dict[int, dict[str, tuple[int, str]]]] = {}
+        self._keys: frozenset[str] = frozenset()
         self.names: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self._by_head)
 
     def extended(self, found: Iterable[tuple[str, str, Iterable[str]]]) -> ValueTable:
-        """This table with the values of each (tool, call id, values); self is unchanged."""
-        grown: ValueTable | None = None
+        """This table with the values of each (tool, call id, values); self is unchanged (the
+        heads the new values touch are copied, the rest shared)."""
+        by_head = dict(self._by_head)
+        names = list(self.names)
+        touched: set[str] = set()
+        added: list[str] = []
         for tool, call_id, values in found:
-            for written in values:
-                if len(written) > _MAX_LEAF:
+            kept = [v for v in values if len(v) <= _MAX_LEAF]
+            keys = _keys_of(kept)
+            name = len(names)
+            used = False
+            for key, written in zip(keys, kept, strict=True):
+                if len(key) < MIN_KEY or key in self._keys:
                     continue
-                key = run_key(written)
-                if len(key) < MIN_KEY:
-                    continue
-                if grown is None:
-                    grown = ValueTable()
-                    grown._by_head = dict(self._by_head)
-                    grown.names = self.names
-                if not grown.names or grown.names[-1] != (tool, call_id):
-                    grown.names += ((tool, call_id),)
                 head = key[:MIN_KEY]
-                entry = (key, len(grown.names) - 1, written)
-                grown._by_head[head] = (*grown._by_head.get(head, ()), entry)
-        return self if grown is None else grown
+                if head not in touched:
+                    touched.add(head)
+                    old = by_head.get(head)
+                    by_head[head] = {n: dict(d) for n, d in old.items()} if old else {}
+                bucket = by_head[head].setdefault(len(key), {})
+                if key not in bucket:
+                    bucket[key] = (name, written)
+                    added.append(key)
+                    used = True
+            if used:
+                names.append((tool, call_id))
+        if not added:
+            return self
+        grown = ValueTable()
+        grown._by_head = by_head
+        grown.names = tuple(names)
+        grown._keys = self._keys.union(added)
+        return grown
 
     def within(self, text: str) -> Iterator[tuple[str, str, str]]:
         """(run key, as written, ``tool#call``) of each held value ``text`` carries on whole
         runs, in the order they start in the text (each value once)."""
         if not self._by_head:
             return
+        if len(self._keys) <= _FEW_KEYS:  # a few secrets: one C substring search each
+            flat = _joined(text)
+            if not any(key in flat for key in self._keys):
+                return
         runs = _runs(text)
+        if not runs:
+            return
         joined = "".join(runs)
-        ends: set[int] = set()
-        starts: list[int] = []
-        at = 0
-        for run in runs:
-            starts.append(at)
-            at += len(run)
-            ends.add(at)
-        seen: set[str] = set()
+        ends = list(accumulate(map(len, runs)))
+        starts = [0, *ends[:-1]]
+        heads = list(map(joined.__getitem__, map(slice, starts, map(add, starts, _WIDTHS))))
         by_head = self._by_head
-        for start in starts:
-            entries = by_head.get(joined[start : start + MIN_KEY])
-            if entries is None:
+        if by_head.keys().isdisjoint(heads):  # the common case, decided in C
+            return
+        stops = set(ends)
+        seen: set[str] = set()
+        for start, head in zip(starts, heads, strict=True):
+            lengths = by_head.get(head)
+            if lengths is None:
                 continue
-            for key, name, written in entries:
-                if key not in seen and joined.startswith(key, start) and start + len(key) in ends:
+            for size, bucket in lengths.items():
+                if start + size not in stops:
+                    continue
+                key = joined[start : start + size]
+                hit = bucket.get(key)
+                if hit is not None and key not in seen:
                     seen.add(key)
-                    tool, call_id = self.names[name]
-                    yield key, written, f"{tool}#{call_id}" if call_id else tool
+                    tool, call_id = self.names[hit[0]]
+                    yield key, hit[1], f"{tool}#{call_id}" if call_id else tool
+
+
+def _keys_of(values: list[str]) -> list[str]:
+    """``run_key`` of each value; ASCII values in one batch of C calls."""
+    blob = "\x00".join(values)
+    if blob.isascii() and blob.count("\x00") == len(values) - 1:
+        flat = blob.upper().encode("ascii").translate(None, _NOT_ALNUM_BUT_SEP).decode("ascii")
+        return flat.split("\x00") if values else []
+    return [_joined(value) for value in values]

@@ -630,15 +630,18 @@ def _carried(text: str, index: ProvenanceIndex, domains: frozenset[str]) -> Iter
     """The origin of each value a composed text carries (None: one that does not parse)."""
     for _, written, source in index.leaves.within(text):
         yield index.leaf_origin(written, source)
-    for word in text.split():
-        if "@" in word:
-            yield index.origin("email", word.strip(_WORD_EDGE), domains)
-    for link in links(text):  # an address's host too: it must come from where the address did
-        yield index.origin("url", link, domains)
+    if "@" in text:
+        for word in text.split():
+            if "@" in word:
+                yield index.origin("email", word.strip(_WORD_EDGE), domains)
+    if _LINKISH.search(text) is not None:  # a link has a dot (any of the four) or a scheme
+        for link in links(text):  # an address's host too: it must come from where it did
+            yield index.origin("url", link, domains)
     for groups in dates_written(text):
         yield index.dated(groups)
 
 
+_LINKISH: Final = re.compile("[.\u3002\uff0e\uff61]|://")
 _WORD_EDGE: Final = "\"'()[]<>{},;:!?."
 
 
