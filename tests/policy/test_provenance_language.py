@@ -417,3 +417,32 @@ def test_a_value_table_finds_exactly_the_values_on_whole_runs(values: list[str],
     for key, _, source in table.within(text):
         early = any(run_key(v) == key for v in values[:half])
         assert source == ("t#1" if early else "t#2")
+
+
+def test_secret_scope_all_screens_every_argument_of_every_call() -> None:
+    manifest = {
+        **_SECRET,
+        "allow": [*_SECRET["allow"], "post_note", "get_weather"],
+        "secret_scope": "all",
+    }
+    policy = _load(manifest)
+    ctx = _profile_context()
+    # a tool with no sink rule: the route an attacker who read the manifest would take
+    verdict = _decide(policy, "post_note", {"meta": {"tags": ["x", "hgk 137803"]}}, ctx)
+    assert (verdict.kind, verdict.reason) == (VerdictKind.DENY, Reason.SECRET_EXFIL)
+    assert (
+        verdict.claim == "post_note: an argument carries a secret read from get_user_information#u1"
+    )
+    assert _decide(policy, "get_weather", {"city": "Paris"}, ctx).kind is VerdictKind.ALLOW
+    # a sink's own switch still rules its argument; the call's other arguments are screened
+    ok = {"card": "4237-4252-7456-2574"}
+    assert _decide(policy, "update_profile", ok, ctx).kind is VerdictKind.ALLOW
+    both = {"card": "4237-4252-7456-2574", "note": "HGK137803"}
+    assert _decide(policy, "update_profile", both, ctx).reason is Reason.SECRET_EXFIL
+    # without the switch, a tool with no sink rule is not screened (and keeps its fast path)
+    assert _decide(
+        _load({**manifest, "secret_scope": "sinks"}), "post_note", {"t": "HGK137803"}, ctx
+    ).kind is (VerdictKind.ALLOW)
+    assert _codes({"secret_scope": "everywhere"}) == [
+        (PolicyErrorCode.BAD_VALUE.value, "secret_scope")
+    ]

@@ -492,6 +492,8 @@ class Manifest(_Strict):
     secret_sources: tuple[TrustedSource, ...] = ()
     """Confidentiality sources: tools (or fields of their JSON results) whose values are
     secret; a sink value carrying one is refused SECRET_EXFIL (per sink: ``secret``)."""
+    secret_scope: Literal["sinks", "all"] | None = None
+    """Where secrets are looked for: at sinks (unset), or in every argument of every call."""
     pinned: tuple[str, ...] = ()
     """Values the operator vouches for as if the user had typed them (an own IBAN, a domain)."""
     pinned_domains: tuple[str, ...] = ()
@@ -594,6 +596,8 @@ class Manifest(_Strict):
             out["secret_sources"] = [
                 src.model_dump(exclude_none=True) for src in self.secret_sources
             ]
+        if self.secret_scope is not None:
+            out["secret_scope"] = self.secret_scope
         if self.pinned:
             out["pinned"] = list(self.pinned)
         if self.pinned_domains:

@@ -48,7 +48,11 @@ def default_manifest() -> Manifest:
 
 def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
     """The sink rung of this manifest, or None when it names no sinks."""
-    if not (manifest.sinks or manifest.after_untrusted or manifest.witness or manifest.answer):
+    everywhere = manifest.secret_scope == "all" and bool(manifest.secret_sources)
+    if (
+        not (manifest.sinks or manifest.after_untrusted or manifest.witness or manifest.answer)
+        and not everywhere
+    ):
         return None
     sinks: dict[str, list[CompiledSink]] = {}
     domains = normal_domains(manifest.pinned_domains)
@@ -80,6 +84,7 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
         composed=manifest.answer is not None
         or any(rule.kind == "composed" for rule in manifest.sinks),
         answer=manifest.answer is not None,
+        secret_everywhere=everywhere,
     )
 
 

@@ -465,6 +465,7 @@ class ProvenanceRung:
     secret_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     composed: bool = False  # a sink judges composed text: index every JSON result's leaves
     answer: bool = False  # the manifest's "answer": "annotate" (fak.policy.answer reads it)
+    secret_everywhere: bool = False  # "secret_scope": "all": every argument of every call
     name: str = _BY
     rank: int = 110
     _cache: weakref.WeakKeyDictionary[Context, tuple[int, ProvenanceIndex]] = field(
@@ -473,6 +474,8 @@ class ProvenanceRung:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def guards(self, tool: str) -> bool:
+        if self.secret_everywhere:
+            return True
         key = match_key(tool)
         return key in self.sinks or key in self.after_untrusted or key in self.always_witness
 
@@ -510,9 +513,11 @@ class ProvenanceRung:
         mode = self.after_untrusted.get(key)
         if key in self.always_witness:
             return Verdict.require_witness(f"witness {call.tool}: every call is held", _BY)
-        if (not sinks and mode is None) or args is None:
+        if (not sinks and mode is None and not self.secret_everywhere) or args is None:
             return Verdict.defer(_BY)
         if call.context is None:  # a door that passed no run context: judged as the worst case
+            if not sinks and mode is None:
+                return Verdict.defer(_BY)  # no run, no secret read in it
             return self._without_context(call.tool, sinks, mode, args)
         index = self.index(call.context)
         if mode is not None and index.has_untrusted:
@@ -522,6 +527,12 @@ class ProvenanceRung:
             if mode == "witness":
                 return Verdict.require_witness(claim, _BY)
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
+        if self.secret_everywhere and index.secrets:
+            leaked = _secret_anywhere(call.tool, args, sinks, index)
+            if leaked is not None:
+                return leaked
+        if not sinks and mode is None:
+            return Verdict.defer(_BY)
         held: Verdict | None = None
         for sink in sinks:
             values = sink_values(args, sink.path, sink.keys)
@@ -643,6 +654,25 @@ def _carried(text: str, index: ProvenanceIndex, domains: frozenset[str]) -> Iter
 
 _LINKISH: Final = re.compile("[.\u3002\uff0e\uff61]|://")
 _WORD_EDGE: Final = "\"'()[]<>{},;:!?."
+
+
+def _secret_anywhere(
+    tool: str, args: Mapping[str, Any], sinks: tuple[CompiledSink, ...], index: ProvenanceIndex
+) -> Verdict | None:
+    """``secret_scope: all``: SECRET_EXFIL when any argument of the call (every string and
+    number in it, keys too) carries a secret the user did not write. A top-level argument a sink
+    of the tool names is left to that sink (its own ``secret`` switch decides)."""
+    own = {sink.path[0][0] for sink in sinks if len(sink.path) == 1}
+    for name, value in args.items():
+        if arg_key(str(name)) in own:
+            continue
+        scalar = scalar_text(value)
+        for text in (scalar,) if scalar is not None else _strings(value):
+            for key, _, source in index.secrets.within(text):
+                if not index.user_wrote(key):
+                    claim = f"{tool}: an argument carries a secret read from {source}"
+                    return Verdict.deny(Reason.SECRET_EXFIL, _BY, claim=claim)
+    return None
 
 
 def _secret(sink: CompiledSink, values: list[Any], index: ProvenanceIndex) -> Verdict | None:
