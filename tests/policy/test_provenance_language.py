@@ -446,3 +446,37 @@ def test_secret_scope_all_screens_every_argument_of_every_call() -> None:
     assert _codes({"secret_scope": "everywhere"}) == [
         (PolicyErrorCode.BAD_VALUE.value, "secret_scope")
     ]
+
+
+def test_every_new_word_round_trips_and_an_old_manifest_hashes_as_before() -> None:
+    from fak.policy import dump_manifest, load_manifest, manifest_hash
+
+    text = json.dumps(
+        {
+            "allow": ["send_email"],
+            "pinned_domains": ["acme.com"],
+            "secret_sources": [{"tool": "get_user_information", "fields": ["passport_number"]}],
+            "secret_scope": "all",
+            "answer": "annotate",
+            "sinks": [
+                {"tool": "send_email", "arg": "to[]", "kind": "email", "pinned_domains": ["b.org"]},
+                {"tool": "send_email", "arg": "subject", "kind": "composed", "secret": "witness"},
+                {"tool": "share", "arg": "shared_with{}", "kind": "email"},
+                {"tool": "ev", "arg": "day", "kind": "datetime"},
+            ],
+        }
+    )
+    manifest = load_manifest(text)
+    again = load_manifest(dump_manifest(manifest))
+    assert dump_manifest(again) == dump_manifest(manifest)
+    assert manifest_hash(again) == manifest_hash(manifest)
+    old = {
+        "allow": ["a"],
+        "sinks": [{"tool": "a", "arg": "x"}],
+        "trusted_sources": [{"tool": "g", "fields": ["[].a"]}],
+        "pinned": ["X"],
+    }
+    # the hash main gave this manifest before these words existed: unset words dump absent
+    assert manifest_hash(load_manifest(json.dumps(old))) == (
+        "daf43349dd3b6263f2d1b370faf304a3b68b5c68098d31ee0971bc30603e855b"
+    )
