@@ -109,3 +109,12 @@ def test_no_switch_no_note(
     client = closing(openai.OpenAI(base_url=f"{base}/v1", api_key="x", max_retries=0))
     reply = client.chat.completions.create(model="m", messages=_chat_messages())
     assert reply.choices[0].message.content == SAID
+
+
+def test_a_long_conversation_is_annotated_off_the_event_loop(url: str) -> None:
+    client = closing(openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0))
+    messages = _chat_messages()
+    # a long brief from the user (a long tool result would be paged out before the planner)
+    messages[0] = {"role": "user", "content": ASK + ". Some notes on my taste follow. " * 2500}
+    reply = client.chat.completions.create(model="m", messages=messages)
+    assert reply.choices[0].message.content == f"{SAID}\n\n{NOTE}"

@@ -219,6 +219,10 @@ class Boundary:
                 ctx.result(m.name or "tool_result", m.tool_call_id, m.content)
         return ctx
 
+    @property
+    def annotates_answers(self) -> bool:
+        return self._kernel.annotates_answers
+
     def answer_note(self, text: str, history: tuple[Message, ...]) -> str:
         """The kernel's ``[fak]`` lines on the model's text (``"answer": "annotate"``), with the
         run's provenance rebuilt from the conversation; empty when the policy does not ask."""

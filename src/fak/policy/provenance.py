@@ -333,10 +333,18 @@ class ProvenanceIndex:
         """Where a tool-result leaf a composed text carries came from: the best origin it has
         as text, a date, an address or a number; at worst the result it was read from."""
         best: Origin | None = None
-        for kind in ("text", "date", "email", "number"):
-            got = self.origin(kind, written)
+        digits = _DIGIT.search(written) is not None
+        for kind, may in (
+            ("text", True),
+            ("date", digits),
+            ("email", "@" in written),
+            ("number", digits),
+        ):
+            got = self.origin(kind, written) if may else None
             if got is not None and (best is None or _RANK[got.source] < _RANK[best.source]):
                 best = got
+                if best.source == "user":
+                    break
         if best is None or best.source == "nowhere":
             tool, _, call_id = source.partition("#")
             return Origin(("untrusted", tool, call_id))
@@ -652,6 +660,7 @@ def _carried(text: str, index: ProvenanceIndex, domains: frozenset[str]) -> Iter
         yield index.dated(groups)
 
 
+_DIGIT: Final = re.compile(r"\d")
 _LINKISH: Final = re.compile("[.\u3002\uff0e\uff61]|://")
 _WORD_EDGE: Final = "\"'()[]<>{},;:!?."
 
