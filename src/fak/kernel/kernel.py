@@ -62,6 +62,8 @@ from fak.policy import (
     Rung,
     RungTrace,
     Schema,
+    answer_note,
+    answer_sources,
     args_digest,
     decode_args,
     read_shaped,
@@ -575,6 +577,21 @@ class Kernel:
         if user:
             ctx.user(user)
         return ctx
+
+    @property
+    def annotates_answers(self) -> bool:
+        """True when the policy says ``"answer": "annotate"``: a door asks ``answer_note``."""
+        rung = self._state.policy.provenance
+        return rung is not None and rung.answer
+
+    def answer_note(self, text: str, context: Context | None) -> str:
+        """The ``[fak]`` lines a door appends to the model's ``text`` for the user: each name in
+        it that only an untrusted tool result of ``context`` gave, and which result; empty when
+        there is none or the policy does not annotate answers. Never refuses anything."""
+        rung = self._state.policy.provenance
+        if rung is None or not rung.answer or not text:
+            return ""
+        return answer_note(answer_sources(rung, context, text))
 
     def _unaudited(self) -> Verdict:
         """An admission nobody can audit is refused."""
