@@ -104,3 +104,8 @@ def test_a_restore_that_does_not_match_is_a_fault_not_a_recompute(engine: Any) -
     verdict = caught.value.verdict
     assert verdict.kind is LookupKind.FAULT and verdict.fault is FaultCode.RESTORE_MISMATCH
     assert planner.stats()["turns"] == turns and planner.stats()["cache_fault"] == 1
+    # the corrupt branch was evicted and announced; asked again, the worker computes and says so
+    gone = {r.digest for e in caught.value.events for r in e.prefixes}
+    assert gone == set(prefix_chain(first))
+    again = _run(planner, first)
+    assert again.verdict.kind is LookupKind.MISS and again.verdict.reused == 0

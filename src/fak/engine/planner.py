@@ -390,6 +390,13 @@ class InKernelPlanner:
             cache = self.engine.new_cache(len(ids) + budget)
         elif turn.tracked and cache.token_ids()[:reused] != ids[:reused]:
             cache.release()
+            with self._lock:  # the branch is not what it claims: it goes, and is announced
+                top = node
+                while top.parent is not None and top.parent is not self.tree.root:
+                    top = top.parent
+                if top is not self.tree.root and top.parent is not None:
+                    self.tree.evict_subtree(top)
+                self._note_evictions()
             raise self._fault(turn, FaultCode.RESTORE_MISMATCH)
         return cache, reused
 
@@ -426,6 +433,10 @@ class InKernelPlanner:
             fresh.append(Residency(digest, end))
         if fresh:
             self._events.append(ResidencyEvent(ResidencyKind.HELD, tuple(fresh)))
+        self._note_evictions()
+
+    def _note_evictions(self) -> None:
+        """EVICTED events for announced prefixes the tree no longer holds (under the lock)."""
         if self.tree.removed != self._removed_seen:
             self._removed_seen = self.tree.removed
             gone = [
