@@ -52,7 +52,9 @@ def test_verdicts_and_residency_follow_the_radix_tree(engine: Any) -> None:
     second = _req(
         *first.messages, Message(Role.ASSISTANT, got.turn.text), Message(Role.USER, "Why?")
     )
-    got2 = _run(planner, second, claim=chain[1])
+    pieces: list[str] = []
+    got2 = asyncio.run(planner.complete_cached(second, chain[1], pieces.append))
+    assert "".join(pieces) == got2.turn.text and pieces  # streamed as produced
     assert got2.verdict.kind is LookupKind.HIT and got2.verdict.claimed == chain[1]
     assert got2.verdict.reused >= ends[1]
     assert [r.digest for e in got2.events for r in e.prefixes] == list(prefix_chain(second)[2:])

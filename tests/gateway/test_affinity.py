@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 
 import pytest
 
@@ -24,6 +25,7 @@ from fak.abi import (
     ResidencyEvent,
     ResidencyKind,
     Role,
+    TurnDone,
     TurnRequest,
     Usage,
     prefix_chain,
@@ -149,7 +151,12 @@ class PrefixMemory:
     def model(self) -> str:
         return self.name
 
-    async def complete_cached(self, request: TurnRequest, claim: str = "") -> CachedTurn:
+    async def complete_cached(
+        self,
+        request: TurnRequest,
+        claim: str = "",
+        on_text: Callable[[str], None] | None = None,
+    ) -> CachedTurn:
         chain = prefix_chain(request)
         prompt = 10 * len(chain)
         reused = max((self.held[d] for d in chain[:-1] if d in self.held), default=0)
@@ -168,6 +175,9 @@ class PrefixMemory:
         else:
             kind = LookupKind.HIT if reused else LookupKind.MISS
         turn = PlannerTurn(f"{self.name}:{len(chain)}", usage=Usage(prompt, 1))
+        if on_text is not None:
+            for piece in (self.name, ":", str(len(chain))):
+                on_text(piece)
         return CachedTurn(
             turn,
             CacheVerdict(kind, reused, prompt, claim),
@@ -199,6 +209,15 @@ def test_two_worker_processes_affinity_keeps_a_conversation_where_its_cache_is()
         assert (stats["cache_miss"], stats["cache_hit"], stats["route_prefix"]) == (1, 3, 3)
         # prompts 20+30+40+50, reused 0+20+30+40
         assert (stats["prompt_tokens"], stats["tokens_prefilled"]) == (140, 50)
+
+        async def streamed() -> list[object]:
+            request = _turn("a turn 0", "a turn 1", "a turn 2", "a turn 3", "more")
+            return [event async for event in routed.stream(request)]
+
+        events = asyncio.run(streamed())
+        assert [e.text for e in events[:-1]] == ["fake", ":", "6"]  # type: ignore[attr-defined]
+        assert isinstance(events[-1], TurnDone) and events[-1].turn.text == "fake:6"
+        assert routed.stats()["worker_1_turns"] == 5
 
         rr = RoutedEngines(pool, RoundRobin())
         assert asyncio.run(_conversation(rr, "b", 4)) == [0, 1, 0, 1]

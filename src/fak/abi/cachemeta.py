@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -125,11 +125,18 @@ class CacheAwarePlanner(Protocol):
     """Above: a router choosing among workers. Below: an engine with a prefix cache.
 
     ``complete_cached`` serves a turn and says what its cache lookup found; ``claim`` is the
-    ``prefix_chain`` digest the router expects this worker to hold ("" for none). A failed
-    restore raises ``CacheFault``. ``residency`` drains the events not yet reported.
+    ``prefix_chain`` digest the router expects this worker to hold ("" for none); ``on_text``,
+    when given, gets the turn's streamable text as it is produced (from any thread). A failed
+    restore raises ``CacheFault`` before any text. ``residency`` drains the events not yet
+    reported.
     """
 
-    async def complete_cached(self, request: TurnRequest, claim: str = "") -> CachedTurn: ...
+    async def complete_cached(
+        self,
+        request: TurnRequest,
+        claim: str = "",
+        on_text: Callable[[str], None] | None = None,
+    ) -> CachedTurn: ...
 
     def residency(self) -> tuple[ResidencyEvent, ...]: ...
 

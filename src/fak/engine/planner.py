@@ -245,12 +245,19 @@ class InKernelPlanner:
         turn, _ = await self._complete(request, None)
         return turn
 
-    async def complete_cached(self, request: TurnRequest, claim: str = "") -> CachedTurn:
+    async def complete_cached(
+        self,
+        request: TurnRequest,
+        claim: str = "",
+        on_text: Callable[[str], None] | None = None,
+    ) -> CachedTurn:
         """A turn for a router: the turn, its cache verdict and the residency events since the
-        last report. A restore that fails raises ``CacheFault`` (the turn did not run)."""
+        last report. A restore that fails raises ``CacheFault`` (the turn did not run, no text
+        was emitted). ``on_text`` gets the streamable text as it is produced (never tool-call
+        JSON), on the engine's thread."""
         self._tracking = True
         try:
-            turn, state = await self._complete(request, claim)
+            turn, state = await self._complete(request, claim, on_text)
         except CacheFault as fault:
             raise CacheFault(fault.verdict, self.residency()) from None
         assert state.verdict is not None
@@ -262,7 +269,12 @@ class InKernelPlanner:
             events, self._events = tuple(self._events), []
         return events
 
-    async def _complete(self, request: TurnRequest, claim: str | None) -> tuple[PlannerTurn, _Turn]:
+    async def _complete(
+        self,
+        request: TurnRequest,
+        claim: str | None,
+        emit: Callable[[str], None] | None = None,
+    ) -> tuple[PlannerTurn, _Turn]:
         loop = asyncio.get_running_loop()
         result: asyncio.Future[PlannerTurn] = loop.create_future()
 
@@ -277,7 +289,7 @@ class InKernelPlanner:
 
             _call_soon(loop, settle)
 
-        job, state = self._submit(request, None, deliver, claim)
+        job, state = self._submit(request, emit, deliver, claim)
         try:
             return await result, state
         finally:

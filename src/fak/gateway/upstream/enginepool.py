@@ -4,7 +4,8 @@
 building its own cache-aware planner from the caller's picklable factory (the CLI passes the
 in-kernel engine's loader: the gateway never imports the engine), and talks to each over a
 pipe: a turn and the prefix the router claims go down, a ``CachedTurn`` (turn, typed cache
-verdict, residency events), a ``CacheFault`` or a typed refusal comes back. ``RoutedEngines`` is
+verdict, residency events) — with the text streamed ahead of it when asked — a ``CacheFault`` or
+a typed refusal comes back. ``RoutedEngines`` is
 the ``Planner`` the gateway sees: it asks a cache-aware strategy (``affinity.py``) which worker
 gets each turn, feeds it every verdict and residency event, and counts prefill by verdict. A
 failed restore is never recomputed silently: it is counted, journalled in the log, and the turn
@@ -94,9 +95,12 @@ def _worker_main(factory: WorkerFactory, conn: Connection) -> None:
         with send_lock:
             conn.send(msg)
 
-    async def handle(rid: int, request: TurnRequest, claim: str) -> None:
+    async def handle(rid: int, request: TurnRequest, claim: str, stream: bool) -> None:
+        def on_text(text: str) -> None:
+            send(("delta", rid, text))
+
         try:
-            got = await planner.complete_cached(request, claim)
+            got = await planner.complete_cached(request, claim, on_text if stream else None)
             send(("done", rid, got))
         except CacheFault as fault:
             send(("fault", rid, fault.verdict, fault.events))
@@ -159,7 +163,7 @@ class EnginePool:
             raise ValueError("an engine pool needs at least one worker")
         ctx = multiprocessing.get_context("spawn")
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], int]] = {}
+        self._pending: dict[int, _Pending] = {}
         self._lock = threading.Lock()
         self.workers: list[_Worker] = []
         self.model = ""
@@ -203,37 +207,49 @@ class EnginePool:
             except (EOFError, OSError):
                 break
             with self._lock:
-                entry = self._pending.pop(msg[1], None)
-            if entry is not None:
-                loop, fut, _ = entry
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(_settle, fut, msg)
+                entry = self._pending.get(msg[1]) if msg[0] == "delta" else None
+                entry = entry or self._pending.pop(msg[1], None)
+            if entry is None:
+                continue
+            with contextlib.suppress(RuntimeError):  # the caller's loop is gone
+                if msg[0] == "delta":
+                    if entry.on_text is not None:
+                        entry.loop.call_soon_threadsafe(entry.on_text, msg[2])
+                else:
+                    entry.loop.call_soon_threadsafe(_settle, entry.future, msg)
         w.alive = False
         with self._lock:
-            lost = [(rid, e) for rid, e in self._pending.items() if e[2] == w.index]
+            lost = [(rid, e) for rid, e in self._pending.items() if e.worker == w.index]
             for rid, _ in lost:
                 del self._pending[rid]
-        for rid, (loop, fut, _) in lost:
+        for rid, e in lost:
             verdict = CacheVerdict(LookupKind.FAULT, 0, 0, "", FaultCode.WORKER_LOST)
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, fut, ("fault", rid, verdict, ()))
+                e.loop.call_soon_threadsafe(_settle, e.future, ("fault", rid, verdict, ()))
 
     def live(self) -> list[_Worker]:
         return [w for w in self.workers if w.alive]
 
-    async def run(self, w: _Worker, request: TurnRequest, claim: str) -> CachedTurn:
-        """One turn on worker ``w``; ``CacheFault`` or ``PlannerInputError`` when it says so."""
+    async def run(
+        self,
+        w: _Worker,
+        request: TurnRequest,
+        claim: str,
+        on_text: Callable[[str], None] | None = None,
+    ) -> CachedTurn:
+        """One turn on worker ``w``; ``CacheFault`` or ``PlannerInputError`` when it says so.
+        ``on_text`` gets the text as the worker streams it (on this event loop)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         rid = next(self._ids)
         with self._lock:
-            self._pending[rid] = (loop, fut, w.index)
+            self._pending[rid] = _Pending(loop, fut, w.index, on_text)
         w.in_flight += 1
         try:
             if not w.alive:
                 raise CacheFault(CacheVerdict(LookupKind.FAULT, 0, 0, claim, FaultCode.WORKER_LOST))
             with w.send_lock:
-                w.conn.send((rid, _sendable(request), claim))
+                w.conn.send((rid, _sendable(request), claim, on_text is not None))
             msg = await fut
         except (OSError, EOFError):
             raise CacheFault(
@@ -265,9 +281,31 @@ class EnginePool:
             w.conn.close()
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    worker: int
+    on_text: Callable[[str], None] | None
+
+
 def _settle(fut: asyncio.Future[Any], msg: Any) -> None:
     if not fut.done():
         fut.set_result(msg)
+
+
+class _Watch:
+    """Passes text on and remembers whether any was passed."""
+
+    __slots__ = ("inner", "sent")
+
+    def __init__(self, inner: Callable[[str], None]) -> None:
+        self.inner = inner
+        self.sent = False
+
+    def __call__(self, text: str) -> None:
+        self.sent = True
+        self.inner(text)
 
 
 class RoutedEngines:
@@ -328,8 +366,12 @@ class RoutedEngines:
         c[f"cache_{verdict.kind}"] += 1
         self._per_worker[index] += 1
 
-    async def complete_routed(self, request: TurnRequest) -> tuple[CachedTurn, int]:
-        """One turn, routed; returns what the worker answered and the worker's number (0-based)."""
+    async def complete_routed(
+        self, request: TurnRequest, on_text: Callable[[str], None] | None = None
+    ) -> tuple[CachedTurn, int]:
+        """One turn, routed; returns what the worker answered and the worker's number (0-based).
+        ``on_text`` gets the text as it streams; a fault comes before any text, so the retry
+        never repeats what the client already got."""
         candidates = self._candidates()
         if not candidates:
             raise PlannerInputError(
@@ -340,10 +382,18 @@ class RoutedEngines:
         self._counters[f"route_{route.reason}"] = self._counters.get(f"route_{route.reason}", 0) + 1
         w = self.pool.workers[route.candidate.deployment.order]
         try:
-            got = await self.pool.run(w, request, route.claim)
+            watch = None if on_text is None else _Watch(on_text)
+            got = await self.pool.run(w, request, route.claim, watch)
         except CacheFault as fault:
             self._fault(w, fault)
-            return await self._retry(request, w.index)
+            if watch is not None and watch.sent:  # text already left: never send it twice
+                raise PlannerInputError(
+                    "engine_worker_lost",
+                    "the engine worker stopped mid-answer; send the request again",
+                    status=503,
+                    retry_after=1,
+                ) from None
+            return await self._retry(request, w.index, on_text)
         self.strategy.apply(w.deployment.id, got.events)
         self.strategy.verdict(w.deployment.id, got.verdict)
         self._count(w.index, got.verdict)
@@ -363,7 +413,9 @@ class RoutedEngines:
             fault.verdict.reused,
         )
 
-    async def _retry(self, request: TurnRequest, failed: int) -> tuple[CachedTurn, int]:
+    async def _retry(
+        self, request: TurnRequest, failed: int, on_text: Callable[[str], None] | None
+    ) -> tuple[CachedTurn, int]:
         """After a fault: once, without a claim, on the least busy live worker (the faulted one
         last: its bad prefix was evicted, so it computes from scratch, and says so)."""
         live = self.pool.live()
@@ -374,7 +426,7 @@ class RoutedEngines:
         w = min(live, key=lambda x: (x.index == failed, x.in_flight, x.index))
         self._counters["route_faults_retried"] += 1
         try:
-            got = await self.pool.run(w, request, "")
+            got = await self.pool.run(w, request, "", on_text)
         except CacheFault as fault:
             self._fault(w, fault)
             raise PlannerInputError(
@@ -392,11 +444,26 @@ class RoutedEngines:
         return got.turn
 
     async def stream(self, request: TurnRequest) -> AsyncIterator[PlannerEvent]:
-        """The whole turn, then its text as one delta (workers answer turns whole)."""
-        got, _ = await self.complete_routed(request)
-        if got.turn.text:
-            yield TextDelta(got.turn.text)
-        yield TurnDone(got.turn)
+        """Text deltas as the worker produces them, then one ``TurnDone``."""
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        task = asyncio.ensure_future(self.complete_routed(request, queue.put_nowait))
+        try:
+            while not task.done() or not queue.empty():
+                if queue.empty():
+                    getter = asyncio.ensure_future(queue.get())
+                    await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+                    if not getter.done():
+                        getter.cancel()
+                        continue
+                    text = getter.result()
+                else:
+                    text = queue.get_nowait()
+                yield TextDelta(text)
+            got, _ = task.result()
+            yield TurnDone(got.turn)
+        finally:
+            if not task.done():
+                task.cancel()
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.pool.close)
