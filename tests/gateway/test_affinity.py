@@ -8,8 +8,12 @@ so the router, the pipe protocol, the verdicts and the fault path are exercised 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import os
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -159,6 +163,10 @@ class PrefixMemory:
     ) -> CachedTurn:
         chain = prefix_chain(request)
         prompt = 10 * len(chain)
+        if request.session.startswith("hang:"):  # the first worker to claim the file stalls
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(request.session[5:], os.O_CREAT | os.O_EXCL))
+                await asyncio.sleep(120)
         reused = max((self.held[d] for d in chain[:-1] if d in self.held), default=0)
         if request.session == "corrupt" and reused and not self.faulted:
             self.faulted = True
@@ -247,5 +255,38 @@ def test_a_restore_fault_is_counted_and_the_turn_goes_again_without_a_claim() ->
         assert (stats["cache_fault"], stats["route_faults_retried"]) == (1, 1)
         again = routed.strategy.route(RouteFeatures.of(_turn("corrupt turn 0")), _live(routed))
         assert again.candidate.deployment.id == "worker-2"  # worker 1 announced its eviction
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_dies_mid_turn_is_a_worker_lost_fault_and_the_turn_goes_elsewhere(
+    tmp_path: Path,
+) -> None:
+    pool = EnginePool(functools.partial(PrefixMemory, "fake"), 2)
+    try:
+        routed = RoutedEngines(pool, PrefixAffinity(min_prefix_tokens=15))
+        marker = tmp_path / "stall"
+
+        async def run() -> tuple[CachedTurn, int]:
+            turn = asyncio.ensure_future(
+                routed.complete_routed(_turn("x", session=f"hang:{marker}"))
+            )
+            for _ in range(200):  # until the worker holds the turn
+                if marker.exists():
+                    break
+                await asyncio.sleep(0.05)
+            pool.workers[0].process.kill()
+            return await turn
+
+        t0 = time.monotonic()
+        got, worker = asyncio.run(run())
+        assert worker == 1 and time.monotonic() - t0 < 60
+        assert got.verdict.kind is LookupKind.MISS and got.turn.text == "fake:2"
+        stats = routed.stats()
+        assert (stats["cache_fault"], stats["route_faults_retried"], stats["workers_live"]) == (
+            1,
+            1,
+            1,
+        )
     finally:
         pool.close()
