@@ -103,6 +103,9 @@ def test_a_short_prefix_or_a_busy_worker_falls_back_to_the_least_busy() -> None:
     assert (busy.candidate.deployment.id, busy.reason) == ("w1", "load")
     near = s.route(RouteFeatures.of(_turn("a", "b")), _cands(2, 0))
     assert (near.candidate.deployment.id, near.reason, near.tokens) == ("w0", "prefix", 200)
+    # a new conversation with both idle goes to the worker holding less: caches spread
+    fresh = s.route(RouteFeatures.of(TurnRequest("m", (Message(Role.USER, "new"),))), _cands(0, 0))
+    assert (fresh.candidate.deployment.id, fresh.reason) == ("w1", "load")
 
 
 def test_evictions_and_stale_claims_leave_the_index() -> None:

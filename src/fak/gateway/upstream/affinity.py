@@ -6,7 +6,8 @@ events it reports (``fak.abi.ResidencyEvent``, prefixes named by ``fak.abi.prefi
 corrected by each turn's verdict: a REVALIDATE or FAULT drops the claimed prefix from the index.
 When the best prefix is shorter than ``min_prefix_tokens``, or its worker is busier than the
 least busy by more than ``max_imbalance`` requests, the turn goes to the least busy worker
-instead (SGLang's cache-aware policy). It does no I/O and never tokenizes; it only chooses.
+instead, and among equally busy ones to the one holding the fewest prefixes (SGLang's
+cache-aware policy). It does no I/O and never tokenizes; it only chooses.
 """
 
 from __future__ import annotations
@@ -95,7 +96,14 @@ class PrefixAffinity:
             key = (-n, c.stats.in_flight, c.deployment.order)
             if best is None or key < best:
                 best, claim, tokens, chosen = key, digest, n, c
-        idle = min(candidates, key=lambda c: (c.stats.in_flight, c.deployment.order))
+        idle = min(  # least busy; among equals the one holding least, so caches spread
+            candidates,
+            key=lambda c: (
+                c.stats.in_flight,
+                len(self._held.get(c.deployment.id, ())),
+                c.deployment.order,
+            ),
+        )
         loaded = chosen.stats.in_flight - idle.stats.in_flight > self.max_imbalance
         if tokens >= max(1, self.min_prefix_tokens) and not loaded:
             return Route(chosen, claim, tokens, "prefix")
