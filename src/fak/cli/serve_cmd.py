@@ -10,8 +10,7 @@ else the scripted mock with a loud warning (also when the default model cannot b
 ``--threads``, ``--engine-mode``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine.
 ``--workers N`` forks N worker processes on one listening socket (each builds its own kernel
 after the fork); N > 1 needs the shared stores (``FAK_CAS_URL`` / ``--cas-url``, see
-docs/deploy.md) and is refused on process-local ones. With the in-kernel engine it means one
-gateway and N engine processes behind the cache-aware router instead (``engine_workers.py``).
+docs/deploy.md) and is refused on process-local ones.
 Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an empty
 ``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``,
 ``--workers`` on process-local stores).
