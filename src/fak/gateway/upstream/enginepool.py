@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -85,7 +86,9 @@ class CacheRouting(Protocol):
 
 # ---- the worker process -----------------------------------------------------------------------
 def _worker_main(factory: WorkerFactory, conn: Connection) -> None:
-    """A worker: build the planner, say ready, then serve turns from the pipe until it closes."""
+    """A worker: build the planner, say ready, then serve turns from the pipe until it closes.
+    Ctrl-C in a terminal reaches the whole process group: the gateway stops its workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     planner = factory()
     conn.send(("ready", planner.model))
     loop = asyncio.new_event_loop()
