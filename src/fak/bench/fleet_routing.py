@@ -5,10 +5,12 @@ each has its own task, and for T turns asks the model (D new tokens at most), th
 of about R words back as the next user message. The agents run concurrently against a
 ``RoutedEngines`` (``fak.gateway.upstream.enginepool``) in three arms, each with fresh workers:
 one worker; N workers routed round-robin; N workers routed by ``PrefixAffinity``. Prefill tokens
-are counted from the workers' own cache verdicts (prompt - reused), wall-clock over the
-workload only (model loading excluded). In exact mode the arms must generate the same text (a
-reused prefix equals a recomputed one bit for bit), which the report checks. Printing and files
-are the caller's job (``benchmarks/fleet_routing.py``).
+are counted from the workers' own cache verdicts (prompt - reused); wall-clock covers the
+workload only (model loading excluded), and so do the workers' process CPU seconds (the fairer
+figure on a shared machine: another program's load stretches wall-clock, not work). In exact
+mode the arms must generate the same text (a reused prefix equals a recomputed one bit for bit),
+which the report checks. Printing and files are the caller's job
+(``benchmarks/fleet_routing.py``).
 """
 
 from __future__ import annotations
@@ -115,8 +117,19 @@ async def _agent(
     return texts, workers
 
 
-async def _fleet(planner: RoutedEngines, cell: RoutingCell) -> list[tuple[list[str], list[int]]]:
-    return list(await asyncio.gather(*(_agent(planner, cell, a) for a in range(cell.C))))
+async def _cpu(planner: RoutedEngines) -> float:
+    return sum([await planner.pool.cpu_seconds(w) for w in planner.pool.workers])
+
+
+async def _fleet(
+    planner: RoutedEngines, cell: RoutingCell
+) -> tuple[list[tuple[list[str], list[int]]], float, float]:
+    """The agents concurrently; returns their texts and workers, wall and workers' CPU seconds."""
+    cpu0 = await _cpu(planner)
+    t0 = time.perf_counter()
+    agents = list(await asyncio.gather(*(_agent(planner, cell, a) for a in range(cell.C))))
+    wall = time.perf_counter() - t0
+    return agents, wall, await _cpu(planner) - cpu0
 
 
 ARMS: dict[str, tuple[int | None, Callable[[], CacheRouting]]] = {
@@ -153,9 +166,7 @@ def run_arm(
     say(f"  {name}: {n} worker(s) loaded in {loaded:.1f} s; running the fleet ...")
     planner = RoutedEngines(pool, strategy())
     try:
-        t0 = time.perf_counter()
-        agents = asyncio.run(_fleet(planner, cell))
-        wall = time.perf_counter() - t0
+        agents, wall, cpu = asyncio.run(_fleet(planner, cell))
     finally:
         pool.close()
     stats = planner.stats()
@@ -165,6 +176,7 @@ def run_arm(
         "threads_per_worker": max(1, threads // n),
         "strategy": planner.strategy.name,
         "wall_s": wall,
+        "cpu_s": cpu,
         "load_s": loaded,
         "prompt_tokens": stats["prompt_tokens"],
         "prefill_tokens": stats["tokens_prefilled"],
@@ -208,14 +220,15 @@ def render(record: dict[str, Any]) -> str:
     lines = [
         f"fleet routing {record['cell']}, mode={record['mode']}, {record['threads']} threads",
         f"{'arm':<14}{'workers':>8}{'prompt tok':>12}{'prefill tok':>13}{'prefill/CA':>11}"
-        f"{'wall s':>9}{'wall/CA':>9}  verdicts",
+        f"{'wall s':>9}{'wall/CA':>9}{'CPU s':>8}{'CPU/CA':>8}  verdicts",
     ]
     for a in arms:
         verdicts = " ".join(f"{k}={v}" for k, v in sorted(a["verdicts"].items()))
         lines.append(
             f"{a['arm']:<14}{a['workers']:>8}{a['prompt_tokens']:>12,}{a['prefill_tokens']:>13,}"
             f"{a['prefill_tokens'] / max(1, ca['prefill_tokens']):>10.2f}x"
-            f"{a['wall_s']:>9.1f}{a['wall_s'] / ca['wall_s']:>8.2f}x  {verdicts}"
+            f"{a['wall_s']:>9.1f}{a['wall_s'] / ca['wall_s']:>8.2f}x"
+            f"{a['cpu_s']:>8.1f}{a['cpu_s'] / ca['cpu_s']:>7.2f}x  {verdicts}"
         )
     lines.append(f"every arm generated the same text: {record['identical_text']}")
     for a in arms:

@@ -122,7 +122,10 @@ def _worker_main(factory: WorkerFactory, conn: Connection) -> None:
             if msg is None:
                 loop.call_soon_threadsafe(loop.stop)
                 return
-            asyncio.run_coroutine_threadsafe(handle(*msg), loop)
+            if msg[0] == "cpu":  # the worker's own CPU seconds so far (all its threads)
+                send(("cpu", msg[1], time.process_time()))
+                continue
+            asyncio.run_coroutine_threadsafe(handle(*msg[1:]), loop)
 
     threading.Thread(target=read, name="fak-engine-pipe", daemon=True).start()
     loop.run_forever()
@@ -252,7 +255,7 @@ class EnginePool:
             if not w.alive:
                 raise CacheFault(CacheVerdict(LookupKind.FAULT, 0, 0, claim, FaultCode.WORKER_LOST))
             with w.send_lock:
-                w.conn.send((rid, _sendable(request), claim, on_text is not None))
+                w.conn.send(("turn", rid, _sendable(request), claim, on_text is not None))
             msg = await fut
         except (OSError, EOFError):
             raise CacheFault(
@@ -271,6 +274,20 @@ class EnginePool:
             case _:
                 _, _, code, message, status, retry_after = msg
                 raise PlannerInputError(code, message, status=status, retry_after=retry_after)
+
+    async def cpu_seconds(self, w: _Worker) -> float:
+        """The CPU time worker ``w`` has used so far (its process, all threads)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        rid = next(self._ids)
+        with self._lock:
+            self._pending[rid] = _Pending(loop, fut, w.index, None)
+        with w.send_lock:
+            w.conn.send(("cpu", rid))
+        msg = await fut
+        if msg[0] != "cpu":
+            raise RuntimeError(f"engine worker {w.index + 1} is gone")
+        return float(msg[2])
 
     def close(self) -> None:
         for w in self.workers:
