@@ -5,7 +5,7 @@ result of about R words), concurrently, against engine worker processes behind f
 (``fak.gateway.upstream.enginepool``). Three arms, each with freshly started workers: one
 worker with the whole CPU budget; N workers (the budget split among them) routed round-robin;
 N workers routed by prefix affinity. Prefill tokens come from the workers' cache verdicts;
-wall-clock covers the workload only.
+wall-clock and the workers' CPU seconds cover the workload only.
 
     PYTHONPATH=src .venv/bin/python benchmarks/fleet_routing.py [--prefix 400 --turns 5
         --agents 5 --decode 12 --result 60] [--workers 2] [--threads 2] [--mode exact]

@@ -229,6 +229,7 @@ def test_two_worker_processes_affinity_keeps_a_conversation_where_its_cache_is()
         assert [e.text for e in events[:-1]] == ["fake", ":", "6"]  # type: ignore[attr-defined]
         assert isinstance(events[-1], TurnDone) and events[-1].turn.text == "fake:6"
         assert routed.stats()["worker_1_turns"] == 5
+        assert asyncio.run(pool.cpu_seconds(pool.workers[0])) > 0  # the worker's own CPU time
 
         rr = RoutedEngines(pool, RoundRobin())
         assert asyncio.run(_conversation(rr, "b", 4)) == [0, 1, 0, 1]
