@@ -14,8 +14,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
+
+import click
 
 __all__ = ["engine_worker_planner", "engine_workers_apply"]
 
@@ -60,5 +63,9 @@ def engine_worker_planner(
 
     per_worker = threads or max(1, _cpus() // count)
     factory = functools.partial(_load_worker, gguf, per_worker, dict(engine_options))
-    pool = EnginePool(factory, count)
+    try:
+        pool = EnginePool(factory, count)
+    except RuntimeError as exc:  # a worker could not load the model: its traceback is above
+        click.secho(f"error: --workers {count}: {exc}", fg="red", err=True)
+        sys.exit(2)
     return RoutedEngines(pool, PrefixAffinity(min_prefix_tokens=min_prefix_tokens))
