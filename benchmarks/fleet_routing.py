@@ -9,6 +9,7 @@ wall-clock and the workers' CPU seconds cover the workload only.
 
     PYTHONPATH=src .venv/bin/python benchmarks/fleet_routing.py [--prefix 400 --turns 5
         --agents 5 --decode 12 --result 60] [--workers 2] [--threads 2] [--mode exact]
+        [--stagger]
 
 Prints a table and writes benchmarks/results/fleet_routing.json. Not a test.
 """
@@ -36,6 +37,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=2, help="CPU threads shared by the workers")
     p.add_argument("--mode", choices=["exact", "fast"], default="exact")
+    p.add_argument(
+        "--stagger",
+        action="store_true",
+        help="each agent starts once the previous one was answered",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args(argv)
     cell = RoutingCell(P=a.prefix, T=a.turns, C=a.agents, D=a.decode, R=a.result)
@@ -43,7 +49,9 @@ def main(argv: list[str]) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    record = routing_report(cell, workers=a.workers, threads=a.threads, mode=a.mode, say=say)
+    record = routing_report(
+        cell, workers=a.workers, threads=a.threads, mode=a.mode, stagger=a.stagger, say=say
+    )
     print(render(record))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -102,15 +102,25 @@ def _system(cell: RoutingCell) -> Message:
 
 
 async def _agent(
-    planner: RoutedEngines, cell: RoutingCell, agent: int
+    planner: RoutedEngines,
+    cell: RoutingCell,
+    agent: int,
+    after: asyncio.Event | None = None,
+    started: asyncio.Event | None = None,
 ) -> tuple[list[str], list[int]]:
+    """One agent's turns; with ``after``, its first turn waits for that event, and ``started``
+    is set once its own first turn is answered (staggered arrivals)."""
     msgs = [_system(cell), Message(Role.USER, f"Task {agent}: " + _text(cell.seed + agent, 20))]
     texts, workers = [], []
+    if after is not None:
+        await after.wait()
     for turn in range(cell.T):
         request = TurnRequest("", tuple(msgs), max_tokens=cell.D, session=f"agent-{agent}")
         got, worker = await planner.complete_routed(request)
         texts.append(got.turn.text)
         workers.append(worker)
+        if started is not None:
+            started.set()
         msgs.append(Message(Role.ASSISTANT, got.turn.text))
         result = _text(cell.seed * 31 + agent * 1009 + turn, cell.R)
         msgs.append(Message(Role.USER, f"Result {turn}: {result}"))
@@ -122,12 +132,15 @@ async def _cpu(planner: RoutedEngines) -> float:
 
 
 async def _fleet(
-    planner: RoutedEngines, cell: RoutingCell
+    planner: RoutedEngines, cell: RoutingCell, stagger: bool
 ) -> tuple[list[tuple[list[str], list[int]]], float, float]:
-    """The agents concurrently; returns their texts and workers, wall and workers' CPU seconds."""
+    """The agents concurrently (``stagger``: each starts once the one before it got its first
+    answer); returns their texts and workers, wall and workers' CPU seconds."""
     cpu0 = await _cpu(planner)
     t0 = time.perf_counter()
-    agents = list(await asyncio.gather(*(_agent(planner, cell, a) for a in range(cell.C))))
+    gates = [asyncio.Event() for _ in range(cell.C)] if stagger else [None] * cell.C
+    runs = [_agent(planner, cell, a, gates[a - 1] if a else None, gates[a]) for a in range(cell.C)]
+    agents = list(await asyncio.gather(*runs))
     wall = time.perf_counter() - t0
     return agents, wall, await _cpu(planner) - cpu0
 
@@ -147,6 +160,7 @@ def run_arm(
     workers: int,
     threads: int,
     mode: str = "exact",
+    stagger: bool = False,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """One arm with freshly started workers; ``threads`` is the CPU budget shared among them."""
@@ -166,7 +180,7 @@ def run_arm(
     say(f"  {name}: {n} worker(s) loaded in {loaded:.1f} s; running the fleet ...")
     planner = RoutedEngines(pool, strategy())
     try:
-        agents, wall, cpu = asyncio.run(_fleet(planner, cell))
+        agents, wall, cpu = asyncio.run(_fleet(planner, cell, stagger))
     finally:
         pool.close()
     stats = planner.stats()
@@ -195,11 +209,19 @@ def routing_report(
     workers: int = 2,
     threads: int = 2,
     mode: str = "exact",
+    stagger: bool = False,
     say: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Every arm on one cell, one after another in one run; JSON-able."""
-    say(f"fleet routing {cell.label()}, {workers} workers, {threads} threads, mode={mode}")
-    arms = [run_arm(a, cell, workers=workers, threads=threads, mode=mode, say=say) for a in ARMS]
+    arrive = "staggered" if stagger else "together"
+    say(
+        f"fleet routing {cell.label()}, {workers} workers, {threads} threads, mode={mode}, "
+        f"agents start {arrive}"
+    )
+    arms = [
+        run_arm(a, cell, workers=workers, threads=threads, mode=mode, stagger=stagger, say=say)
+        for a in ARMS
+    ]
     base = arms[0]["texts"]
     return {
         "benchmark": "fleet_routing",
@@ -208,6 +230,7 @@ def routing_report(
         "workers": workers,
         "threads": threads,
         "mode": mode,
+        "agents_start": arrive,
         "arms": arms,
         "identical_text": all(a["texts"] == base for a in arms),
     }
@@ -218,7 +241,8 @@ def render(record: dict[str, Any]) -> str:
     arms = record["arms"]
     ca = next(a for a in arms if a["arm"] == "cache-aware")
     lines = [
-        f"fleet routing {record['cell']}, mode={record['mode']}, {record['threads']} threads",
+        f"fleet routing {record['cell']}, mode={record['mode']}, {record['threads']} threads, "
+        f"agents start {record.get('agents_start', 'together')}",
         f"{'arm':<14}{'workers':>8}{'prompt tok':>12}{'prefill tok':>13}{'prefill/CA':>11}"
         f"{'wall s':>9}{'wall/CA':>9}{'CPU s':>8}{'CPU/CA':>8}  verdicts",
     ]
