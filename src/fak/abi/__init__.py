@@ -3,6 +3,18 @@
 Stdlib only, no I/O. Everything above imports from here; this package imports nothing above it.
 """
 
+from fak.abi.cachemeta import (
+    CacheAwarePlanner,
+    CachedTurn,
+    CacheFault,
+    CacheVerdict,
+    FaultCode,
+    LookupKind,
+    Residency,
+    ResidencyEvent,
+    ResidencyKind,
+    prefix_chain,
+)
 from fak.abi.context import Context, Piece, PieceKind
 from fak.abi.protocols import (
     AuditJournal,
@@ -45,11 +57,17 @@ __all__ = [
     "REGISTRY",
     "AuditJournal",
     "BlobStore",
+    "CacheAwarePlanner",
+    "CacheFault",
+    "CacheVerdict",
+    "CachedTurn",
     "Clock",
     "Context",
     "Disposition",
+    "FaultCode",
     "FinishReason",
     "JournalSink",
+    "LookupKind",
     "Message",
     "Piece",
     "PieceKind",
@@ -66,6 +84,9 @@ __all__ = [
     "ReplyBuilder",
     "ReplyEnvelope",
     "ReplyType",
+    "Residency",
+    "ResidencyEvent",
+    "ResidencyKind",
     "Role",
     "TextDelta",
     "ToolCall",
@@ -78,6 +99,7 @@ __all__ = [
     "VerdictKind",
     "disposition",
     "fold_rank",
+    "prefix_chain",
     "reason_by_name",
     "reason_name",
     "reply_for_reason",

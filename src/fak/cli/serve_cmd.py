@@ -313,7 +313,9 @@ def register(group: click.Group) -> None:
         type=click.IntRange(min=1, max=256),
         default=1,
         show_default=True,
-        help="Worker processes on one port; more than 1 needs the shared stores.",
+        help="Worker processes on one port; more than 1 needs the shared stores. With the "
+        "in-kernel engine: one gateway and N engine processes, each turn routed to the one "
+        "whose KV cache holds its longest prefix (docs/routing_fleet.md).",
     )
     @click.option(
         "--cas-url",
@@ -372,6 +374,15 @@ def register(group: click.Group) -> None:
             )
         if pageout is not None:
             settings = settings.with_overrides(pageout_wire=pageout)
+        from fak.cli.engine_workers import engine_worker_planner, engine_workers_apply
+
+        engine_workers = (
+            workers
+            if engine_workers_apply(workers=workers, base_url=base_url, mock=mock, gguf=gguf)
+            else 1
+        )
+        if engine_workers > 1:  # one gateway, N engine processes behind the cache-aware router
+            workers = 1
         refusal = _workers_refusal(settings, workers)
         if refusal is not None:
             click.secho(f"error: {refusal}", fg="red", err=True)
@@ -404,6 +415,17 @@ def register(group: click.Group) -> None:
         )
 
         def planner() -> Any:
+            if engine_workers > 1:
+                return engine_worker_planner(
+                    engine_workers,
+                    gguf=gguf,
+                    threads=threads,
+                    engine_options={
+                        "max_batch": max_batch,
+                        "max_kv_bytes": max_kv_bytes,
+                        "mode": engine_mode,
+                    },
+                )
             return build_planner(
                 base_url=base_url,
                 provider=provider,

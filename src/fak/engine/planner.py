@@ -8,6 +8,11 @@ context had (a tombstoned page, a re-screened result, an edited message), the ca
 holding it is evicted as policy before the turn runs, and the turn recomputes only what came
 after it: the cache then equals one that never saw the span. The planner proposes; it never
 executes tools and only ever sees what the gateway admitted.
+
+For a router over several engine workers it is also a ``fak.abi.CacheAwarePlanner``
+(``complete_cached``): each turn returns its typed cache verdict, and the prefixes it comes to
+hold or loses (``fak.abi.prefix_chain`` digests) are reported as residency events. The restored
+prefix is checked against the request's tokens there; a mismatch is a FAULT, never a recompute.
 """
 
 from __future__ import annotations
@@ -24,16 +29,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from fak.abi import (
+    CachedTurn,
+    CacheFault,
+    CacheVerdict,
+    FaultCode,
     FinishReason,
+    LookupKind,
     PlannerEvent,
     PlannerInputError,
     PlannerTurn,
     ProposedCall,
+    Residency,
+    ResidencyEvent,
+    ResidencyKind,
     Role,
     TextDelta,
     TurnDone,
     TurnRequest,
     Usage,
+    prefix_chain,
 )
 from fak.engine.engine import Engine
 from fak.engine.radix import RadixNode, RadixTree
@@ -140,6 +154,12 @@ class _Turn:
     text: str = ""
     sent: int = 0
     in_call: bool = False
+    claim: str = ""  # the prefix digest a router expects this worker to hold ("" for none)
+    tracked: bool = False  # served for a router: verdict and residency are kept
+    quarantined: bool = False  # spans the session dropped were evicted before the lookup
+    split: bool = False  # the lookup cut a cached run part-way
+    claim_held: bool = True
+    verdict: CacheVerdict | None = None
 
 
 class InKernelPlanner:
@@ -173,6 +193,10 @@ class InKernelPlanner:
             max_batch=max_batch,
             max_kv_bytes=max_kv_bytes,
         )
+        self._tracking = False  # set by the first complete_cached: a router reads residency
+        self._held: dict[str, tuple[tuple[int, ...], int]] = {}  # digest -> (ids, tokens)
+        self._events: list[ResidencyEvent] = []
+        self._removed_seen = 0
         self._counters = dict.fromkeys(
             (
                 "turns",
@@ -183,6 +207,7 @@ class InKernelPlanner:
                 "spans_evicted",
                 "tokens_evicted",
                 "lru_tokens_evicted",
+                *(f"cache_{kind}" for kind in LookupKind),
             ),
             0,
         )
@@ -217,6 +242,39 @@ class InKernelPlanner:
         return out
 
     async def complete(self, request: TurnRequest) -> PlannerTurn:
+        turn, _ = await self._complete(request, None)
+        return turn
+
+    async def complete_cached(
+        self,
+        request: TurnRequest,
+        claim: str = "",
+        on_text: Callable[[str], None] | None = None,
+    ) -> CachedTurn:
+        """A turn for a router: the turn, its cache verdict and the residency events since the
+        last report. A restore that fails raises ``CacheFault`` (the turn did not run, no text
+        was emitted). ``on_text`` gets the streamable text as it is produced (never tool-call
+        JSON), on the engine's thread."""
+        self._tracking = True
+        try:
+            turn, state = await self._complete(request, claim, on_text)
+        except CacheFault as fault:
+            raise CacheFault(fault.verdict, self.residency()) from None
+        assert state.verdict is not None
+        return CachedTurn(turn, state.verdict, self.residency())
+
+    def residency(self) -> tuple[ResidencyEvent, ...]:
+        """The residency events not reported yet (held, evicted), oldest first."""
+        with self._lock:
+            events, self._events = tuple(self._events), []
+        return events
+
+    async def _complete(
+        self,
+        request: TurnRequest,
+        claim: str | None,
+        emit: Callable[[str], None] | None = None,
+    ) -> tuple[PlannerTurn, _Turn]:
         loop = asyncio.get_running_loop()
         result: asyncio.Future[PlannerTurn] = loop.create_future()
 
@@ -231,9 +289,9 @@ class InKernelPlanner:
 
             _call_soon(loop, settle)
 
-        job = self._submit(request, None, deliver)
+        job, state = self._submit(request, emit, deliver, claim)
         try:
-            return await result
+            return await result, state
         finally:
             if not job.done:  # the caller went away (client disconnect, deadline)
                 self.scheduler.cancel(job)
@@ -249,7 +307,7 @@ class InKernelPlanner:
             item = outcome if isinstance(outcome, BaseException) else TurnDone(outcome)
             _call_soon(loop, queue.put_nowait, item)
 
-        job = self._submit(request, emit, deliver)  # refused here, before any event
+        job, _ = self._submit(request, emit, deliver)  # refused here, before any event
         try:
             while True:
                 item = await queue.get()
@@ -267,6 +325,11 @@ class InKernelPlanner:
         with self._lock:
             self._sessions.clear()
             self.tree = RadixTree(budget_tokens=self.tree.budget_tokens)
+            gone = tuple(Residency(d, end) for d, (_, end) in self._held.items())
+            self._held.clear()
+            self._removed_seen = 0
+            if gone and self._tracking:
+                self._events.append(ResidencyEvent(ResidencyKind.EVICTED, gone))
 
     # ---- admission (caller's thread) ----------------------------------------------------------
     def _submit(
@@ -274,7 +337,8 @@ class InKernelPlanner:
         request: TurnRequest,
         emit: Callable[[str], None] | None,
         deliver: Callable[[PlannerTurn | BaseException], None],
-    ) -> Job:
+        claim: str | None = None,
+    ) -> tuple[Job, _Turn]:
         engine = self.engine
         spans, gen_prompt = engine.chat.render(_chat_messages(request), tools=_tools(request))
         ids: list[int] = []
@@ -298,6 +362,8 @@ class InKernelPlanner:
         )
         budget = min(budget, limit - len(ids))
         turn = _Turn(request, layout, ids, emit, deliver)
+        if claim is not None:
+            turn.tracked, turn.claim = True, claim
         job = Job(
             ids=ids,
             budget=budget,
@@ -308,20 +374,92 @@ class InKernelPlanner:
             on_error=deliver,
         )
         self.scheduler.submit(job)
-        return job
+        return job, turn
 
     # ---- the scheduler's hooks (its worker thread) --------------------------------------------
     def _prepare(self, turn: _Turn, budget: int) -> tuple[Any, int]:
         """Evict what the session dropped, then the longest cached prefix as a fresh cache."""
         ids = turn.ids
         with self._lock:
-            self._evict_removed_spans(turn.request.session, turn.layout)
+            turn.quarantined = self._evict_removed_spans(turn.request.session, turn.layout)
+            if turn.claim:
+                held = self._held.get(turn.claim)
+                turn.claim_held = held is not None and (
+                    self.tree.cached_depth(held[0][: held[1]]) >= held[1]
+                )
+            splits = self.tree.splits
             node, reused = self.tree.match(ids[:-1])
-            cache = self.tree.materialize(node, extra=len(ids) - reused + budget)
+            turn.split = self.tree.splits > splits
+            turn.reused = reused
+            try:
+                cache = self.tree.materialize(node, extra=len(ids) - reused + budget)
+            except Exception as exc:
+                if not turn.tracked:
+                    raise
+                log.warning("prefix restore raised %s", type(exc).__name__)
+                raise self._fault(turn, FaultCode.RESTORE_ERROR) from exc
         if cache is None:
             cache = self.engine.new_cache(len(ids) + budget)
-        turn.reused = reused
+        elif turn.tracked and cache.token_ids()[:reused] != ids[:reused]:
+            cache.release()
+            with self._lock:  # the branch is not what it claims: it goes, and is announced
+                top = node
+                while top.parent is not None and top.parent is not self.tree.root:
+                    top = top.parent
+                if top is not self.tree.root and top.parent is not None:
+                    self.tree.evict_subtree(top)
+                self._note_evictions()
+            raise self._fault(turn, FaultCode.RESTORE_MISMATCH)
         return cache, reused
+
+    def _fault(self, turn: _Turn, code: FaultCode) -> CacheFault:
+        verdict = CacheVerdict(LookupKind.FAULT, turn.reused, len(turn.ids), turn.claim, code)
+        self._counters["cache_fault"] += 1
+        turn.verdict = verdict
+        return CacheFault(verdict)
+
+    def _verdict(self, turn: _Turn) -> CacheVerdict:
+        if turn.quarantined:
+            kind = LookupKind.QUARANTINE
+        elif turn.claim and not turn.claim_held:
+            kind = LookupKind.REVALIDATE
+        elif turn.reused == 0:
+            kind = LookupKind.MISS
+        elif turn.split:
+            kind = LookupKind.TRANSFORM
+        else:
+            kind = LookupKind.HIT
+        return CacheVerdict(kind, turn.reused, len(turn.ids), turn.claim)
+
+    def _announce(self, turn: _Turn, ids: tuple[int, ...]) -> None:
+        """Residency after a stored turn: prefixes newly held, and any no longer held."""
+        messages = turn.request.messages
+        offset = len(turn.layout) - len(messages)  # spans the renderer put before message 0
+        fresh: list[Residency] = []
+        for i, digest in enumerate(prefix_chain(turn.request)):
+            if digest in self._held or i + offset < 0:
+                continue
+            span = turn.layout[i + offset]
+            end = span.start + span.length
+            self._held[digest] = (ids, end)
+            fresh.append(Residency(digest, end))
+        if fresh:
+            self._events.append(ResidencyEvent(ResidencyKind.HELD, tuple(fresh)))
+        self._note_evictions()
+
+    def _note_evictions(self) -> None:
+        """EVICTED events for announced prefixes the tree no longer holds (under the lock)."""
+        if self.tree.removed != self._removed_seen:
+            self._removed_seen = self.tree.removed
+            gone = [
+                Residency(d, end)
+                for d, (held, end) in self._held.items()
+                if self.tree.cached_depth(held[:end]) < end
+            ]
+            for r in gone:
+                del self._held[r.digest]
+            if gone:
+                self._events.append(ResidencyEvent(ResidencyKind.EVICTED, tuple(gone)))
 
     def _on_token(self, turn: _Turn, produced: list[int]) -> bool:
         """Stream the new text (never tool-call JSON); True once a tool call block closed."""
@@ -349,6 +487,11 @@ class InKernelPlanner:
             self._counters["tokens_prefilled"] += len(ids) - turn.reused
             self._counters["tokens_decoded"] += len(produced)
             self._counters["lru_tokens_evicted"] += self.tree.evict_to_budget()
+            if turn.tracked:
+                turn.verdict = self._verdict(turn)
+                self._counters[f"cache_{turn.verdict.kind}"] += 1
+            if self._tracking:
+                self._announce(turn, tuple(ids))
         prose, calls = parse_tool_calls(text)
         if calls:
             reason = FinishReason.TOOL_CALLS
@@ -359,18 +502,19 @@ class InKernelPlanner:
         usage = Usage(prompt_tokens=len(ids), completion_tokens=len(produced))
         turn.deliver(PlannerTurn(prose, calls, reason, usage, turn.request.model or self.model))
 
-    def _evict_removed_spans(self, session: str, layout: list[_Span]) -> None:
-        """Evict, exactly, the cached branch of any span the previous context had and this lacks."""
+    def _evict_removed_spans(self, session: str, layout: list[_Span]) -> bool:
+        """Evict, exactly, the cached branch of any span the previous context had and this lacks
+        (True when spans were removed)."""
         state = self._sessions.get(session)
         if state is None:
-            return
+            return False
         i = 0
         while i < min(len(state.spans), len(layout)) and state.spans[i].key == layout[i].key:
             i += 1
         present = {s.key for s in layout}
         removed = [s for s in state.spans[i:] if s.key not in present]
         if not removed:
-            return
+            return False
         first = removed[0]
         dropped = self.tree.evict_after(state.ids[: first.start], state.ids[first.start])
         self._counters["spans_evicted"] += len(removed)
@@ -378,6 +522,7 @@ class InKernelPlanner:
         log.info(
             "session context dropped %d span(s); evicted %d cached rows", len(removed), dropped
         )
+        return True
 
     def _remember(
         self, session: str, layout: list[_Span], ids: tuple[int, ...], leaf: RadixNode

@@ -43,6 +43,8 @@ class RadixTree:
         self._clock = itertools.count(1)
         self.tokens = 0  # cached rows over all nodes (each token stored once)
         self.nodes = 0
+        self.splits = 0  # edges cut because a lookup left them part-way
+        self.removed = 0  # cached rows dropped over the tree's life (budget or policy)
 
     # ---- lookup -----------------------------------------------------------------------------
     def match(self, ids: Sequence[int]) -> tuple[RadixNode, int]:
@@ -71,6 +73,25 @@ class RadixTree:
                 break
         return node, depth
 
+    def cached_depth(self, ids: Sequence[int]) -> int:
+        """How many leading tokens of ``ids`` the tree holds; changes nothing (no split, no
+        recency): the residency check a worker runs before it tells a router what it holds."""
+        node, depth = self.root, 0
+        while depth < len(ids):
+            child = node.children.get(ids[depth])
+            if child is None:
+                break
+            edge = child.edge
+            limit = min(len(edge), len(ids) - depth)
+            k = 0
+            while k < limit and edge[k] == ids[depth + k]:
+                k += 1
+            depth += k
+            if k < len(edge):
+                break
+            node = child
+        return depth
+
     def _split(self, child: RadixNode, k: int) -> RadixNode:
         """Cut ``child``'s edge after ``k`` tokens; returns the new upper node (same store)."""
         assert child.parent is not None and 0 < k < len(child.edge)
@@ -86,6 +107,7 @@ class RadixTree:
         child.parent = upper
         child.edge = child.edge[k:]
         self.nodes += 1
+        self.splits += 1
         return upper
 
     def path(self, node: RadixNode) -> list[RadixNode]:
@@ -152,6 +174,7 @@ class RadixTree:
             node.parent.children.pop(node.edge[0], None)
             node.parent = None
         self.tokens -= removed
+        self.removed += removed
         return removed
 
     def evict_to_budget(self, budget: int | None = None) -> int:
