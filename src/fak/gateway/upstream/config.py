@@ -23,7 +23,17 @@ import yaml
 
 from fak.gateway.upstream.strategies import STRATEGIES, Deployment, Group, UpstreamKind
 
-__all__ = ["RouterConfig", "UpstreamsError", "load_upstreams", "parse_upstreams"]
+__all__ = [
+    "BAD",
+    "UNSUPPORTED",
+    "RouterConfig",
+    "UpstreamsError",
+    "load_upstreams",
+    "parse_upstreams",
+]
+
+BAD = "[FAK-UPSTREAMS-BAD]"  # a value fak cannot use (a missing field, an unset variable, ...)
+UNSUPPORTED = "[FAK-UPSTREAMS-UNSUPPORTED]"  # a LiteLLM key fak's router does not implement
 
 _ENV = "os.environ/"
 _DEFAULT_BASE = {
@@ -177,6 +187,9 @@ def _deployment(entry: Any, index: int, reader: _Reader) -> Deployment | None:
     if not group:
         reader.errors.append(f"{where}: model_name is missing")
         return None
+    if "*" in group:
+        reader.unsupported["model_list[].model_name wildcards (*)"] = None
+        return None
     params = reader.mapping(node.get("litellm_params"), f"{where}.litellm_params")
     reader.keys(params, _KNOWN_PARAMS, "model_list[].litellm_params.")
     info = reader.mapping(node.get("model_info"), f"{where}.model_info")
@@ -292,11 +305,11 @@ def parse_upstreams(
                 reader.errors.append(f"fallbacks: {target!r} is not a model_name in model_list")
     retries = router.get("num_retries", settings.get("num_retries"))
     timeout = router.get("timeout", settings.get("request_timeout"))
-    unsupported = tuple(
-        f"{key}: not supported by fak's router (see docs/routing.md)" for key in reader.unsupported
-    )
+    unsupported = tuple(f"{UNSUPPORTED} {key}: not supported by fak" for key in reader.unsupported)
+    if not deployments and not reader.errors and ignore_unsupported:
+        reader.errors.append("model_list: no deployment fak can route")
     if reader.errors or (unsupported and not ignore_unsupported):
-        raise UpstreamsError(source, [*reader.errors, *unsupported])
+        raise UpstreamsError(source, [*(f"{BAD} {e}" for e in reader.errors), *unsupported])
     groups = {
         name: Group(name, tuple(ds), tuple(dict.fromkeys(fallbacks.get(name, ()))))
         for name, ds in by_group.items()
@@ -326,9 +339,9 @@ def load_upstreams(
         with open(path, encoding="utf-8") as f:
             document = yaml.safe_load(f)
     except OSError as exc:
-        raise UpstreamsError(path, [f"cannot read the file: {exc.strerror or exc}"]) from exc
+        raise UpstreamsError(path, [f"{BAD} cannot read the file: {exc.strerror or exc}"]) from exc
     except yaml.YAMLError as exc:
         mark = exc.problem_mark if isinstance(exc, yaml.MarkedYAMLError) else None
         at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UpstreamsError(path, [f"not YAML{at}"]) from exc
+        raise UpstreamsError(path, [f"{BAD} not YAML{at}"]) from exc
     return parse_upstreams(document, environ, source=path, ignore_unsupported=ignore_unsupported)

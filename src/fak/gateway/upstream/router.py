@@ -474,6 +474,8 @@ def build_router(
     engine: Callable[[], Planner] | None = None,
     rng: random.Random | None = None,
     strategy: RoutingStrategy | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Router:
     """A ``Router`` whose HTTP deployments each get a ``ProxyPlanner`` over a client from
     ``client(timeout_s)`` (one client per distinct timeout, shared), and whose ``fak/engine``
@@ -499,4 +501,4 @@ def build_router(
             api_key=d.api_key,
             model=d.model,
         )
-    return Router(config, targets, rng=rng, strategy=strategy)
+    return Router(config, targets, rng=rng, strategy=strategy, clock=clock, sleep=sleep)
