@@ -147,6 +147,7 @@ def build_app(
 
     planner.set_error_hook(metrics.upstream_error)
     if runner.proxy is not None:
+        runner.proxy.attach_journal(kernel.journal)  # the router's ROUTE rows
         routing = runner.proxy.collector()  # the router's fak_route_* families
         if routing is not None:
             metrics.registry.register(routing)

@@ -27,7 +27,6 @@ from fak.gateway.serving.config import AccessLogSink, ServeConfig
 from fak.gateway.serving.follower import follow_policy, trust_feed
 from fak.gateway.serving.workers import Console, run_workers
 from fak.gateway.state import GatewayOptions, PolicyReloader
-from fak.gateway.upstream.router import Router
 from fak.journal import JournalCorruptError
 from fak.kernel import Kernel, build_kernel
 from fak.policy import Policy, PolicyError, default_manifest
@@ -193,8 +192,6 @@ def _serve_worker(
     if reloader is not None and settings.cas_url:
         follow_policy(kernel, reloader, trust_feed(settings.cas_url), console.warn)
     planner = planner_factory()
-    if isinstance(planner, Router):  # its ROUTE rows join the kernel's decision journal
-        planner.attach_journal(kernel.journal)
     loopback = _is_loopback(host)
     if not loopback and config.require_key is None:
         console.warn(

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from prometheus_client.registry import Collector
 
-from fak.abi import PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
+from fak.abi import JournalSink, PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
 from fak.gateway.errors import GatewayError, upstream_status_error
 from fak.gateway.upstream.client import (
     UpstreamClient,
@@ -106,6 +106,11 @@ class Forwarder(abc.ABC):
     ) -> UpstreamReply: ...
 
     def collector(self) -> Collector | None:
+        return None
+
+    def attach_journal(self, journal: JournalSink | None) -> None:
+        """Where routing decisions are journaled (the kernel's journal); a single upstream
+        makes none, so this is a no-op unless overridden."""
         return None
 
 

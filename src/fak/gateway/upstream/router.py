@@ -318,13 +318,22 @@ class Router(Forwarder):
         self._record(a, "OK", self.strategy.name, trace_id, features)
 
     def _failed(
-        self, a: _Attempt, exc: GatewayError, features: RouteFeatures, trace_id: str
+        self,
+        a: _Attempt,
+        exc: GatewayError,
+        features: RouteFeatures,
+        trace_id: str,
+        *,
+        final: bool = False,
     ) -> bool:
-        """Book a failed attempt; True when another deployment may be tried."""
+        """Book a failed attempt; True when another deployment may be tried (never when
+        ``final``: a stream that already yielded). A retryable failure counts towards the
+        deployment's cooldown either way."""
         latency = self.board.end(a.deployment.id, a.started, ok=False)
         self.strategy.observe(features, a.deployment, False, latency)
-        again = retryable(exc)
-        if again:
+        health = retryable(exc)
+        again = health and not final
+        if health:
             wait = parse_retry_after(exc.headers.get("retry-after"))
             if self.board.fail(a.deployment.id, wait):
                 _log.info("route: %s cooling down (%s)", a.deployment.id, _why(exc))
@@ -384,8 +393,8 @@ class Router(Forwarder):
                     yield ev
             except GatewayError as exc:
                 settled = True
-                if not self._failed(a, exc, features, trace_id) or sent:
-                    raise  # bytes already left: the client sees this failure, no replay
+                if not self._failed(a, exc, features, trace_id, final=sent):
+                    raise  # not retryable, or bytes already left: no replay
                 last = exc
                 continue
             finally:
