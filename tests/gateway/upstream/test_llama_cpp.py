@@ -27,6 +27,7 @@ pytestmark = pytest.mark.gateway
 
 ROOT = Path(__file__).resolve().parents[3]
 LLAMA_PY = ROOT / ".venv-llama" / "bin" / "python"
+LLAMA_STAMP = ROOT / ".venv-llama" / ".installed"  # written by make llama-server once it built
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -48,7 +49,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not LLAMA_PY.exists():
+    if not LLAMA_STAMP.exists():
         pytest.skip("no .venv-llama: run `make llama-server` (builds llama-cpp-python[server])")
     model = _gguf()
     if model is None:
