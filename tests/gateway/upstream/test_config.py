@@ -3,8 +3,15 @@ one line per problem and per unsupported key (LiteLLM's own example configs incl
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -230,3 +237,56 @@ def test_fak_serve_refuses_a_file_with_unsupported_keys_one_line_each(tmp_path: 
 def test_parse_takes_a_decoded_document_too() -> None:
     doc = {"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m"}}]}
     assert [d.id for d in parse_upstreams(doc, {}).deployments] == ["m/0"]
+
+
+def test_fak_serve_upstreams_routes_through_a_real_process(tmp_path: Path, serve_app: Any) -> None:
+    from fak.testing.upstream import MockUpstream
+
+    from ..scripts import agent_script
+
+    up = MockUpstream(agent_script)
+    up_url = serve_app(up.app)
+    cfg = tmp_path / "up.yaml"
+    cfg.write_text(
+        "model_list:\n"
+        "  - model_name: chat\n"
+        "    litellm_params: {model: openai/m1, api_base: " + up_url + "/v1, "
+        "api_key: os.environ/FAK_T_UPKEY}\n"
+        "    model_info: {id: primary}\n"
+        "general_settings: {master_key: x}\n"
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    cmd = [sys.executable, "-m", "fak.cli.main", "serve", "--upstreams", str(cfg)]
+    cmd += ["--upstreams-ignore-unsupported", "--access-log", "off", "--addr", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(
+        cmd, env={**os.environ, "FAK_T_UPKEY": "sk-up"}, stderr=subprocess.PIPE, text=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health = httpx.get(url + "/healthz")
+                break
+            except httpx.ConnectError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+        assert health.json()["planner"] == "router"
+        r = httpx.post(
+            url + "/v1/chat/completions",
+            json={"model": "chat", "messages": [{"role": "user", "content": "hello"}]},
+        )
+        assert r.json()["choices"][0]["message"]["content"] == (
+            "Hello from the scripted planner, word by word."
+        )
+        assert up.received[-1].headers["authorization"] == "Bearer sk-up"
+        metrics = httpx.get(url + "/metrics").text
+        assert 'fak_route_attempts_total{deployment="primary",group="chat",outcome="OK"} 1.0' in (
+            metrics
+        )
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert f"--upstreams {cfg}: {U} general_settings: not supported by fak (ignored" in err
