@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from fak.testing.upstream import MockUpstream
 
+from ..conftest import closing
 from ..scripts import agent_script
 from .conftest import Clock, Gateway, _ask, _entry, _killed
 
@@ -266,3 +267,32 @@ def test_three_upstreams_at_their_rpm_then_503_with_retry_after(
     clock.now += 61  # a minute later the window is empty again
     _ask(gw, "g")
     assert [len(u.received) for u in ups] == [2, 1, 1]
+
+
+def test_an_anthropic_client_falls_back_across_wires_to_an_openai_upstream(
+    gateway: Callable[..., Gateway], serve_app: Callable[[Any], str]
+) -> None:
+    import anthropic
+
+    oai = MockUpstream(agent_script)
+    doc = {
+        "model_list": [
+            _entry("claude", "anthropic-down", _killed(), "anthropic", "claude-x"),
+            _entry("local", "openai-up", serve_app(oai.app), model="qwen"),
+        ],
+        "litellm_settings": {"fallbacks": [{"claude": ["local"]}]},
+    }
+    gw = gateway(doc)
+    client = closing(anthropic.Anthropic(base_url=gw.url, api_key="c", max_retries=0))
+    msg = client.messages.create(
+        model="claude", max_tokens=50, messages=[{"role": "user", "content": "hello"}]
+    )
+    assert [b.text for b in msg.content if b.type == "text"] == [
+        "Hello from the scripted planner, word by word."
+    ]
+    (got,) = oai.received
+    assert got.path == "/v1/chat/completions" and orjson.loads(got.body)["model"] == "qwen"
+    assert gw.routes() == [
+        ("claude", "anthropic-down", "RETRY", "unreachable"),
+        ("local", "openai-up", "OK", "simple-shuffle"),
+    ]
