@@ -3,20 +3,22 @@ proxy with the same config file, side by side in one run.
 
 Upstreams (each its own process, on loopback): ``good`` (``fak.testing.upstream
 --fixed-tool-call``: every answer is one proposed ``read_file`` call) and ``flaky`` (the same
-answer, but every other request gets an HTTP 500). One LiteLLM config names both as deployments
-of model ``bench`` (``simple-shuffle``, ``num_retries: 2``); fak reads the very same file with
-``--upstreams-ignore-unsupported`` (it prints LiteLLM's ``general_settings`` and
-``litellm_settings`` keys as unsupported and runs without them). Two cells:
+answer, but each request gets an HTTP 500 with probability 1/2, from a seeded coin). One LiteLLM
+config names both as deployments of model ``bench`` (``simple-shuffle``, ``num_retries: 2``); fak
+reads the very same file with ``--upstreams-ignore-unsupported`` (it prints LiteLLM's
+``general_settings`` and ``litellm_settings`` keys as unsupported and runs without them). Cells:
 
+  single     fak only, ``--base-url`` the good upstream: no router (what routing itself adds)
   retry      ``allowed_fails`` so high nothing cools down: every failure is retried on the
              other deployment (the cost of a fallback on the live path)
   cooldown   ``allowed_fails: 1``, ``cooldown_time: 1``: a failure parks the flaky deployment
 
 Per arm and cell: p50/p99 latency and the success rate over ``--requests`` sequential requests
-(c=1), requests/s at c=8 over ``--seconds``; plus ``direct`` (the good upstream alone, the
-floor). LiteLLM's proxy comes from a throwaway venv (benchmarks/gateway.py's ``ensure_litellm``,
-or ``--litellm PATH`` to an installed ``litellm`` executable). Prints a table, writes
-benchmarks/results/routing.json. Not a test.
+(c=1, interleaved: one request to each arm in turn, so load elsewhere on the machine hits every
+arm alike), then requests/s at c=8 over ``--seconds``, one arm after the other; ``direct`` is the
+good upstream alone (the floor). LiteLLM's proxy comes from a throwaway venv
+(benchmarks/gateway.py's ``ensure_litellm``, or ``--litellm PATH`` to an installed ``litellm``
+executable). Prints a table, writes benchmarks/results/routing.json. Not a test.
 
     .venv/bin/python benchmarks/routing.py [--requests 300] [--seconds 4] [--no-litellm]
 """
@@ -44,20 +46,16 @@ OUT = ROOT / "benchmarks" / "results" / "routing.json"
 PY = sys.executable
 
 FLAKY = """
-import sys, orjson, uvicorn
-from starlette.applications import Starlette
+import random, sys, uvicorn
 from starlette.responses import Response
-from starlette.routing import Route
 from fak.testing.upstream import MockUpstream, tool_call_turn
 
 inner = MockUpstream(fixed=tool_call_turn(), keep=1).app
-n = 0
+coin = random.Random(7)
 
 async def app(scope, receive, send):
-    global n
     if scope["type"] == "http" and scope["path"].endswith("/chat/completions"):
-        n += 1
-        if n % 2 == 0:
+        if coin.random() < 0.5:
             while (await receive()).get("more_body"):
                 pass
             r = Response(b'{"error":{"message":"flaky"}}', 500, media_type="application/json")
@@ -106,14 +104,24 @@ async def _one(session: Any, url: str, body: bytes) -> tuple[float, bool]:
     return time.perf_counter() - t0, ok
 
 
-async def sequential(url: str, body: bytes, n: int) -> tuple[list[float], int]:
+async def interleaved(
+    urls: dict[str, str], body: bytes, n: int
+) -> dict[str, tuple[list[float], int]]:
+    """``n`` sequential requests to every arm, one arm after the other in each round."""
     import aiohttp
 
+    out: dict[str, tuple[list[float], int]] = {name: ([], 0) for name in urls}
     async with aiohttp.ClientSession() as s:
-        for _ in range(10):
-            await _one(s, url, body)
-        got = [await _one(s, url, body) for _ in range(n)]
-    return [t for t, _ in got], sum(ok for _, ok in got)
+        for url in urls.values():
+            for _ in range(10):
+                await _one(s, url + "/chat/completions", body)
+        for _ in range(n):
+            for name, url in urls.items():
+                t, ok = await _one(s, url + "/chat/completions", body)
+                lat, good = out[name]
+                lat.append(t)
+                out[name] = (lat, good + ok)
+    return out
 
 
 async def concurrent(url: str, body: bytes, conc: int, seconds: float) -> tuple[float, float]:
@@ -199,34 +207,25 @@ def main() -> None:
         )
         procs.append(bench.spawn([PY, "-c", FLAKY, str(fp)]))
         wait_up(good + "/v1", procs[0], 30)
-        lat, ok = asyncio.run(sequential(good + "/v1/chat/completions", body, args.requests))
-        results["direct"] = {"p50_ms": pct(lat, 0.5) * 1e3, "p99_ms": pct(lat, 0.99) * 1e3}
-        results["direct"]["success"] = ok / args.requests
+        urls = {"direct": good + "/v1"}
         with tempfile.TemporaryDirectory() as tmp:
-            for cell in ("retry", "cooldown"):
-                cfg = Path(tmp) / f"{cell}.yaml"
-                cfg.write_text(config(good, flaky, cell))
-                arms: dict[str, list[str]] = {
-                    "fak": [
-                        str(Path(PY).parent / "fak"),
-                        "serve",
-                        "--upstreams",
-                        str(cfg),
-                        "--upstreams-ignore-unsupported",
-                        "--access-log",
-                        "off",
-                        "--addr",
-                    ]
-                }
-                if litellm is not None:
-                    arms["litellm"] = [str(litellm), "--config", str(cfg), "--num_workers", "1"]
+            for cell in ("single", "retry", "cooldown"):
+                fak = [PY, "-m", "fak.cli.main", "serve", "--access-log", "off"]
+                arms: dict[str, list[str]] = {}
+                if cell == "single":  # one upstream, no router: what routing itself costs
+                    arms["fak"] = [*fak, "--base-url", good + "/v1", "--addr"]
+                else:
+                    cfg = Path(tmp) / f"{cell}.yaml"
+                    cfg.write_text(config(good, flaky, cell))
+                    arms["fak"] = [*fak, "--upstreams", str(cfg), "--upstreams-ignore-unsupported"]
+                    arms["fak"].append("--addr")
+                    if litellm is not None:
+                        arms["litellm"] = [str(litellm), "--config", str(cfg), "--num_workers", "1"]
                 for arm, cmd in arms.items():
                     port = bench.free_port()
-                    cmd = (
-                        [*cmd, f"127.0.0.1:{port}"] if arm == "fak" else [*cmd, "--port", str(port)]
-                    )
+                    where = [f"127.0.0.1:{port}"] if arm == "fak" else ["--port", str(port)]
                     env = {"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False"}
-                    proc = bench.spawn(cmd, env)
+                    proc = bench.spawn([*cmd, *where], env)
                     procs.append(proc)
                     url = f"http://127.0.0.1:{port}/v1"
                     try:
@@ -234,22 +233,24 @@ def main() -> None:
                     except RuntimeError as exc:
                         skipped[f"{arm}/{cell}"] = str(exc)
                         continue
-                    lat, ok = asyncio.run(
-                        sequential(url + "/chat/completions", body, args.requests)
-                    )
-                    rps, ok_c = asyncio.run(
-                        concurrent(url + "/chat/completions", body, args.concurrency, args.seconds)
-                    )
-                    results[f"{arm}/{cell}"] = {
-                        "p50_ms": pct(lat, 0.5) * 1e3,
-                        "p99_ms": pct(lat, 0.99) * 1e3,
-                        "mean_ms": statistics.fmean(lat) * 1e3,
-                        "success": ok / args.requests,
-                        f"rps_c{args.concurrency}": rps,
-                        f"success_c{args.concurrency}": ok_c,
-                    }
-                    proc.terminate()
-                    proc.wait(timeout=30)
+                    urls[f"{arm}/{cell}"] = url
+            # c=1: one request to each arm in turn, so a burst of load elsewhere hits every arm
+            latencies = asyncio.run(interleaved(urls, body, args.requests))
+            for name, (lat, ok) in latencies.items():
+                results[name] = {
+                    "p50_ms": pct(lat, 0.5) * 1e3,
+                    "p99_ms": pct(lat, 0.99) * 1e3,
+                    "mean_ms": statistics.fmean(lat) * 1e3,
+                    "success": ok / args.requests,
+                }
+            for name, url in urls.items():
+                if name == "direct":
+                    continue
+                rps, ok_c = asyncio.run(
+                    concurrent(url + "/chat/completions", body, args.concurrency, args.seconds)
+                )
+                results[name][f"rps_c{args.concurrency}"] = rps
+                results[name][f"success_c{args.concurrency}"] = ok_c
     finally:
         for p in procs:
             if p.poll() is None:
@@ -266,7 +267,7 @@ def main() -> None:
     for name, r in results.items():
         print(
             f"{name:<18}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}{r['success']:>9.1%}"
-            f"{r.get(f'rps_c{c}', 0):>10.0f}{r.get(f'success_c{c}', 1):>9.1%}"
+            + (f"{r[f'rps_c{c}']:>10.0f}{r[f'success_c{c}']:>9.1%}" if f"rps_c{c}" in r else "")
         )
     for name, why in skipped.items():
         print(f"{name}: SKIPPED ({why})")
