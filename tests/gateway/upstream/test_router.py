@@ -16,6 +16,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from fak.abi import PlannerInputError, PlannerTurn, TurnRequest
+from fak.gateway.upstream.client import HttpxUpstream
+from fak.gateway.upstream.config import parse_upstreams
+from fak.gateway.upstream.router import build_router
+from fak.journal import MemoryJournal
+from fak.kernel import Kernel
+from fak.policy import Policy
+from fak.testing.planner import MockPlanner
 from fak.testing.upstream import MockUpstream
 
 from ..conftest import closing
@@ -296,3 +304,45 @@ def test_an_anthropic_client_falls_back_across_wires_to_an_openai_upstream(
         ("claude", "anthropic-down", "RETRY", "unreachable"),
         ("local", "openai-up", "OK", "simple-shuffle"),
     ]
+
+
+class FullEngine(MockPlanner):
+    """An in-kernel engine whose batch is full: every turn is a 429 with a retry hint."""
+
+    async def complete(self, request: TurnRequest) -> PlannerTurn:
+        raise PlannerInputError("engine_busy", "the batch is full", status=429, retry_after=2)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_the_in_kernel_engine_is_one_more_upstream(
+    full: bool,
+    app_factory: Callable[..., Any],
+    serve_app: Callable[[Any], str],
+) -> None:
+    b = MockUpstream(agent_script)
+    config = parse_upstreams(
+        {
+            "model_list": [
+                {"model_name": "g", "litellm_params": {"model": "fak/engine"}},
+                _entry("g", "b", serve_app(b.app)),
+            ],
+            "router_settings": {"routing_strategy": "least-busy"},
+        },
+        {},
+    )
+    engine = FullEngine(agent_script) if full else MockPlanner(agent_script)
+    clock = Clock()
+    router = build_router(
+        config, lambda t: HttpxUpstream(), engine=lambda: engine, clock=clock, sleep=clock.sleep
+    )
+    journal = MemoryJournal()
+    url = serve_app(app_factory(router, kernel=Kernel(Policy.default(), journal=journal)))
+    gw = Gateway(router, url, journal)
+    r = _ask(gw, "g")
+    assert r.choices[0].message.content == "Hello from the scripted planner, word by word."
+    if full:  # the engine's 429 moves the turn on, and parks the engine for its Retry-After
+        assert gw.routes() == [("g", "g/0", "RETRY", "engine_busy"), ("g", "b", "OK", "least-busy")]
+        assert router.board.cooldown_until("g/0") == clock.now + 5.0  # cooldown_time beats 2 s
+    else:
+        assert gw.routes() == [("g", "g/0", "OK", "least-busy")]
+        assert len(b.received) == 0
