@@ -78,7 +78,7 @@ $(LLAMA_VENV)/.installed:
 	  && CMAKE_BUILD_PARALLEL_LEVEL=2 timeout $(LLAMA_BUILD_TIMEOUT) \
 	     $(LLAMA_VENV)/bin/python -m pip install -q '$(LLAMA_PIN)' \
 	  && touch $@) \
-	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) did not build in $(LLAMA_BUILD_TIMEOUT) s; tests/gateway/upstream/test_llama_cpp.py will skip"
+	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) failed to build or took over $(LLAMA_BUILD_TIMEOUT) s; tests/gateway/upstream/test_llama_cpp.py will skip"
 
 llama-server: $(LLAMA_VENV)/.installed
 
