@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores screen-corpus llama-server
+.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores chromium screen-corpus llama-server
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -83,7 +83,19 @@ $(LLAMA_VENV)/.installed:
 
 llama-server: $(LLAMA_VENV)/.installed
 
-pytest: $(VENV)/.test-deps e2e-deps shared-stores llama-server
+# The console's browser tests (tests/gateway/console/) drive Debian's chromium through Playwright
+# (executable_path: Playwright's own browser download is never used).
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  ($$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null) \
+	  || echo "CONSOLE BROWSER TESTS SKIPPED: apt-get could not install chromium; tests/gateway/console will skip them"; \
+	else \
+	  echo "CONSOLE BROWSER TESTS SKIPPED: no /usr/bin/chromium and no root to apt-get it; tests/gateway/console will skip them"; \
+	fi
+
+pytest: $(VENV)/.test-deps e2e-deps shared-stores chromium llama-server
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

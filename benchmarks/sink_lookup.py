@@ -12,6 +12,7 @@ another tree for a before/after:
     PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py [--mib 4] [--rounds 3] [--shape json]
     PYTHONPATH=/path/to/old/src .venv/bin/python benchmarks/sink_lookup.py
     PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py --decide   # the 32 KB cells
+    PYTHONPATH=src .venv/bin/python benchmarks/sink_lookup.py --language  # issue 26's words
     (an older tree reads its own manifest: --manifest OLD/examples/agentdojo/banking-policy.json)
 """
 
@@ -119,6 +120,75 @@ def decide_cells(rounds: int, manifest: Path) -> None:
         print(f"send_money, 32 KB conversation, {name}: p50 {statistics.median(values):.1f} µs")
 
 
+# issue 26's sink words on one call: a pinned domain, a date, a composed subject, a body screened
+# for a confidentiality source's values
+LANGUAGE = {
+    "allow": ["send_email"],
+    "pinned_domains": ["corp.example"],
+    "sinks": [
+        {"tool": "send_email", "arg": "recipients[]", "kind": "email"},
+        {"tool": "send_email", "arg": "date", "kind": "date"},
+        {"tool": "send_email", "arg": "subject", "kind": "composed", "unknown": "allow"},
+        {"tool": "send_email", "arg": "body", "needs": "any", "unknown": "allow"},
+    ],
+    "secret_sources": [{"tool": "get_user_information", "fields": ["passport_number"]}],
+}
+BODY = "Hi Emma, the rent for January is paid as agreed; the receipt is attached. " * 8
+
+
+def language_cells(rounds: int, manifest: Path) -> None:
+    """A send_email that uses every issue-26 word against a 32 KB conversation of JSON results
+    (each 4 KiB chunk a whole transaction list, so its leaves are indexed) and a profile; with
+    the --decide cell's warm send_money interleaved, as the reference to read ratios against."""
+    kernel = Kernel(Policy.loads(json.dumps(LANGUAGE), source="<bench>"))
+    banking = Kernel(Policy.load(manifest))
+    reference = _context(_history(32 * 1024))
+    pay = {"recipient": "DE89370400440532013000", "amount": 120}
+
+    def context() -> Context:
+        ctx = Context().user("mail emma the rent receipt for January 11th, subject Rent")
+        for i in range(8):
+            rows = [
+                {"id": i * 40 + j, "recipient": f"GB29NWBK6016133192{i:02d}{j:02d}", "x": "y"}
+                for j in range(40)
+            ]
+            ctx.result("get_most_recent_transactions", f"c{i}", json.dumps(rows))
+        ctx.result("get_user_information", "u1", json.dumps({"passport_number": "HGK137803"}))
+        return ctx
+
+    warm = context()
+    args = {
+        "recipients": ["emma@corp.example"],
+        "date": "2025-01-11",
+        "subject": "Rent for January 11th",
+        "body": BODY,
+    }
+    arms = {
+        "reference: send_money (--decide), index warm": lambda: banking.decide(
+            ToolCall("send_money", pay, context=reference)
+        ),
+        "index warm": lambda: kernel.decide(ToolCall("send_email", args, context=warm)),
+        "index cold (context built per call)": lambda: kernel.decide(
+            ToolCall("send_email", args, context=context())
+        ),
+    }
+    assert all(arm().kind.value == "ALLOW" for arm in arms.values())
+    samples: dict[str, list[float]] = {name: [] for name in arms}
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, arm in arms.items():
+                start = time.perf_counter_ns()
+                for _ in range(20):
+                    arm()
+                samples[name].append((time.perf_counter_ns() - start) / 20 / 1000)
+    finally:
+        gc.enable()
+    for name, values in samples.items():
+        median = statistics.median(values)
+        print(f"issue-26 sink words, 32 KB conversation, {name}: p50 {median:.1f} µs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=float, default=4.0)
@@ -126,7 +196,11 @@ def main() -> None:
     parser.add_argument("--shape", choices=("repeat", "dense", "json"), default="repeat")
     parser.add_argument("--decide", action="store_true", help="time the 32 KB decide cells only")
     parser.add_argument("--manifest", type=Path, default=BANKING, help="for --decide")
+    parser.add_argument("--language", action="store_true", help="time issue 26's sink words")
     opts = parser.parse_args()
+    if opts.language:
+        language_cells(max(opts.rounds, 100), opts.manifest)
+        return
     if opts.decide:
         decide_cells(max(opts.rounds, 100), opts.manifest)
         return

@@ -205,12 +205,13 @@ def test_claude_code_poisoned_read_is_quarantined_before_the_upstream(
     assert verify(stack.journal).ok and AKIA not in stack.journal.read_text()
 
 
-def _hooked_project(tmp_path: Path, *events: str) -> Path:
-    """A project whose .claude/settings.json runs ``fak hook`` (with POLICY) on ``events``."""
+def _hooked_project(tmp_path: Path, *events: str, rules: dict[str, Any] | None = None) -> Path:
+    """A project whose .claude/settings.json runs ``fak hook`` (with ``rules``, else POLICY) on
+    ``events``."""
     project = tmp_path / "project"
     (project / ".claude").mkdir(parents=True)
     policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps(POLICY))
+    policy.write_text(json.dumps(rules if rules is not None else POLICY))
     # the launcher, as `fak init` writes it, answered by the resident decider only
     run_dir = tmp_path / "run"
     run_dir.mkdir(mode=0o700, exist_ok=True)
@@ -308,6 +309,49 @@ def test_claude_code_with_fak_hook_keeps_a_poisoned_read_from_the_model(
     journal = tmp_path / "hook-audit.jsonl"
     report = verify(journal)  # every hook decision of both sessions, in one chain
     assert report.ok and report.rows >= 4 and AKIA not in journal.read_text()
+
+
+def _read_then_bash(marker: Path, readme: Path) -> Any:
+    """A model that reads ``readme`` first when asked to, then proposes ``touch marker``."""
+    from fak.abi import FinishReason, PlannerTurn, ProposedCall, Role, TurnRequest, Usage
+
+    def script(request: TurnRequest) -> PlannerTurn:
+        results = sum(1 for m in request.messages if m.role is Role.TOOL)
+        prompt = next(m.content for m in request.messages if m.role is Role.USER)
+        steps = [("Bash", {"command": f"touch {marker}"})]
+        if "read first" in prompt:
+            steps.insert(0, ("Read", {"file_path": str(readme)}))
+        if results >= len(steps):
+            return PlannerTurn("done", usage=Usage(10, 1), model=request.model)
+        tool, args = steps[results]
+        call = ProposedCall(f"toolu_{results}", tool, json.dumps(args))
+        return PlannerTurn("", (call,), FinishReason.TOOL_CALLS, Usage(10, 8), request.model)
+
+    return script
+
+
+def test_claude_code_transcript_gives_the_hook_its_run_context(tmp_path: Path) -> None:
+    """``after_untrusted`` at the hook door reads the run from the transcript the real binary
+    writes (``transcript_path``): the same ``touch`` runs in a session that read nothing, and is
+    refused once a Read result (untrusted) is in the session."""
+    agent("claude")
+    rules = {"allow": ["Bash", "Read"], "after_untrusted": {"Bash": "deny"}}
+    project = _hooked_project(tmp_path, "PreToolUse", rules=rules)
+    readme = project / "NOTES.md"
+    readme.write_text("# Notes\nThe build writes to out/.\n")
+    clean, tainted = project / "clean-marker", project / "tainted-marker"
+    mock = MockUpstream(script=_read_then_bash(clean, readme))
+    with LoopbackServer(mock.app) as up:
+        first = _claude(up, project, "touch the marker", tmp_path / "home")
+        assert first["_exit"] == 0, first
+        assert clean.exists(), first  # nothing untrusted in the run: the rule does not fire
+        mock.script = _read_then_bash(tainted, readme)
+        second = _claude(up, project, "read first, then touch the marker", tmp_path / "home")
+        assert second["_exit"] == 0, second
+    assert b"out/." in mock.bodies  # the Read ran and its result reached the model
+    assert not tainted.exists(), second  # the Bash after it was refused by the hook
+    rows = [json.loads(line) for line in (tmp_path / "hook-audit.jsonl").read_text().splitlines()]
+    assert [r["verdict"] for r in rows if r.get("tool") == "Bash"] == ["ALLOW", "DENY"]
 
 
 def test_fak_init_claude_code_makes_a_working_guard(tmp_path: Path) -> None:

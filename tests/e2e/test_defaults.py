@@ -220,3 +220,40 @@ def test_claude_codes_stated_directory_narrows_a_parent_root(
     assert b"out/7f3a" in mock.bodies
     assert b"out/9c1d" not in mock.bodies
     assert "POLICY_BLOCK" in result["result"]
+
+
+def test_codex_rollout_gives_the_hook_its_run_context(tmp_path: Path) -> None:
+    """``after_untrusted`` through Codex's own PreToolUse hook: the decider reads the run from
+    Codex's rollout (``transcript_path``), so in one session the first command runs and the
+    one proposed after a command's output is in the run is refused."""
+    from fak.abi import FinishReason, PlannerTurn, ProposedCall, Role, TurnRequest, Usage
+
+    agent("codex")
+    project = tmp_path / "project"
+    (project / ".codex").mkdir(parents=True)
+    (tmp_path / "run").mkdir(mode=0o700)
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"allow": ["Bash"], "after_untrusted": {"Bash": "deny"}}))
+    hook = f"{sys.executable} -m fak.cli.launch hook --policy {policy}"
+    entry = [{"matcher": ".*", "hooks": [{"type": "command", "command": hook}]}]
+    (project / ".codex" / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": entry}}))
+    marker = project / "after-output"
+    steps = [{"cmd": "echo fetched-7f3a"}, {"cmd": f"touch {marker}"}]
+
+    def script(request: TurnRequest) -> PlannerTurn:
+        done = sum(1 for m in request.messages if m.role is Role.TOOL)
+        if done >= len(steps):
+            return PlannerTurn("done", usage=Usage(10, 1), model=request.model)
+        call = ProposedCall(f"call_{done}", "exec_command", json.dumps(steps[done]))
+        return PlannerTurn("", (call,), FinishReason.TOOL_CALLS, Usage(10, 8), request.model)
+
+    mock = MockUpstream(script=script)
+    with LoopbackServer(mock.app) as up:
+        home = _codex_home(tmp_path / "codex-home", up, project)
+        run = _codex(project, home, "echo, then touch", tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert b"fetched-7f3a" in mock.bodies  # the first command ran
+    assert not marker.exists(), run.stdout[-3000:]  # the one after its output did not
+    assert b"after_untrusted Bash" in mock.bodies  # the model read why, in band
+    rows = [json.loads(x) for x in (tmp_path / "hook-audit.jsonl").read_text().splitlines()]
+    assert [r["verdict"] for r in rows if r.get("tool") == "Bash"] == ["ALLOW", "DENY"]

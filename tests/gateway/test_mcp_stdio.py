@@ -288,3 +288,22 @@ def test_unopenable_journal_and_bad_tools_spec_exit_nonzero(tmp_path: Path) -> N
 
 def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("FAK_")}
+
+
+def test_stdio_fak_mcp_takes_its_witness_key_from_the_environment(tmp_path: Path) -> None:
+    """``fak mcp`` on stdio opens fak_witness with FAK_WITNESS_KEY, read once by the CLI and
+    passed down (no module reads the process's settings on its own)."""
+
+    async def body(client: Client) -> dict[str, Any]:
+        return {
+            "wrong": await client.call_tool("fak_witness", {"id": "w-1", "key": "nope"}),
+            "right": await client.call_tool("fak_witness", {"id": "w-1", "key": "k-op"}),
+        }
+
+    keyed = _params("--policy", SUPPORT, env={"FAK_WITNESS_KEY": "k-op"})
+    with (tmp_path / "err.log").open("w") as errlog:
+        out = run_client(keyed, errlog, body)
+        bare = run_client(_params("--policy", SUPPORT), errlog, body)
+    assert reply(out["wrong"])["data"]["why"] == "wrong witness key"
+    assert "why" not in reply(out["right"])["data"]  # the key opened it: no such hold is all
+    assert reply(bare["right"])["data"]["why"] == "no witness key configured"

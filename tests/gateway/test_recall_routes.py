@@ -110,6 +110,10 @@ def test_context_change_changes_feed_and_trace_reset(served: tuple[str, Path, Ke
     later = http.get("/v1/fak/changes", params={"since": feed["cursor"]}).json()
     assert [e["kind"] for e in later["events"]] == ["trace_reset"] and later["cursor"] == 2
     assert http.post("/v1/fak/changes", json={"since": 2}).json()["events"] == []
+    for bad in ({"since": -5}, {"since": 10**23}, {"since": "x"}, {"limit": "-1"}):
+        refused = http.get("/v1/fak/changes", params=bad)  # as /v1/fak/events answers (E1)
+        assert refused.status_code == 400, bad
+        assert refused.json()["error"]["code"] == "invalid_cursor", bad
     assert http.post("/v1/fak/trace/reset", json={}).status_code == 400
     http.close()
 

@@ -5,10 +5,14 @@ with no transcript is refused, never decided without its rule."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fak.abi import PieceKind
+from fak.hooks import decider
 from fak.hooks.decider import HookState, answer
 from fak.hooks.transcript import TranscriptContext
 
@@ -25,13 +29,17 @@ def _line(role: str, content: Any) -> str:
     return json.dumps({"type": role, "message": {"role": role, "content": content}}) + "\n"
 
 
-def _transcript(path: Path, *, fetched: str | None) -> Path:
+def _transcript(path: Path, *, fetched: str | None, deciding: str | None = "tu9") -> Path:
+    """A transcript as Claude Code writes it; it ends with the ``tool_use`` of the call the
+    hook decides (``deciding``), as the real one does once it has caught up."""
     lines = [_line("user", f"pay my landlord, IBAN {IBAN_USER}, then list the files")]
     if fetched is not None:
         use = {"type": "tool_use", "id": "tu1", "name": "WebFetch", "input": {"url": "https://x"}}
         lines.append(_line("assistant", [use]))
         result = {"type": "tool_result", "tool_use_id": "tu1", "content": fetched}
         lines.append(_line("user", [result]))
+    if deciding is not None:
+        lines.append(_line("assistant", [{"type": "tool_use", "id": deciding, "name": "x"}]))
     path.write_text("".join(lines), encoding="utf-8")
     return path
 
@@ -80,8 +88,47 @@ def test_N8_a_guarded_call_without_a_transcript_is_refused_not_skipped(tmp_path:
     assert unguarded.exit_code == 0
 
 
-def test_the_transcript_is_read_incrementally_and_a_rewrite_starts_over(tmp_path: Path) -> None:
+def test_a_transcript_that_lags_is_waited_for_until_it_records_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code appends to its transcript asynchronously (seen with 2.1.328: the Bash hook
+    ran before the Read's result was on disk, and the rule did not fire). The decider reads
+    until the transcript records the call it decides; one that never does is refused."""
+    import threading
+
+    path = _transcript(tmp_path / "t.jsonl", fetched=None, deciding=None)
+
+    def catch_up() -> None:
+        time.sleep(0.3)
+        with path.open("a", encoding="utf-8") as f:
+            use = {"type": "tool_use", "id": "tu1", "name": "WebFetch", "input": {}}
+            f.write(_line("assistant", [use]))
+            f.write(_line("user", [{"type": "tool_result", "tool_use_id": "tu1", "content": "p"}]))
+            f.write(_line("assistant", [{"type": "tool_use", "id": "tu9", "name": "Bash"}]))
+
+    writer = threading.Thread(target=catch_up)
+    writer.start()
+    late = _pre(tmp_path, "Bash", {"command": "ls"}, path)
+    writer.join()
+    assert late.exit_code == 2 and "WebFetch#tu1" in late.stderr, late.stderr
+    monkeypatch.setattr(decider, "TRANSCRIPT_WAIT_S", 0.2)
+    stale = _transcript(tmp_path / "stale.jsonl", fetched=None, deciding=None)
+    refused = _pre(tmp_path, "Bash", {"command": "ls"}, stale)
+    assert refused.exit_code == 2 and "does not record call tu9" in refused.stderr
+
+
+def test_only_the_conversation_counts_not_request_blobs(tmp_path: Path) -> None:
+    """Claude Code also writes ``api-request-blob`` records whose ``message`` has the user's
+    role; a tool result's text copied there must not become the user's own words."""
     path = _transcript(tmp_path / "t.jsonl", fetched=None)
+    blob = {"type": "api-request-blob", "message": {"role": "user", "content": IBAN_ATTACKER}}
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(blob) + "\n")
+    assert IBAN_ATTACKER not in [p.text for p in TranscriptContext(str(path)).refresh().pieces]
+
+
+def test_the_transcript_is_read_incrementally_and_a_rewrite_starts_over(tmp_path: Path) -> None:
+    path = _transcript(tmp_path / "t.jsonl", fetched=None, deciding=None)
     reader = TranscriptContext(str(path))
     assert [p.kind for p in reader.refresh().pieces] == [PieceKind.USER]
     use = {"type": "tool_use", "id": "a", "name": "Read", "input": {}}

@@ -357,6 +357,32 @@ def test_an_admission_that_cannot_be_journaled_is_refused() -> None:
     assert kernel.counters["journal_faults"] >= 2
 
 
+def test_a_result_that_cannot_be_journaled_is_withheld() -> None:
+    """The model is never shown bytes the audit trail does not record (fail closed)."""
+
+    class Flaky:
+        broken = False
+
+        def append(self, record: Mapping[str, Any]) -> None:
+            if self.broken:
+                raise OSError("disk full")
+
+    journal = Flaky()
+    kernel, _ = _kernel(journal=journal)
+    ok = kernel.admit_result(ToolResult("get_user_details", b"Ada, plan: pro", "c1"))
+    assert (ok.verdict.kind, ok.payload) == (VerdictKind.ALLOW, b"Ada, plan: pro")
+    journal.broken = True
+    withheld = kernel.admit_result(ToolResult("get_user_details", b"Ada, plan: pro", "c2"))
+    assert (withheld.verdict.kind, withheld.verdict.by) == (VerdictKind.DENY, "journal")
+    assert b"Ada" not in withheld.payload
+    assert json.loads(withheld.payload) == {
+        "_withheld": True,
+        "len": 14,
+        "reason": "audit journal unavailable",
+    }
+    assert withheld.digest == ok.digest
+
+
 # -- chains, grammars, schemas -------------------------------------------------------------------
 def test_injected_chain_is_used_and_an_empty_one_falls_back() -> None:
     class AllowAll:

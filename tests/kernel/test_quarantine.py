@@ -197,6 +197,7 @@ def test_held_ids_are_bounded_fifo_and_eviction_unpins() -> None:
     assert ids == ["q1", "q2", "q3", "q4", "q5"]
     assert [ledger.is_held(q) for q in ids] == [False, False, True, True, True]
     assert [store.pins(a.digest) for a in admissions] == [0, 0, 1, 1, 1]
+    assert [a.digest in store for a in admissions] == [False, False, True, True, True]
     assert ledger.counters["evicted"] == 2
     ledger.clear("q3")
     with pytest.raises(UnknownQuarantineId):
@@ -204,6 +205,39 @@ def test_held_ids_are_bounded_fifo_and_eviction_unpins() -> None:
     with pytest.raises(PageInRefused) as exc:
         ledger.page_in("q1")
     assert exc.value.why == PageInRefused.NOT_HELD  # evicted == never held
+
+
+def test_D4_the_held_bytes_bound_bounds_the_memory_held_results_take() -> None:
+    """30 quarantined 1 MB results under a 4 MB held bound with the store's default 1 GiB
+    bound: the store keeps exactly the held ones' bytes (4 of them), not all 30 (on c75b740
+    an evicted hold was only unpinned and its bytes stayed until the store's own bound)."""
+    store = MemoryStore()
+    ledger = QuarantineLedger(store, max_held_bytes=4 * 1024 * 1024)
+    size = 1_000_000
+    held = []
+    for i in range(30):
+        payload = (SECRET + b" %d " % i).ljust(size, b"x")
+        held.append(ledger.admit(_result(payload)))
+    assert {a.verdict.kind for a in held} == {VerdictKind.QUARANTINE}
+    assert ledger.counters["evicted"] == 26
+    assert [ledger.is_held(a.quarantine_id) for a in held[-5:]] == [False, True, True, True, True]
+    stats = store.stats
+    assert (stats.resident_blobs, stats.resident_bytes, stats.pinned_blobs) == (4, 4 * size, 4)
+    ledger.clear(held[-1].quarantine_id)
+    with pytest.raises(PageInRefused) as evicted:
+        ledger.page_in(held[0].quarantine_id)
+    assert evicted.value.why == PageInRefused.NOT_HELD
+
+
+def test_D4_a_blob_two_holds_share_stays_until_the_last_is_evicted() -> None:
+    store = MemoryStore()
+    ledger = QuarantineLedger(store, max_held=2)
+    first, second = ledger.admit(_result(SECRET)), ledger.admit(_result(SECRET))
+    assert store.pins(first.digest) == 2
+    ledger.admit(_result(INJECTION))  # evicts the first hold: one pin left, bytes kept
+    assert (store.pins(first.digest), first.digest in store) == (1, True)
+    ledger.admit(_result(INJECTION + b" again"))  # evicts the second: the bytes go
+    assert (store.pins(second.digest), second.digest in store) == (0, False)
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, 2.5, "100"])

@@ -100,7 +100,7 @@ def test_unknown_and_revoked_ids() -> None:
     hold_id = _pay(kernel).meta["witness_id"]
     kernel.approve_witness(hold_id)
     kernel.revoke_witness(hold_id)
-    assert _pay(kernel).kind is VerdictKind.REQUIRE_WITNESS  # a revoked approval admits nothing
+    assert _pay(kernel).kind is VerdictKind.DENY  # a revoked approval admits nothing
     with pytest.raises(WitnessError) as err:
         kernel.approve_witness(hold_id)
     assert err.value.code == "witness_revoked"
@@ -232,3 +232,45 @@ def test_D2_one_client_cannot_fill_the_book_for_all_and_a_full_book_costs_o1(
     clock.t += 10_000  # everything expires
     assert store.hold("t", "fresh", "x", owner="alice") is not None
     assert len(store._owners) <= 4096  # refused owners left nothing behind
+
+
+def test_a_denied_hold_refuses_the_same_call_until_its_expiry() -> None:
+    kernel, clock = _kernel()
+    hold_id = _pay(kernel).meta["witness_id"]
+    kernel.revoke_witness(hold_id, by="witness-key:alice")  # the operator's "no"
+    refused = _pay(kernel)
+    assert (refused.kind, refused.reason, refused.by) == (
+        VerdictKind.DENY,
+        Reason.TRUST_VIOLATION,
+        "witness",
+    )
+    assert refused.claim == f"an operator denied this call (witness {hold_id}); it stays refused"
+    other = _pay(kernel, amount=11)  # another call is judged on its own
+    assert other.kind is VerdictKind.REQUIRE_WITNESS and other.meta["witness_id"] != hold_id
+    clock.t += 901  # past the hold's expiry: the call may be asked for again
+    fresh = _pay(kernel)
+    assert fresh.kind is VerdictKind.REQUIRE_WITNESS and fresh.meta["witness_id"] != hold_id
+
+
+def test_a_hold_keeps_its_evidence_and_approvals_name_the_operator(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.jsonl")
+    kernel = Kernel(_policy(), journal=journal)
+    ctx = Context().user("pay my new supplier").result("read_file", "c7", "IBAN FR14 2004")
+    call = ToolCall("send_money", {"recipient": "FR1420041010050500013M02606"}, context=ctx)
+    hold_id = kernel.decide(call).meta["witness_id"]
+    evidence = kernel.hold_evidence(hold_id)
+    assert evidence is not None
+    assert (evidence.user, [(r.tool, r.call_id, r.text) for r in evidence.results]) == (
+        ("pay my new supplier",),
+        [("read_file", "c7", "IBAN FR14 2004")],
+    )
+    assert kernel.hold_evidence("w-unknown") is None
+    kernel.approve_witness(hold_id, approver="witness-key:alice")
+    kernel.revoke_witness(hold_id, by="witness-key:bob")
+    journal.close()
+    rows = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert [(r["kind"], r.get("trace_id")) for r in rows if r["kind"].startswith("WITNESS")] == [
+        ("WITNESS_APPROVE", "op:witness-key:alice"),
+        ("WITNESS_REVOKE", "op:witness-key:bob"),
+    ]
+    assert verify(tmp_path / "j.jsonl").ok

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 from fak.abi import JournalSink
 from fak.cli.main import cli
 from fak.journal import Journal, MemoryJournal, RowError, verify_lines
+from fak.journal.breaker import BreakerState
 from fak.journal.postgres import JournalUnavailable, PostgresJournal, verify_dsn
 
 
@@ -216,7 +218,42 @@ def test_a_restarted_database_is_used_again_on_the_first_append(private_postgres
             with pytest.raises(JournalUnavailable):
                 j.append(_record(2 + i))
         private_postgres.start()
+        time.sleep(j.breaker.retry_in)  # the breaker's back-off (0.25 s), not the pool's
         j.append(_record(9))
         assert j.ping()
         assert [r["seq"] for r in j.tail()] == [1, 2]
+    assert verify_dsn(private_postgres.dsn).ok
+
+
+def test_D8_a_stopped_database_is_refused_at_once_and_probed_after_a_back_off(
+    private_postgres: Any,
+) -> None:
+    """With the database down an append used to wait out the pool (2 s, more under load):
+    now the first failure opens the breaker and every append after it is refused without
+    trying, with the stable code, until a probe after the back-off finds the database back."""
+    with PostgresJournal(private_postgres.dsn) as j:
+        j.append(_record(1))
+        private_postgres.stop()
+        with pytest.raises(JournalUnavailable):
+            j.append(_record(2))  # this one finds the database gone and trips the breaker
+        assert (j.breaker.state, j.breaker.trips) == (BreakerState.OPEN, 1)
+        started = time.monotonic()
+        refused = []
+        for i in range(50):
+            with pytest.raises(JournalUnavailable) as info:
+                j.append(_record(3 + i))
+            refused.append(info.value.code)
+        assert not j.ping()
+        assert time.monotonic() - started < 2.0  # 50 refusals and a ping, none waited
+        assert set(refused) == {"journal_unavailable"}
+        time.sleep(j.breaker.retry_in)
+        with pytest.raises(JournalUnavailable):
+            j.append(_record(60))  # the probe: still down, the back-off doubles
+        assert (j.breaker.state, j.breaker.retry_in > 0.25) == (BreakerState.OPEN, True)
+        private_postgres.start()
+        time.sleep(j.breaker.retry_in)
+        j.append(_record(61))  # the probe connects, replaces the pool and closes the breaker
+        assert (j.breaker.state, j.breaker.trips) == (BreakerState.CLOSED, 1)
+        j.append(_record(62))
+        assert [r["seq"] for r in j.tail()] == [1, 2, 3]
     assert verify_dsn(private_postgres.dsn).ok

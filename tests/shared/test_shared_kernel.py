@@ -212,3 +212,17 @@ def test_with_redis_down_nothing_held_leaks_and_nothing_stale_is_served(private_
     fresh = _hold(one, 7)
     two.clear(fresh)
     assert two.ledger.is_cleared(fresh)
+
+
+def test_D4_the_held_bytes_bound_bounds_the_shared_store_too(redis_url: str) -> None:
+    """Two workers hold 12 distinct 200 KB results under a 1 MB held bound: the Redis CAS keeps
+    exactly the 5 still held (an evicted hold's bytes are deleted, not left to the LRU)."""
+    one, two = (_worker(redis_url, ctxmmu_max_held_bytes=1_000_000) for _ in range(2))
+    size = 200_000
+    for i in range(12):
+        payload = (POISON + str(i).encode()).ljust(size, b".")
+        kernel = (one, two)[i % 2]
+        assert kernel.admit_result(ToolResult("fetch", payload)).quarantine_id
+    stats = one.store.stats
+    assert (stats.resident_blobs, stats.resident_bytes, stats.pinned_blobs) == (5, 5 * size, 5)
+    assert one.ledger.counters["evicted"] + two.ledger.counters["evicted"] == 7

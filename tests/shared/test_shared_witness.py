@@ -123,3 +123,63 @@ def test_with_redis_down_held_calls_stay_refused(private_redis: Any) -> None:
     assert down.value.code == "witness_store_unavailable"
     presented = ToolCall("read_notes", {}, meta={"witness": hold_id})
     assert one.decide(presented).kind == VerdictKind.DENY  # cannot tell it is not revoked
+
+
+def test_D2_one_client_holds_at_most_a_quarter_of_the_shared_book(redis_url: str) -> None:
+    """Issue 23 D2 on Redis: a client's quarter is counted fleet-wide (two workers, one book),
+    spent and revoked holds give their place back at once, and the others can still hold."""
+    from fak.cas.redis import connect
+    from fak.kernel.shared import RedisWitnessStore
+
+    clients = [connect(redis_url) for _ in range(2)]
+    try:
+        one, two = (RedisWitnessStore(c, capacity=16) for c in clients)
+        mine = [
+            (one, two)[i % 2].hold("send_money", f"d{i}", "x", owner="mallory") for i in range(4)
+        ]
+        assert all(h is not None for h in mine)
+        assert two.hold("send_money", "d4", "x", owner="mallory") is None  # 4 of 16: full
+        assert one.hold("send_money", "d0", "x", owner="mallory") == mine[0]  # its open hold
+        assert one.hold("send_money", "a0", "x", owner="alice") is not None
+        assert mine[1] is not None and mine[2] is not None
+        two.revoke(mine[1].id)  # a revoked hold is no longer live: its place is free
+        assert one.hold("send_money", "d5", "x", owner="mallory") is not None
+        one.approve(mine[2].id)
+        assert two.consume("send_money", "d2") is not None  # spent: its place is free too
+        assert two.hold("send_money", "d6", "x", owner="mallory") is not None
+        assert one.hold("send_money", "d7", "x", owner="mallory") is None
+        for i in range(11):  # three more clients fill the rest of the book
+            one.hold("t", f"a{i + 1}", "x", owner=f"client{i // 4}")
+        assert one.hold("t", "late", "x", owner="bob") is None  # 16 live: the book is full
+        live = [h for h in two.holds() if h.state in ("pending", "approved")]
+        assert len(live) == 16
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_D2_a_clients_expired_holds_free_its_share(redis_url: str) -> None:
+    from fak.cas.redis import connect
+    from fak.kernel.shared import RedisWitnessStore
+
+    client = connect(redis_url)
+    try:
+        store = RedisWitnessStore(client, capacity=8, ttl_s=1.0)
+        assert [store.hold("t", f"d{i}", "x", owner="m") is not None for i in range(3)] == [
+            True,
+            True,
+            False,
+        ]
+        time.sleep(1.2)
+        assert store.hold("t", "d9", "x", owner="m") is not None
+    finally:
+        client.close()
+
+
+def test_a_hold_denied_on_one_worker_refuses_the_call_on_every_worker(redis_url: str) -> None:
+    one, two = _worker(redis_url), _worker(redis_url)
+    hold_id = one.decide(PAY).meta["witness_id"]
+    two.revoke_witness(hold_id)  # pending, then "no"
+    refused = one.decide(PAY)
+    assert (refused.kind, refused.meta["witness_id"]) == (VerdictKind.DENY, hold_id)
+    assert two.decide(PAY).kind == VerdictKind.DENY

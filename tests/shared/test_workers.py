@@ -305,3 +305,42 @@ def test_a_call_held_via_one_worker_is_approved_via_another_and_admitted_once(
     kinds = [row["kind"] for row in _journal_rows(postgres_dsn)]
     assert kinds.count("WITNESS_APPROVE") == 1 and kinds.count("WITNESS_REVOKE") == 1
     assert verify_dsn(postgres_dsn).ok
+
+
+def test_D8_with_postgres_down_calls_are_refused_at_once_and_healthz_says_so(
+    private_postgres: Any, fak_serve: Callable[..., Any], policy: str
+) -> None:
+    """Each request used to wait 4-26 s for the database; now the journal's breaker refuses
+    at once (fail closed: the call had no journal row), /healthz names the journal, and the
+    first probe after the back-off brings service back."""
+    dsn = private_postgres.dsn
+    gateway = fak_serve("--journal-url", dsn, "--policy", policy)
+    call = {"tool": "get_weather", "arguments": {"city": "Oslo"}}
+    with httpx.Client(timeout=30) as client:
+        first = client.post(gateway.url + "/v1/fak/adjudicate", json=call).json()
+        assert first["verdict"]["kind"] == "ALLOW"
+        private_postgres.stop()
+        client.post(gateway.url + "/v1/fak/adjudicate", json=call)  # trips the breaker
+        times, verdicts = [], []
+        for _ in range(20):
+            started = time.monotonic()
+            answer = client.post(gateway.url + "/v1/fak/adjudicate", json=call).json()
+            times.append(time.monotonic() - started)
+            verdicts.append((answer["verdict"]["kind"], answer["verdict"]["by"]))
+        health = client.get(gateway.url + "/healthz")
+        assert set(verdicts) == {("DENY", "journal")}
+        assert max(times) < 2.0, times  # was 4-26 s each
+        assert health.status_code == 503
+        assert (health.json()["degraded"], health.json()["stores"]) == (
+            ["journal"],
+            {"journal": False},
+        )
+        private_postgres.start()
+        deadline, kinds = time.monotonic() + 20, []
+        while time.monotonic() < deadline and "ALLOW" not in kinds:
+            time.sleep(0.3)  # past the back-off (0.25 s doubling to 4 s)
+            answer = client.post(gateway.url + "/v1/fak/adjudicate", json=call).json()
+            kinds.append(answer["verdict"]["kind"])
+        assert kinds[-1] == "ALLOW"
+        assert client.get(gateway.url + "/healthz").status_code == 200
+    assert verify_dsn(dsn).ok

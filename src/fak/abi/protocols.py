@@ -84,6 +84,12 @@ class BlobStore(Reachable, Protocol):
 
     def unpin(self, digest: str) -> None: ...
 
+    def release(self, digest: str) -> None:
+        """``unpin`` for a holder done with the bytes (an evicted quarantine hold): when no pin
+        is left, a store that keeps blobs in memory it bounds (memory, Redis) drops them now
+        instead of leaving them to its LRU; a directory store only unpins."""
+        ...
+
     def __contains__(self, digest: object) -> bool: ...
 
 

@@ -135,6 +135,11 @@ class DirectoryStore:
             else:
                 del self._pins[digest]
 
+    def release(self, digest: str) -> None:
+        """Only ``unpin``: the bytes are on disk, not in memory, and another process sharing
+        the directory may still hold the same file (its pins are not visible here)."""
+        self.unpin(digest)
+
     def pins(self, digest: str) -> int:
         with self._lock:
             return self._pins.get(digest, 0)

@@ -115,6 +115,22 @@ return 0
 """
 )
 
+# ARGV: prefix, digest -> remaining pins, or -1 when it was not pinned; at 0 the blob is deleted
+_RELEASE: Final = """
+local pfx, digest = ARGV[1], ARGV[2]
+local count = tonumber(redis.call('HGET', pfx .. 'pins', digest) or '0')
+if count <= 0 then return -1 end
+if count > 1 then return redis.call('HINCRBY', pfx .. 'pins', digest, -1) end
+redis.call('HDEL', pfx .. 'pins', digest)
+local key = pfx .. 'b:' .. digest
+local size = redis.call('STRLEN', key)
+if size > 0 then
+  redis.call('DEL', key)
+  redis.call('HINCRBY', pfx .. 'meta', 'bytes', -size)
+end
+return 0
+"""
+
 
 class CasUnavailable(ConnectionError):
     """The shared store cannot be reached; the operation did not happen."""
@@ -168,6 +184,7 @@ class RedisStore:
         self._get = self._client.register_script(_GET)
         self._pin = self._client.register_script(_PIN)
         self._unpin = self._client.register_script(_UNPIN)
+        self._release = self._client.register_script(_RELEASE)
 
     @property
     def client(self) -> redis.Redis:
@@ -233,6 +250,14 @@ class RedisStore:
     def unpin(self, digest: str) -> None:
         digest = parse_digest(digest)
         if int(self._call(self._unpin, digest, self._max)) < 0:
+            msg = f"{digest} is not pinned"
+            raise KeyError(msg)
+
+    def release(self, digest: str) -> None:
+        """Drop one pin; at zero the blob is deleted now (pins are fleet-wide here, so no other
+        worker still holds it), not left in the LRU."""
+        digest = parse_digest(digest)
+        if int(self._call(self._release, digest)) < 0:
             msg = f"{digest} is not pinned"
             raise KeyError(msg)
 

@@ -12,6 +12,7 @@ neither or both of ``--config`` and ``-- CMD``) or a missing ``gateway`` extra.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import sys
@@ -114,7 +115,7 @@ def register(group: click.Group) -> None:
             err=True,
         )
         with contextlib.suppress(KeyboardInterrupt):  # the client's ^C is a normal exit
-            anyio.run(serve_stdio, kernel)
+            anyio.run(functools.partial(serve_stdio, kernel, witness_key=settings.witness_key))
 
     @mcp.command("proxy", context_settings={"ignore_unknown_options": True})
     @click.option(
@@ -182,7 +183,13 @@ def register(group: click.Group) -> None:
             err=True,
         )
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(serve_proxy_stdio, kernel, config, backend_options=_loop_options())
+            anyio.run(
+                serve_proxy_stdio,
+                kernel,
+                config,
+                settings.witness_key,
+                backend_options=_loop_options(),
+            )
 
 
 def _kernel(policy_path: str | None) -> Kernel:

@@ -323,6 +323,11 @@ def register(group: click.Group) -> None:
     )
     @click.option("--mock", is_flag=True, help="Force the scripted mock planner.")
     @click.option(
+        "--no-console",
+        is_flag=True,
+        help="Do not serve the operator's console at /console (docs/console.md).",
+    )
+    @click.option(
         "--upstream-client",
         type=click.Choice(["auto", "aiohttp", "httpx"]),
         default="auto",
@@ -397,6 +402,7 @@ def register(group: click.Group) -> None:
         max_batch: int,
         max_kv_bytes: int,
         mock: bool,
+        no_console: bool,
         upstream_client: str,
         stdio: bool,
         examples: bool,
@@ -461,6 +467,7 @@ def register(group: click.Group) -> None:
             mcp_proxy_config=mcp_proxy_config,
             recall_dir=recall_dir,
             examples=examples,
+            console=not no_console,
         )
 
         def planner() -> Any:

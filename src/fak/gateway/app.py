@@ -126,7 +126,7 @@ def build_app(
             admitters=_live_chain(ledger),  # re-screens use the kernel's current chain
             journal=kernel.journal,
         )
-    plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock)
+    plane = CoherencePlane(kernel, sessions=sessions, clock=o.clock, log=o.change_log)
     metrics = Metrics(
         counters=lambda: kernel.counters,
         pollution_rate=pollution_rate,
@@ -154,6 +154,12 @@ def build_app(
 
     stores = ops.StoreWatch(kernel, metrics.registry)  # registered before the MCP collectors
     routes: list[Route] = [*turns.ROUTES, *native.ROUTES, *ops.ROUTES, *recall.ROUTES]
+    open_paths: tuple[str, ...] = ("/healthz",)
+    if o.console:  # the page's files carry no data: served without a key, like /healthz
+        from fak.gateway import console
+
+        routes += console.ROUTES
+        open_paths += console.ASSET_PATHS
     mcp_endpoint = None
     if o.mcp:
         from fak.gateway.mcp.server import McpHttpEndpoint
@@ -197,6 +203,10 @@ def build_app(
     )
     app.state.gateway = state  # the endpoints read what they serve from here
     app.state.stores = stores
+    if o.console:
+        from fak.gateway.console import Findings
+
+        app.state.console_findings = Findings()  # the console's per-hold findings, memoized
     app.add_middleware(
         GatewayMiddleware,
         metrics=metrics,
@@ -204,6 +214,7 @@ def build_app(
         trace_ids=TraceIds(),
         routes=[r.path for r in routes],
         key=KeyCheck(o.require_key) if o.require_key is not None else None,
+        open_paths=open_paths,
         hosts=HostCheck(o.allowed_hosts),
         cors=Cors(o.cors_origins),
         # the model-turn routes are dispatched directly (same handlers, same error answers):

@@ -219,6 +219,17 @@ class Boundary:
                 ctx.result(m.name or "tool_result", m.tool_call_id, m.content)
         return ctx
 
+    @property
+    def annotates_answers(self) -> bool:
+        return self._kernel.annotates_answers
+
+    def answer_note(self, text: str, history: tuple[Message, ...]) -> str:
+        """The kernel's ``[fak]`` lines on the model's text (``"answer": "annotate"``), with the
+        run's provenance rebuilt from the conversation; empty when the policy does not ask."""
+        if not text or not self._kernel.annotates_answers:
+            return ""
+        return self._kernel.answer_note(text, self.provenance(history))
+
     def adjudicate(
         self, turn: PlannerTurn, ctx: RequestContext, history: tuple[Message, ...] = ()
     ) -> tuple[tuple[ProposedCall, ...], tuple[Adjudication, ...]]:

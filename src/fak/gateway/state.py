@@ -45,6 +45,8 @@ class GatewayOptions:
     policy_reloader: PolicyReloader | None = None
     policy_source: str = ""
     events: Callable[[int, int], list[dict[str, Any]]] | None = None  # (since, limit) -> rows
+    journal_verify: Callable[[], Any] | None = None  # checks the chain: a journal VerifyReport
+    console: bool = True  # serve the operator's console at /console (--no-console: off)
     access_log: Callable[[bytes], Any] | None = None
     ids: Callable[[], str] | None = None
     mcp: bool = True  # serve the MCP Streamable-HTTP endpoint at /mcp (fak.gateway.mcp.server)
@@ -58,6 +60,9 @@ class GatewayOptions:
     # page benign results out by size on the model wires too (FAK_PAGEOUT / --pageout); off:
     # only for a request that says its client can page back in (x-fak-pageout: on)
     pageout: bool = _DEFAULTS.pageout_wire
+    # where the change feed (/v1/fak/changes) keeps its events: None = this process; N workers
+    # on one Redis share fak.kernel.shared_feed.RedisChangeLog (a fak.recall.ChangeLog)
+    change_log: Any = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **runtime: Any) -> GatewayOptions:

@@ -172,7 +172,19 @@ class TurnRunner:
             with_note=wire is WireName.ANTHROPIC,
             tool_kinds=parsed.options.get("tool_kinds"),
         )
-        return _with_refusal_note(wire, outcome, adjudications)
+        outcome = _with_refusal_note(wire, outcome, adjudications)
+        if not turn.text or not self._boundary.annotates_answers:
+            return outcome
+        if sum(len(m.content) for m in history) > _OFFLOAD_RESULT_BYTES:  # indexing: off the loop
+            loop = asyncio.get_running_loop()
+            note = await loop.run_in_executor(
+                self._pool, self._boundary.answer_note, turn.text, history
+            )
+        else:
+            note = self._boundary.answer_note(turn.text, history)
+        if not note:
+            return outcome
+        return replace(outcome, text=f"{outcome.text}\n\n{note}" if outcome.text else note)
 
     async def complete(
         self,

@@ -10,8 +10,9 @@ and the daemon hand it stdin, the caller's cwd and environment.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 _T = TypeVar("_T")
 
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from fak.policy import Policy
 
 __all__ = ["HookState", "answer"]
+
+
+TRANSCRIPT_WAIT_S: Final = 5.0
+"""How long a PreToolUse waits for the agent's transcript to record the call it decides."""
 
 
 class HookState:
@@ -137,6 +142,7 @@ def _run_context(
     """The run's context for a call the provenance rung guards, read from the session's
     transcript (kept per session by a resident decider); or why there is none, which refuses
     the call — a rule that needs the context is never quietly skipped."""
+    from fak.hooks.protocol import CODEX
     from fak.hooks.transcript import TranscriptContext, TranscriptError
 
     rung = policy.provenance
@@ -149,12 +155,23 @@ def _run_context(
         )
     reader = state.get(
         ("transcript", hook_in.session, hook_in.transcript),
-        lambda: TranscriptContext(hook_in.transcript),
+        lambda: TranscriptContext(hook_in.transcript, codex=hook_in.format == CODEX),
     )
+    deadline = time.monotonic() + TRANSCRIPT_WAIT_S
     try:
-        return reader.refresh(), ""
+        context = reader.refresh()
+        # the agent appends asynchronously: read until the transcript records this very call
+        while hook_in.call_id and not reader.records(hook_in.call_id):
+            if time.monotonic() >= deadline:
+                return None, (
+                    f"the transcript does not record call {hook_in.call_id} after "
+                    f"{TRANSCRIPT_WAIT_S:g} s, so the run's context cannot be known"
+                )
+            time.sleep(0.01)
+            context = reader.refresh()
     except TranscriptError as exc:
         return None, f"the run's context cannot be read from the transcript: {exc.strerror}"
+    return context, ""
 
 
 _READ_TOOLS = frozenset({"Read", "NotebookRead"})

@@ -9,10 +9,10 @@ Codex (>= 0.124) runs the same ``PreToolUse`` command hooks with the same object
 tool>``); it is told apart by the ``turn_id`` it always sends. Its answers differ: Codex 0.169
 refuses ``permissionDecision`` ``allow`` and ``ask`` as unsupported, so an allowed call answers
 with nothing (exit 0), and a call that needs a witness or repaired arguments is refused with
-the reason. Its ``transcript_path`` is Codex's own rollout, not Claude Code's transcript, so it
-is not read as one. fak's own ``{tool, args, meta}`` shape is kept. ``read_hook`` detects which
-one it was given; the ``answer_*`` functions say what to print and how to exit. The CLI does
-the reading and writing.
+the reason. Its ``transcript_path`` is Codex's own rollout, read as one (not as Claude Code's
+transcript) for the run's context. fak's own ``{tool, args, meta}`` shape is kept. ``read_hook``
+detects which one it was given; the ``answer_*`` functions say what to print and how to exit.
+The CLI does the reading and writing.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class HookInput:
     session: str = ""
     call_id: str = ""
     meta: Mapping[str, str] = field(default_factory=dict)
-    transcript: str = ""  # Claude Code's transcript_path: where the run's context is read from
+    transcript: str = ""  # transcript_path (Codex: its rollout): where the run's context is read
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +107,7 @@ def _claude(doc: Mapping[str, Any], fmt: str = CLAUDE) -> HookInput:
         cwd=str(doc.get("cwd") or ""),
         session=str(doc.get("session_id") or ""),
         call_id=str(doc.get("tool_use_id") or ""),
-        # Codex's rollout file is not a Claude Code transcript: a call whose rule needs the
-        # run's context is refused for want of one rather than judged on a misread
-        transcript=str(doc.get("transcript_path") or "") if fmt == CLAUDE else "",
+        transcript=str(doc.get("transcript_path") or ""),  # Codex: its rollout file
     )
 
 

@@ -8,6 +8,16 @@ the user's own text is trusted, each ``tool_result`` is an untrusted result of t
 ``tool_use`` it answers. It reads only what was appended since its last look (the transcript
 is append-only), so a resident decider keeps one per session and pays per new line. A line
 that is not JSON is skipped, as is an entry of a kind it does not know.
+
+Claude Code appends to its transcript asynchronously: measured with 2.1.328, the PreToolUse
+hook of a call can run before the previous call's ``tool_result`` line is on disk. The file is
+written in order, so a transcript that already holds the ``tool_use`` of the call being decided
+holds everything before it; ``records`` tells the decider when it may trust what it read.
+
+Codex names its own rollout (JSON lines of ``response_item`` records holding the Responses
+items the model saw): with ``codex=True`` the same reader takes user and developer messages as
+trusted and each ``function_call_output`` / ``custom_tool_call_output`` as an untrusted result
+of the call it answers (Codex 0.169/0.171 write the call before its PreToolUse hook runs).
 """
 
 from __future__ import annotations
@@ -24,6 +34,11 @@ __all__ = ["TranscriptContext", "TranscriptError"]
 
 READ_MAX: Final = 256 * 1024 * 1024
 """Bytes of one transcript read at most; a longer one refuses (the rung must not guess)."""
+
+
+_TURNS: Final = frozenset({"user", "assistant"})
+"""Entry types that are the conversation itself (Claude Code also writes request blobs,
+attachments and bookkeeping records to the same file)."""
 
 
 class TranscriptError(OSError):
@@ -46,10 +61,11 @@ def _text(content: Any) -> str:
 class TranscriptContext:
     """One session's context, kept up to date from its transcript file."""
 
-    __slots__ = ("_carry", "_names", "_offset", "_seen", "context", "path")
+    __slots__ = ("_carry", "_codex", "_names", "_offset", "_seen", "context", "path")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, codex: bool = False) -> None:
         self.path = path
+        self._codex = codex  # a Codex rollout rather than a Claude Code transcript
         self.context = Context()
         self._offset = 0
         self._carry = b""  # a last line not yet ended by a newline
@@ -87,13 +103,21 @@ class TranscriptContext:
             self._entry(line)
         return self.context
 
+    def records(self, call_id: str) -> bool:
+        """Whether the transcript, as read so far, holds the ``tool_use`` of ``call_id``."""
+        return call_id in self._names
+
     def _entry(self, line: bytes) -> None:
         try:
             doc = json.loads(line)
         except ValueError:
             return
-        if not isinstance(doc, Mapping):
+        if self._codex:
+            if isinstance(doc, Mapping) and doc.get("type") == "response_item":
+                self._rollout_item(doc.get("payload"))
             return
+        if not isinstance(doc, Mapping) or doc.get("type") not in _TURNS:
+            return  # request blobs, attachments, queue records: not the conversation
         message = doc.get("message")
         if not isinstance(message, Mapping):
             return
@@ -123,3 +147,45 @@ class TranscriptContext:
                 self.context.result(tool, call_id, _text(block.get("content")) or "(empty)")
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 self.context.user(block["text"])
+
+    def _rollout_item(self, item: Any) -> None:
+        """One ``response_item`` of a Codex rollout: the Responses-API item the model saw."""
+        if not isinstance(item, Mapping):
+            return
+        kind = item.get("type")
+        if kind in _ROLLOUT_CALLS:
+            self._names[str(item.get("call_id", ""))] = str(item.get("name", kind))
+        elif kind in _ROLLOUT_OUTPUTS:
+            call_id = str(item.get("call_id", ""))
+            if call_id in self._seen:
+                return
+            self._seen.add(call_id)
+            tool = self._names.get(call_id, "tool_result")
+            self.context.result(tool, call_id, _output_text(item.get("output")) or "(empty)")
+        elif kind == "message" and item.get("role") in _ROLLOUT_TRUSTED:
+            text = _output_text(item.get("content"))
+            if text:
+                self.context.user(text)
+
+
+_ROLLOUT_CALLS: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+_ROLLOUT_OUTPUTS: Final = frozenset({"function_call_output", "custom_tool_call_output"})
+_ROLLOUT_TRUSTED: Final = frozenset({"user", "developer", "system"})
+"""Roles whose messages are the user's or the operator's own words (assistant text is the
+model's, never a source of trust)."""
+
+
+def _output_text(value: Any) -> str:
+    """The text of a rollout item's ``output`` or ``content``: a string, a list of content
+    items (``input_text``/``output_text``/``text``), or an object carrying ``content``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return _output_text(value.get("content"))
+    if not isinstance(value, list):
+        return ""
+    return "\n".join(
+        block["text"]
+        for block in value
+        if isinstance(block, Mapping) and isinstance(block.get("text"), str)
+    )

@@ -10,7 +10,11 @@ forks the chain and ``append`` returns only after the commit (durable by Postgre
 with, so dropped trailing rows are seen.
 
 A database that cannot be reached raises ``JournalUnavailable`` (a ``ConnectionError``) from
-``append``: the kernel then refuses the decision it could not journal (fail closed).
+``append``: the kernel then refuses the decision it could not journal (fail closed). The first
+such failure opens a circuit breaker (``fak.journal.breaker``): while it is open every append
+and ``ping`` is refused at once with code ``journal_unavailable`` (no connect, no pool wait),
+and one caller probes the database after a back-off (0.25 s doubling to 4 s); a probe that
+connects replaces the pool and closes the breaker.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from fak.abi import Clock
+from fak.journal.breaker import Breaker, BreakerState
 from fak.journal.filejournal import JournalHead
 from fak.journal.record import build_row, check_line, row_line
 from fak.journal.verify import VerifyReport, verify_lines
@@ -55,7 +60,20 @@ _APPEND: Final = (
 
 
 class JournalUnavailable(ConnectionError):
-    """The journal database cannot be reached; nothing was appended."""
+    """The journal database cannot be reached; nothing was appended. ``code`` is stable:
+    ``journal_unavailable``."""
+
+    code: Final = "journal_unavailable"
+
+
+class _Down(JournalUnavailable):
+    """The database did not answer (as opposed to a statement it refused): trips the breaker."""
+
+
+_OPEN_MSG: Final = (
+    "the journal database is unavailable (journal_unavailable): refused without trying while "
+    "the circuit is open; the next probe is in {:.2f} s"
+)
 
 
 def is_postgres_url(value: str) -> bool:
@@ -80,6 +98,7 @@ class PostgresJournal:
         clock: Clock | None = None,
         max_connections: int = 8,
         timeout_s: float = 2.0,
+        breaker: Breaker | None = None,
     ) -> None:
         if not is_postgres_url(dsn):
             msg = f"not a PostgreSQL URL (postgresql://USER@HOST:PORT/DB): {_redact(dsn)[:80]}"
@@ -90,6 +109,7 @@ class PostgresJournal:
         self._max_connections = max(1, max_connections)
         self._swap_lock = threading.Lock()
         self._healed_at = 0.0
+        self.breaker = breaker if breaker is not None else Breaker()
         self._pool = self._new_pool()
         try:
             self._pool.open(wait=True, timeout=max(timeout_s, 5.0))
@@ -128,17 +148,37 @@ class PostgresJournal:
             if now - self._healed_at < 0.5:
                 return False
             self._healed_at = now
-            try:
-                with psycopg.connect(self._dsn, connect_timeout=max(1, int(self._timeout))):
-                    pass
-            except psycopg.Error:
-                return False  # still down: fail closed
+        return self._replace_pool(failed)
+
+    def _replace_pool(self, failed: ConnectionPool) -> bool:
+        """A direct connection to the database; when it answers, a fresh pool replaces
+        ``failed`` (True). False while the database is still down."""
+        try:
+            with psycopg.connect(self._dsn, connect_timeout=max(1, int(self._timeout))):
+                pass
+        except psycopg.Error:
+            return False  # still down: fail closed
+        with self._swap_lock:
+            if self._pool is not failed:
+                return True  # another thread already replaced it
             fresh = self._new_pool()
             fresh.open(wait=False)
             self._pool = fresh
         failed.close(timeout=0)
         _log.warning("journal database reachable again: connection pool replaced")
         return True
+
+    def _gate(self) -> None:
+        """Refuse at once while the breaker is open; as the probe, reconnect first."""
+        match self.breaker.admit():
+            case BreakerState.CLOSED:
+                return
+            case BreakerState.PROBING:
+                if not self._replace_pool(self._pool):
+                    self.breaker.failure()
+                    raise JournalUnavailable(_OPEN_MSG.format(self.breaker.retry_in))
+            case BreakerState.OPEN:
+                raise JournalUnavailable(_OPEN_MSG.format(self.breaker.retry_in))
 
     @property
     def url(self) -> str:
@@ -165,6 +205,18 @@ class PostgresJournal:
         connection died during the commit — possibly written: the chain stays valid either way).
         """
         build_row(record, seq=1, ts_unix_nano=0, prev="")  # refuse a bad record before any I/O
+        self._gate()
+        try:
+            self._append(record)
+        except _Down:
+            self.breaker.failure()
+            raise
+        except Exception:
+            self.breaker.success()  # the database answered (and refused the statement)
+            raise
+        self.breaker.success()
+
+    def _append(self, record: Mapping[str, Any]) -> None:
         for attempt in (1, 2):
             written = False
             pool = self._pool
@@ -187,7 +239,7 @@ class PostgresJournal:
                 if attempt == 1 and not written and self._heal(pool):
                     continue
                 msg = f"the journal database is unavailable ({type(exc).__name__})"
-                raise JournalUnavailable(msg) from exc
+                raise _Down(msg) from exc
             except psycopg.Error as exc:
                 msg = f"the journal append failed ({type(exc).__name__})"
                 raise JournalUnavailable(msg) from exc
@@ -253,7 +305,15 @@ class PostgresJournal:
         return True
 
     def ping(self) -> bool:
-        """True when the database answers (for ``/healthz``)."""
+        """True when the database answers (for ``/healthz``); False at once while the breaker
+        is open (a due probe is made here too)."""
+        try:
+            self._gate()
+        except JournalUnavailable:
+            return False
+        if self.breaker.state is BreakerState.PROBING:
+            self.breaker.success()  # the probe connected and the pool was replaced
+            return True
         for attempt in (1, 2):
             pool = self._pool
             try:
@@ -262,7 +322,8 @@ class PostgresJournal:
                 return True
             except Exception:
                 if attempt == 2 or not self._heal(pool):
-                    return False
+                    break
+        self.breaker.failure()
         return False
 
     # -- lifecycle --------------------------------------------------------------------------

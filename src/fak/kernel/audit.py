@@ -100,17 +100,42 @@ class AuditWriter:
         return self._append(record, f"tool={result.tool}")
 
     def witness(
-        self, kind: JournalKind, tool: str, hold_id: str, state: str, digest: str, policy: str
+        self,
+        kind: JournalKind,
+        tool: str,
+        hold_id: str,
+        state: str,
+        digest: str,
+        policy: str,
+        operator: str = "",
     ) -> bool:
-        """A witness approval or revocation (the hold's argument digest)."""
+        """A witness approval or revocation (the hold's argument digest). The row format has
+        no principal column and a witness change has no trace of its own, so the operator who
+        made it (``operator``, e.g. ``witness-key:alice``) is written as ``op:<operator>`` in
+        ``trace_id``."""
         if self._journal is None:
             return True
         record = journal_record(
             kind,
             tool=tool,
+            trace_id=f"op:{operator}"[:128] if operator else "",
             by=f"witness:{hold_id}"[:64],
             verdict=state.upper(),
             digest=digest,
             policy=policy,
         )
         return self._append(record, f"kind={kind}")
+
+    def page_in(self, ident: str, verdict: str, digest: str, operator: str) -> bool:
+        """An operator's page-in of a held result (``ident``: its quarantine id), allowed or
+        refused by the re-screen; the operator in ``trace_id`` as for a witness change."""
+        if self._journal is None:
+            return True
+        record = journal_record(
+            JournalKind.PAGE_IN,
+            trace_id=f"op:{operator}"[:128],
+            verdict=verdict,
+            by=f"quarantine:{ident}"[:64],
+            result_digest=digest,
+        )
+        return self._append(record, "kind=PAGE_IN")

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -38,18 +40,20 @@ from fak.abi import (
 from fak.cas import MemoryStore
 from fak.journal import JournalKind
 from fak.kernel.audit import AuditWriter
+from fak.kernel.evidence import NOTES, EvidenceBook, HoldEvidence, QuarantineNote, gather, note_of
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_HELD_BYTES,
     OVERSIZE_BYTES,
     Admission,
+    PageInRefused,
     QuarantineLedger,
     screen_policy_for,
 )
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
 from fak.kernel.views import decoded_view, json_text_view, serialized
-from fak.kernel.witness import DEFAULT_TTL_S, Hold, WitnessBook, WitnessError
+from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
     CompiledFloor,
@@ -58,6 +62,8 @@ from fak.policy import (
     Rung,
     RungTrace,
     Schema,
+    answer_note,
+    answer_sources,
     args_digest,
     decode_args,
     read_shaped,
@@ -183,6 +189,8 @@ class Kernel:
         # a shared book (over fak.kernel.shared.RedisWitnessStore) keeps its own clock and ttl
         self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
+        self._evidence = EvidenceBook()  # what each hold of this process was opened on
+        self._notes: deque[QuarantineNote] = deque(maxlen=NOTES)  # the newest held results
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
         self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
         self._epoch_nonce = ""
@@ -392,8 +400,8 @@ class Kernel:
     ) -> bool:
         return self._audit.call(kind, call, verdict, self._state.policy.version, by)
 
-    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> None:
-        self._audit.result(kind, result, admission.verdict, admission.digest)
+    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> bool:
+        return self._audit.result(kind, result, admission.verdict, admission.digest)
 
     # -- decide -----------------------------------------------------------------------------
     def _settle(self, call: ToolCall, verdict: Verdict) -> Verdict:
@@ -483,6 +491,12 @@ class Kernel:
                 "full of live holds (approve or let some expire), or its store is unreachable"
             )
             return Verdict.deny(Reason.UNWITNESSED, "witness", claim=claim)
+        if hold.state is HoldState.REVOKED:  # an operator said no to exactly this call
+            claim = f"an operator denied this call (witness {hold.id}); it stays refused"
+            meta = {"witness_id": hold.id, "expires_unix": f"{hold.expires:.0f}"}
+            return Verdict.deny(Reason.TRUST_VIOLATION, "witness", claim=claim, meta=meta)
+        hidden = self._state.policy.redact_fields
+        self._evidence.put(gather(hold.id, call, verdict.claim, verdict.by, hidden))
         meta = {
             **verdict.meta,
             "witness_id": hold.id,
@@ -512,13 +526,18 @@ class Kernel:
     def witnesses(self) -> WitnessBook:
         return self._witness
 
+    def hold_evidence(self, hold_id: str) -> HoldEvidence | None:
+        """What this process saw when it opened ``hold_id`` (None: not opened here)."""
+        return self._evidence.get(hold_id)
+
     def approve_witness(self, hold_id: str, approver: str = "") -> Hold:
-        """An operator's yes for one held call (raises ``WitnessError`` with a stable code)."""
+        """An operator's yes for one held call (raises ``WitnessError`` with a stable code);
+        the journal row names ``approver``."""
         hold = self._witness.approve(hold_id, approver)
-        self._journal_event(JournalKind.WITNESS_APPROVE, hold)
+        self._journal_event(JournalKind.WITNESS_APPROVE, hold, approver)
         return hold
 
-    def revoke_witness(self, hold_id: str) -> dict[str, Any]:
+    def revoke_witness(self, hold_id: str, by: str = "") -> dict[str, Any]:
         """Retire a witness: cached answers admitted under it are evicted, clearances it gave
         are taken back, calls presenting it are refused, and the trust epoch moves on."""
         hold = self._witness.revoke(hold_id)
@@ -531,7 +550,7 @@ class Kernel:
             epoch = self._trust_epoch
         self._publish(trust=1)  # every worker's cached answers, not only this one's
         resealed = sum(1 for qid in sorted(cleared) if self._ledger.reseal(qid))
-        self._journal_event(JournalKind.WITNESS_REVOKE, hold)
+        self._journal_event(JournalKind.WITNESS_REVOKE, hold, by)
         return {
             "witness": hold_id,
             "evicted": evicted,
@@ -543,9 +562,10 @@ class Kernel:
     def trust_epoch(self) -> int:
         return self._trust_epoch
 
-    def _journal_event(self, kind: JournalKind, hold: Hold) -> None:
+    def _journal_event(self, kind: JournalKind, hold: Hold, operator: str = "") -> None:
         policy = self._state.policy.version
-        if not self._audit.witness(kind, hold.tool, hold.id, str(hold.state), hold.digest, policy):
+        state = str(hold.state)
+        if not self._audit.witness(kind, hold.tool, hold.id, state, hold.digest, policy, operator):
             msg = "the witness change could not be journaled; it stands, but is unaudited"
             raise WitnessError("journal_unavailable", msg)
 
@@ -557,6 +577,21 @@ class Kernel:
         if user:
             ctx.user(user)
         return ctx
+
+    @property
+    def annotates_answers(self) -> bool:
+        """True when the policy says ``"answer": "annotate"``: a door asks ``answer_note``."""
+        rung = self._state.policy.provenance
+        return rung is not None and rung.answer
+
+    def answer_note(self, text: str, context: Context | None) -> str:
+        """The ``[fak]`` lines a door appends to the model's ``text`` for the user: each name in
+        it that only an untrusted tool result of ``context`` gave, and which result; empty when
+        there is none or the policy does not annotate answers. Never refuses anything."""
+        rung = self._state.policy.provenance
+        if rung is None or not rung.answer or not text:
+            return ""
+        return answer_note(answer_sources(rung, context, text))
 
     def _unaudited(self) -> Verdict:
         """An admission nobody can audit is refused."""
@@ -657,19 +692,27 @@ class Kernel:
         match admission.verdict.kind:
             case VerdictKind.ALLOW:
                 self._count("admitted")
-                self._journal_result(JournalKind.ADMIT, result, admission)
+                if not self._journal_result(JournalKind.ADMIT, result, admission):
+                    return _unaudited(admission)
             case VerdictKind.TRANSFORM:
                 self._count("paged")
-                self._journal_result(JournalKind.PAGE_OUT, result, admission)
+                if not self._journal_result(JournalKind.PAGE_OUT, result, admission):
+                    return _unaudited(admission)
             case VerdictKind.DENY:
                 self._count("result_denies")
                 self._journal_result(JournalKind.RESULT_DENY, result, admission)
+                self._notes.append(note_of(result, admission))
             case _:
                 self._count("quarantined")
                 self._journal_result(JournalKind.QUARANTINE, result, admission)
                 for span in admission.spans:  # a span hold: one row per span, its own digest
                     self._audit.span(result, span.reason, span.digest)
+                self._notes.append(note_of(result, admission))
         return admission
+
+    def quarantine_notes(self) -> list[QuarantineNote]:
+        """The results this process held out most recently, oldest first (no held bytes)."""
+        return list(self._notes)
 
     def admit_value(
         self, tool: str, value: object, *, call_id: str = "", trace_id: str = ""
@@ -700,11 +743,30 @@ class Kernel:
             self._witness.note_cleared(witness, qid)
         self._count("cleared")
 
-    def page_in(self, qid_or_ref: str) -> bytes:
-        """The original bytes of a cleared or paged-out result, re-screened first."""
-        data = self._ledger.page_in(qid_or_ref)
+    def page_in(self, qid_or_ref: str, operator: str = "") -> bytes:
+        """The original bytes of a cleared or paged-out result, re-screened first. An
+        ``operator``'s page-in (the console's) is journaled as PAGE_IN, allowed or refused."""
+        try:
+            data = self._ledger.page_in(qid_or_ref)
+        except PageInRefused:
+            if operator:
+                self._audit.page_in(qid_or_ref, "REFUSED", "", operator)
+            raise
         self._count("paged_in")
+        if operator:
+            digest = hashlib.sha256(data).hexdigest()
+            self._audit.page_in(qid_or_ref, str(VerdictKind.ALLOW), digest, operator)
         return data
+
+
+def _unaudited(admission: Admission) -> Admission:
+    """A result the journal could not record does not enter the model's context: the audit
+    trail must know everything the model was shown (the stub carries no byte of it)."""
+    stub = orjson.dumps(
+        {"_withheld": True, "reason": "audit journal unavailable", "len": len(admission.payload)},
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return Admission(_UNAUDITED, stub, digest=admission.digest)
 
 
 def _witness_by(verdict: Verdict) -> str:

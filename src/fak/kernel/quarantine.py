@@ -6,7 +6,9 @@ the blob store behind a pointer stub, unless its door says the client cannot pag
 ``ToolResult.meta["pageout"] == "off"``) or QUARANTINE / DENY (bytes paged out and pinned, payload
 replaced by a stub naming a quarantine id). Held results are bounded by count and by total bytes
 (they are pinned, so the store's own byte bound cannot evict them) with FIFO eviction; an evicted
-id keeps its stub and can never be paged in again. Bytes come
+id keeps its stub and can never be paged in again, and its bytes are released from the store at
+once (``BlobStore.release``), so the held bound (``FAK_CTXMMU_MAX_HELD_BYTES``) bounds the
+memory held results take whatever the store's own bound. Bytes come
 back only through ``page_in``: a held id needs a witness ``clear`` first, and every page-in
 re-screens with the current chain. This module never logs, journals or returns held bytes
 except from an allowed ``page_in``; the kernel journals from the ``Admission`` (digests only).
@@ -403,15 +405,15 @@ class QuarantineLedger:
             qid, evicted = self._table.add(record, qid)
         except ConnectionError:  # fail closed: held out, and with no id it never comes back
             if pinned:
-                self._unpin(ref.digest)
+                self._release(ref.digest)
             qid, evicted = "", []
         with self._lock:
             self._counts["total"] += 1
             self._counts["denied" if verdict.kind == VerdictKind.DENY else "quarantined"] += 1
             self._counts["evicted"] += len(evicted)
-        for old in evicted:
-            if old.pinned:
-                self._unpin(old.digest)
+        for old in evicted:  # past the held bound: their bytes leave memory now, not at the
+            if old.pinned:  # blob store's own (much larger) bound
+                self._release(old.digest)
         detector = verdict.meta.get("detector", "")
         label = f"quarantine_id={qid}" if qid else LEDGER_DOWN
         claim = f"{verdict.by} {reason.name} {detector} {label}".replace("  ", " ")
@@ -438,11 +440,11 @@ class QuarantineLedger:
                 self._counts["inline_fallbacks"] += 1
             return Ref(digest=digest, length=len(data), kind=RefKind.INLINE, inline=data), False
 
-    def _unpin(self, digest: str) -> None:
+    def _release(self, digest: str) -> None:
         try:
-            self._store.unpin(digest)
+            self._store.release(digest)
         except Exception as exc:
-            _log.warning("unpin after eviction failed (%s)", type(exc))
+            _log.warning("release after eviction failed (%s)", type(exc))
 
     # -- clear / page-in --------------------------------------------------------------------
     def clear(self, qid: str) -> None:

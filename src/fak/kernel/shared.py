@@ -16,7 +16,8 @@ in), a ``clear`` raises, and a page-in is refused.
 Redis: a call held via one worker is approved via another and admitted once via any (the
 approval is spent by one script, so two workers racing on it admit exactly one call); expiry is
 judged by Redis's clock, the same for every worker; a revoked id is revoked everywhere, and the
-clearances given under it are recorded there too.
+clearances given under it are recorded there too. One client (the hold's owner) holds at most a
+quarter of the book across the whole fleet, as with the memory store.
 
 ``RedisEpochs`` holds the world version and the trust epoch every worker stamps its vDSO keys
 with, read before each cached answer; a bump anywhere makes every worker's older answers
@@ -47,7 +48,7 @@ from fak.kernel.held import (
     held_bounds,
 )
 from fak.kernel.vdso import EpochStamp
-from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessError
+from fak.kernel.witness import DEFAULT_TTL_S, OWNER_SHARE, Hold, HoldState, WitnessError
 
 __all__ = [
     "LEDGER_DOWN",
@@ -390,28 +391,38 @@ local function settle(pfx, id, t)
 end
 """
 
-# ARGV: prefix, tool, digest, claim, ttl, capacity, new id, retention -> {id} | {} (book full)
+# ARGV: prefix, tool, digest, claim, ttl, capacity, new id, retention, owner, owner cap
+# -> {id} | {} (the book, or the owner's share of it, is full of live holds)
 _W_HOLD: Final = (
     _W_NOW
     + """
 local pfx, tool, digest, claim = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, capacity, id, keep = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+local owner, owner_cap = ARGV[9], tonumber(ARGV[10])
 local t = now()
 local okey = pfx .. 'open:' .. digest .. ':' .. tool
 local open = redis.call('GET', okey)
 if open then
   local state = settle(pfx, open, t)
   if state == 'pending' or state == 'approved' then return {open} end
+  if state == 'revoked' and tonumber(redis.call('HGET', pfx .. 'h:' .. open, 'expires')) > t then
+    return {open}
+  end
 end
+local mine = pfx .. 'own:' .. owner
+redis.call('ZREMRANGEBYSCORE', mine, '-inf', t)
+if redis.call('ZCARD', mine) >= owner_cap then return {} end
 redis.call('ZREMRANGEBYSCORE', pfx .. 'live', '-inf', t)
 if redis.call('ZCARD', pfx .. 'live') >= capacity then return {} end
 local key = pfx .. 'h:' .. id
 redis.call('HSET', key, 'tool', tool, 'digest', digest, 'claim', claim, 'created', tostring(t),
-  'expires', tostring(t + ttl), 'state', 'pending', 'approver', '')
+  'expires', tostring(t + ttl), 'state', 'pending', 'approver', '', 'owner', owner)
 redis.call('EXPIRE', key, math.ceil(ttl + keep))
 redis.call('SET', okey, id, 'EX', math.ceil(ttl) + 1)
 redis.call('ZADD', pfx .. 'live', t + ttl, id)
 redis.call('ZADD', pfx .. 'all', t, id)
+redis.call('ZADD', mine, t + ttl, id)
+redis.call('EXPIRE', mine, math.ceil(ttl) + 1)
 return {id}
 """
 )
@@ -428,6 +439,7 @@ if settle(pfx, id, now()) ~= 'approved' then return false end
 redis.call('HSET', pfx .. 'h:' .. id, 'state', 'used')
 redis.call('DEL', okey)
 redis.call('ZREM', pfx .. 'live', id)
+redis.call('ZREM', pfx .. 'own:' .. (redis.call('HGET', pfx .. 'h:' .. id, 'owner') or ''), id)
 return id
 """
 )
@@ -457,11 +469,11 @@ local state = settle(pfx, id, now())
 if not state then return 'unknown' end
 local key = pfx .. 'h:' .. id
 if state ~= 'revoked' then
+  -- the open key stays (it expires with the hold): the same call is refused, not held again
   redis.call('HSET', key, 'state', 'revoked')
-  local h = redis.call('HMGET', key, 'tool', 'digest')
-  local okey = pfx .. 'open:' .. h[2] .. ':' .. h[1]
-  if redis.call('GET', okey) == id then redis.call('DEL', okey) end
+  local h = redis.call('HMGET', key, 'tool', 'digest', 'owner')
   redis.call('ZREM', pfx .. 'live', id)
+  redis.call('ZREM', pfx .. 'own:' .. (h[3] or ''), id)
 end
 return 'ok'
 """
@@ -478,6 +490,9 @@ return redis.call('HMGET', pfx .. 'h:' .. id, 'tool', 'digest', 'claim', 'create
 """
 )
 
+_OWNER_MAX: Final = 256
+"""An owner name is cut to this many characters for its key."""
+
 _RETENTION_S: Final = 86400.0
 """How long a settled hold stays readable after its expiry (revoked ids stay refused by the
 trust-epoch bump that revoked them; the record is for listing and audit)."""
@@ -491,7 +506,7 @@ class RedisWitnessStore:
     ``witness_store_unavailable`` (so the book counts a presented witness as revoked).
     """
 
-    __slots__ = ("_capacity", "_client", "_ids", "_prefix", "_scripts", "_ttl_s")
+    __slots__ = ("_capacity", "_client", "_ids", "_owner_cap", "_prefix", "_scripts", "_ttl_s")
 
     def __init__(
         self,
@@ -507,6 +522,7 @@ class RedisWitnessStore:
             raise ValueError(msg)
         self._ttl_s = float(ttl_s)
         self._capacity = capacity
+        self._owner_cap = max(1, capacity // OWNER_SHARE)  # one client: a quarter of the book
         self._ids = ids
         self._client = client
         self._prefix = prefix
@@ -576,8 +592,10 @@ class RedisWitnessStore:
 
     # -- the kernel's side ------------------------------------------------------------------
     def hold(self, tool: str, digest: str, claim: str, owner: str = "") -> Hold | None:
-        """As the memory store's, bounded by the book's capacity; the per-owner share is not
-        kept on Redis (a fleet-wide per-client count is future work)."""
+        """As the memory store's: bounded by the book's capacity and, fleet-wide, by the
+        owner's quarter of it (``<prefix>own:<owner>``, its live holds scored by expiry; a
+        hold spent or revoked leaves it at once, an expired one by score). O(log n) per hold,
+        full or not: never a scan of the book."""
         try:
             got = self._run(
                 "hold",
@@ -588,6 +606,8 @@ class RedisWitnessStore:
                 self._capacity,
                 self._ids(),
                 max(self._ttl_s, _RETENTION_S),
+                owner[:_OWNER_MAX],
+                self._owner_cap,
             )
             return self.get(got[0].decode()) if got else None
         except (RedisError, WitnessError) as exc:

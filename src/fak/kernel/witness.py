@@ -8,8 +8,10 @@ approves the id out of band (``fak witness approve``, ``POST /v1/fak/witness/{id
 expiry is admitted once and the approval is spent. A revoked approval never admits again.
 
 States: pending -> approved -> used; any of them -> revoked; pending/approved -> expired (by
-the clock). Ids are unguessable (``secrets``) and single-purpose. Thread-safe; bounded (the
-oldest settled entries go first, and a full book of live holds refuses a new one: fail closed).
+the clock). Revoking a pending or approved hold is a "no": until the hold would have expired,
+the same call (tool and digest) is refused, not held again. Ids are unguessable (``secrets``)
+and single-purpose. Thread-safe; bounded (the oldest settled entries go first, and a full book
+of live holds refuses a new one: fail closed).
 
 The ``WitnessBook`` keeps its holds in a ``WitnessStore``: this process's memory
 (``MemoryWitnessStore``, here) or Redis shared by every worker
@@ -108,7 +110,9 @@ class WitnessStore(Protocol):
 
     def hold(self, tool: str, digest: str, claim: str, owner: str = "") -> Hold | None:
         """The open hold for this call, else a new one; None when the book, or ``owner``'s
-        share of it (the calling client), is full of live holds."""
+        share of it (the calling client), is full of live holds. A hold revoked while live
+        (an operator's "no") is returned as it is, revoked, until its expiry: the kernel
+        refuses the call instead of asking again."""
         ...
 
     def consume(self, tool: str, digest: str) -> Hold | None: ...
@@ -276,6 +280,9 @@ class MemoryWitnessStore:
                 current = self._current(self._holds[open_id], now)
                 if current.state in _LIVE:
                     return current
+                if current.state is HoldState.REVOKED and now < current.expires:
+                    return current  # denied: the same call is refused until the hold's expiry
+                del self._open[(tool, digest)]
             mine = self._owners.get(owner)
             if mine is not None:
                 self._prune_owner(mine, now)
@@ -316,7 +323,9 @@ class MemoryWitnessStore:
         return False
 
     def _forget(self, hold_id: str) -> None:
-        del self._holds[hold_id]
+        hold = self._holds.pop(hold_id)
+        if self._open.get((hold.tool, hold.digest)) == hold_id:
+            del self._open[(hold.tool, hold.digest)]
         owner = self._owner_of.pop(hold_id, None)
         mine = self._owners.get(owner) if owner is not None else None
         if mine is not None:
@@ -371,8 +380,8 @@ class MemoryWitnessStore:
                 return hold
             revoked = replace(hold, state=HoldState.REVOKED)
             self._holds[hold_id] = revoked
-            if self._open.get((hold.tool, hold.digest)) == hold_id:
-                del self._open[(hold.tool, hold.digest)]
+            # a live hold revoked is a "no": its (tool, digest) stays bound to it, so the same
+            # call is refused until the hold would have expired (``hold`` returns it revoked)
             self._settled.append(hold_id)
             return revoked
 

@@ -5,6 +5,7 @@ then decide calls with ``CompiledFloor(policy).decide(call)`` or fold any ``Chai
 Imports only ``fak.abi`` and third-party validation/regex libraries; no I/O on the decide path.
 """
 
+from fak.policy.answer import Named, answer_note, answer_sources
 from fak.policy.args import args_digest, canonical_args, decode_args
 from fak.policy.compiled import CompiledFloor, default_chain
 from fak.policy.fold import Chain, Rung, RungTrace, fold
@@ -39,6 +40,7 @@ __all__ = [
     "GrammarRung",
     "Manifest",
     "Monitor",
+    "Named",
     "Param",
     "Policy",
     "PolicyError",
@@ -48,6 +50,8 @@ __all__ = [
     "Rung",
     "RungTrace",
     "Schema",
+    "answer_note",
+    "answer_sources",
     "args_digest",
     "canonical_args",
     "decode_args",

@@ -7,6 +7,7 @@ places where the value's characters recur:
 
 - ``host`` / ``email`` / ``number``: the normal forms of every host-shaped token, every
   ``local@host`` and every number written in the text, in hash maps: a probe costs the value;
+- ``date``: every date and time written in the text (``fak.policy.dates``), likewise;
 - ``iban``: the alphanumeric runs joined, keyed per value length by the substrings that cover
   whole runs (``DE89 3704 …`` holds ``DE893704…``, not ``E893``): a probe costs the value;
 - ``text``: the normalised text with its word boundaries marked, so a value marked the same
@@ -27,6 +28,7 @@ from itertools import accumulate, repeat
 from operator import add, sub
 from typing import Final, TypeVar
 
+from fak.policy.dates import date_keys
 from fak.policy.hosts import normal_host, public_suffix
 
 __all__ = ["MARK", "SEP", "Segments", "TextIndex", "email_key", "normal_text"]
@@ -208,7 +210,7 @@ class TextIndex:
     """One origin class's pieces, in order; ``first`` answers the index of the first piece that
     holds a value in normal form, or None. Structures are built per kind on first use."""
 
-    __slots__ = ("_emails", "_hosts", "_numbers", "_runs", "_texts", "_words", "size")
+    __slots__ = ("_dates", "_emails", "_hosts", "_numbers", "_runs", "_texts", "_words", "size")
 
     def __init__(self, texts: Sequence[str]) -> None:
         self._texts = tuple(texts)
@@ -218,6 +220,7 @@ class TextIndex:
         self._hosts: dict[str, int] | None = None
         self._emails: dict[str, int] | None = None
         self._numbers: dict[Decimal, int] | None = None
+        self._dates: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -252,6 +255,12 @@ class TextIndex:
         if self._emails is None:
             self._emails = _first_piece(self._texts, _emails)
         return self._emails.get(key)
+
+    def date(self, key: str) -> int | None:
+        """``key`` as ``fak.policy.dates`` writes it (a date or a time)."""
+        if self._dates is None:
+            self._dates = _first_piece(self._texts, date_keys)
+        return self._dates.get(key)
 
     def number(self, value: Decimal) -> int | None:
         if self._numbers is None:

@@ -25,8 +25,10 @@ from fak.policy.regex import compile_re2
 
 _HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _EMAIL_LOCAL = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~.-]+")
-_RESULT_PATH = re.compile(r"(\[\]|[^.\[\]\s]+(\[\])?)(\.[^.\[\]\s]+(\[\])?)*")
 _ARG_PATH = re.compile(r"[^.\[\]\s]+(\[\])?(\.[^.\[\]\s]+(\[\])?)*")
+# a sink path may end in ``{}``: every key of that object (``shared_with{}``)
+_SINK_PATH = re.compile(r"[^.\[\]{}\s]+(\[\])?(\.[^.\[\]{}\s]+(\[\])?)*(\{\})?")
+_RESULT_KEYS = re.compile(r"(\[\]|[^.\[\]{}\s]+(\[\])?)(\.[^.\[\]{}\s]+(\[\])?)*(\{\})?")
 
 
 def _check_arg_path(value: str) -> str:
@@ -36,6 +38,30 @@ def _check_arg_path(value: str) -> str:
             "list, and a.b / a[].b for nested fields"
         )
         raise ValueError(msg)
+    return value
+
+
+def _check_domains(value: tuple[str, ...]) -> tuple[str, ...]:
+    """Each entry a host name under a registrable domain (``acme.com``, ``mail.acme.co.uk``),
+    never a public suffix (``com``, ``co.uk``, ``github.io``: that would pin every site). A name
+    whose TLD the Public Suffix List does not know (``corp.internal``) needs two labels."""
+    from fak.policy.hosts import normal_host, public_suffix, registrable_domain
+
+    for entry in value:
+        host = normal_host(entry)
+        if host is None or ":" in host or host.replace(".", "").isdigit():
+            ok = False
+        elif public_suffix(host) is not None:
+            ok = registrable_domain(host) is not None
+        else:
+            ok = "." in host
+        if not ok:
+            msg = (
+                f"pinned_domains entry {entry!r} is not a domain under a registrable name "
+                "(acme.com or mail.acme.co.uk; a public suffix such as com, co.uk or github.io, "
+                "an IP address or a URL is not one)"
+            )
+            raise ValueError(msg)
     return value
 
 
@@ -265,7 +291,10 @@ class ArgRule(_Strict):
         return self
 
 
-SinkKind = Literal["text", "email", "url", "host", "iban", "number", "urls"]
+SinkKind = Literal[
+    "text", "email", "url", "host", "iban", "number", "urls", "date", "datetime", "composed"
+]
+_HOST_KINDS: Final = ("email", "url", "host", "urls", "composed")
 
 
 class SinkRule(_Strict):
@@ -276,7 +305,9 @@ class SinkRule(_Strict):
     witness with ``untrusted: witness``; a value found nowhere follows ``unknown``, and so does
     an argument that is absent or null, unless the rule is ``optional`` (then an absent or null
     argument has nothing to check; a present one is judged as always). ``kind`` says how values
-    are compared (``urls``: every link or domain written inside a free-text value)."""
+    are compared (``urls``: every link or domain written inside a free-text value; ``date`` /
+    ``datetime``: the date (and time) however written; ``composed``: every value a text the
+    model wrote carries — tool-result leaves, addresses, links, dates)."""
 
     tool: str
     arg: str
@@ -286,6 +317,31 @@ class SinkRule(_Strict):
     untrusted: Literal["deny", "witness"] = "deny"
     optional: bool | None = None
     reason: str | None = None
+    pinned_domains: tuple[str, ...] | None = None
+    """Domains this sink takes as the user's own (host, address or link under one of them)."""
+    secret: Literal["deny", "witness", "allow"] | None = None
+    """A value carrying a confidentiality source's value: refused SECRET_EXFIL (unset: deny),
+    held for a witness, or let through (a sink meant to receive them)."""
+
+    @field_validator("pinned_domains")
+    @classmethod
+    def _domains(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            msg = "pinned_domains must name at least one domain (omit it for none)"
+            raise ValueError(msg)
+        return _check_domains(value)
+
+    @model_validator(mode="after")
+    def _domains_need_hosts(self) -> SinkRule:
+        if self.pinned_domains is not None and self.kind not in _HOST_KINDS:
+            msg = (
+                f"sink {self.tool}.{self.arg}: pinned_domains needs a kind with a host "
+                f"({', '.join(_HOST_KINDS)}), not {self.kind!r}"
+            )
+            raise ValueError(msg)
+        return self
 
     @field_validator("optional")
     @classmethod
@@ -303,7 +359,13 @@ class SinkRule(_Strict):
     @field_validator("arg")
     @classmethod
     def _arg(cls, value: str) -> str:
-        return _check_arg_path(value)
+        if not _SINK_PATH.fullmatch(value):
+            msg = (
+                f"arg {value!r} is not a name or a path: use name, name[] for each element of a "
+                "list, a.b / a[].b for nested fields, and name{} (last) for every key of an object"
+            )
+            raise ValueError(msg)
+        return value
 
     @field_validator("reason")
     @classmethod
@@ -313,7 +375,8 @@ class SinkRule(_Strict):
 
 class TrustedSource(_Strict):
     """A tool whose results the operator vouches for: all of it, or only the values at
-    ``fields`` (paths into its JSON result, e.g. ``[].recipient``)."""
+    ``fields`` (paths into its JSON result, e.g. ``[].recipient``). As a ``secret_sources``
+    entry: a tool whose values (all its leaves, or those at ``fields``) must reach no sink."""
 
     tool: str
     fields: tuple[str, ...] | None = None
@@ -327,8 +390,11 @@ class TrustedSource(_Strict):
             msg = "fields must name at least one path (omit it to trust the whole result)"
             raise ValueError(msg)
         for path in value:
-            if not _RESULT_PATH.fullmatch(path):
-                msg = f"field path {path!r} is not a path such as name, a.b, [].name or a[].b"
+            if not _RESULT_KEYS.fullmatch(path):
+                msg = (
+                    f"field path {path!r} is not a path such as name, a.b, [].name, a[].b or "
+                    "a{} (every key of an object)"
+                )
                 raise ValueError(msg)
         return value
 
@@ -423,8 +489,16 @@ class Manifest(_Strict):
     arg_rules: tuple[ArgRule, ...] = ()
     sinks: tuple[SinkRule, ...] = ()
     trusted_sources: tuple[TrustedSource, ...] = ()
+    secret_sources: tuple[TrustedSource, ...] = ()
+    """Confidentiality sources: tools (or fields of their JSON results) whose values are
+    secret; a sink value carrying one is refused SECRET_EXFIL (per sink: ``secret``)."""
+    secret_scope: Literal["sinks", "all"] | None = None
+    """Where secrets are looked for: at sinks (unset), or in every argument of every call."""
     pinned: tuple[str, ...] = ()
     """Values the operator vouches for as if the user had typed them (an own IBAN, a domain)."""
+    pinned_domains: tuple[str, ...] = ()
+    """Domains the operator vouches for (the user's organisation): for ``email``, ``url``,
+    ``host`` and ``urls`` sinks, a host under one of them counts as the user's own."""
     witness: tuple[str, ...] = ()
     """Tools every call of which waits for a witness (money-moving, irreversible), if allowed."""
     after_untrusted: dict[str, Literal["deny", "witness"]] = {}
@@ -432,6 +506,9 @@ class Manifest(_Strict):
     root: str | None = None
     """The project directory path arguments are resolved against (absolute). Unset: the
     directory the policy was loaded from a process started in (``fak serve``, ``fak hook``)."""
+    answer: Literal["annotate"] | None = None
+    """``annotate``: the door appends a ``[fak]`` line for each name in the model's text that
+    only an untrusted tool result gave (``fak.policy.answer``). Unset: the answer is not read."""
     screen: ScreenSection | None = None
     """Result-screen settings (detectors, injection threshold, span or whole quarantine) by
     default and per tool / tool prefix. Unset: the built-in defaults."""
@@ -443,6 +520,11 @@ class Manifest(_Strict):
             msg = f"root must be an absolute path (got {value!r})"
             raise ValueError(msg)
         return value
+
+    @field_validator("pinned_domains")
+    @classmethod
+    def _pinned_domains(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_domains(value)
 
     @field_validator("version")
     @classmethod
@@ -510,12 +592,22 @@ class Manifest(_Strict):
             out["trusted_sources"] = [
                 src.model_dump(exclude_none=True) for src in self.trusted_sources
             ]
+        if self.secret_sources:
+            out["secret_sources"] = [
+                src.model_dump(exclude_none=True) for src in self.secret_sources
+            ]
+        if self.secret_scope is not None:
+            out["secret_scope"] = self.secret_scope
         if self.pinned:
             out["pinned"] = list(self.pinned)
+        if self.pinned_domains:
+            out["pinned_domains"] = list(self.pinned_domains)
         if self.after_untrusted:
             out["after_untrusted"] = dict(self.after_untrusted)
         if self.witness:
             out["witness"] = list(self.witness)
+        if self.answer is not None:
+            out["answer"] = self.answer
         if self.screen is not None:  # likewise
             out["screen"] = self.screen.model_dump(exclude_none=True)
         return out
@@ -526,6 +618,7 @@ _KNOWN_FIELDS: Final = {
     ("arg_rules",): tuple(ArgRule.model_fields),
     ("sinks",): tuple(SinkRule.model_fields),
     ("trusted_sources",): tuple(TrustedSource.model_fields),
+    ("secret_sources",): tuple(TrustedSource.model_fields),
     ("screen",): tuple(ScreenSection.model_fields),
     ("screen", "rules"): tuple(ScreenRule.model_fields),
 }

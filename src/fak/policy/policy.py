@@ -29,7 +29,7 @@ from fak.policy.manifest import (
     manifest_hash,
 )
 from fak.policy.names import match_key, normal_name
-from fak.policy.provenance import CompiledSink, ProvenanceRung
+from fak.policy.provenance import CompiledSink, ProvenanceRung, normal_domains
 
 __all__ = ["Policy", "default_manifest"]
 
@@ -48,17 +48,29 @@ def default_manifest() -> Manifest:
 
 def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
     """The sink rung of this manifest, or None when it names no sinks."""
-    if not manifest.sinks and not manifest.after_untrusted and not manifest.witness:
+    everywhere = manifest.secret_scope == "all" and bool(manifest.secret_sources)
+    if (
+        not (manifest.sinks or manifest.after_untrusted or manifest.witness or manifest.answer)
+        and not everywhere
+    ):
         return None
     sinks: dict[str, list[CompiledSink]] = {}
+    domains = normal_domains(manifest.pinned_domains)
     for rule in manifest.sinks:
-        sinks.setdefault(match_key(rule.tool), []).append(CompiledSink.compile(rule))
+        sinks.setdefault(match_key(rule.tool), []).append(CompiledSink.compile(rule, domains))
     whole = frozenset(match_key(s.tool) for s in manifest.trusted_sources if s.fields is None)
     fields: dict[str, tuple[str, ...]] = {}
     for source in manifest.trusted_sources:
         if source.fields is not None:
             key = match_key(source.tool)
             fields[key] = (*fields.get(key, ()), *source.fields)
+    secret: dict[str, tuple[str, ...]] = {}  # () labels the whole result
+    for source in manifest.secret_sources:
+        key = match_key(source.tool)
+        if source.fields is None or secret.get(key) == ():
+            secret[key] = ()
+        else:
+            secret[key] = (*secret.get(key, ()), *source.fields)
     return ProvenanceRung(
         sinks=MappingProxyType({k: tuple(v) for k, v in sinks.items()}),
         after_untrusted=MappingProxyType(
@@ -68,6 +80,11 @@ def _provenance_rung(manifest: Manifest) -> ProvenanceRung | None:
         always_witness=frozenset(match_key(tool) for tool in manifest.witness),
         trusted_tools=whole,
         trusted_fields=MappingProxyType(fields),
+        secret_sources=MappingProxyType(secret),
+        composed=manifest.answer is not None
+        or any(rule.kind == "composed" for rule in manifest.sinks),
+        answer=manifest.answer is not None,
+        secret_everywhere=everywhere,
     )
 
 

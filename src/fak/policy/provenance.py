@@ -38,7 +38,7 @@ import re
 import threading
 import unicodedata
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
@@ -47,7 +47,9 @@ import orjson
 
 from fak.abi import Context, Piece, PieceKind, Reason, ToolCall, Verdict
 from fak.policy.argrules import arg_key, parse_arg_path, scalar_text
-from fak.policy.hosts import email_address, links, url_host
+from fak.policy.dates import dates_written, value_groups
+from fak.policy.hosts import email_address, links, normal_host, url_host
+from fak.policy.labels import ValueTable, leaves, parsed
 from fak.policy.lookup import MARK, SEP, Segments, TextIndex, email_key, normal_text
 from fak.policy.manifest import SinkRule
 from fak.policy.names import match_key
@@ -95,6 +97,9 @@ def _needle(kind: str, value: str) -> _Needle | None:
         except InvalidOperation:
             return None
         return _Needle("number", abs(number)) if number.is_finite() else None
+    if kind in ("date", "datetime"):
+        groups = value_groups(value, with_time=kind == "datetime")
+        return None if groups is None else _Needle("date", groups)
     text = normal_text(value)
     return _Needle("text", text) if text and SEP not in text and MARK not in text else None
 
@@ -110,6 +115,9 @@ def _first(index: TextIndex, *, needle: _Needle) -> int | None:
             return index.host(needle.value)
         case "email":
             return index.email(needle.value)
+        case "date":  # one group of alternative keys
+            found = [at for key in needle.value if (at := index.date(key)) is not None]
+            return min(found) if found else None
         case _:
             return index.text(needle.value)
 
@@ -126,6 +134,7 @@ class Origin(tuple[str, str, str]):
 
 _USER = Origin(("user", "", ""))
 _NOWHERE = Origin(("nowhere", "", ""))
+_RANK: Final = {"user": 0, "trusted": 1, "untrusted": 2, "nowhere": 3}
 
 
 def _name(tool: str, call_id: str) -> str:
@@ -133,9 +142,11 @@ def _name(tool: str, call_id: str) -> str:
 
 
 def _field_values(doc: Any, path: str) -> list[Any]:
-    """Values at a result path: ``[]`` walks a list, ``name`` a field, ``name[]`` both."""
+    """Values at a result path: ``[]`` walks a list, ``name`` a field, ``name[]`` both, and a
+    last ``name{}`` (or ``{}``) gives every key of an object."""
+    keys = path.endswith("{}")
     nodes = [doc]
-    for part in path.split("."):
+    for part in path.removesuffix("{}").split("."):
         name, each = part.removesuffix("[]"), part.endswith("[]")
         step: list[Any] = []
         for node in nodes:
@@ -149,7 +160,20 @@ def _field_values(doc: Any, path: str) -> list[Any]:
             else:
                 step.append(node)
         nodes = step
+    if keys:
+        return [key for node in nodes if isinstance(node, Mapping) for key in node]
     return nodes
+
+
+def _labelled(text: str, fields: tuple[str, ...]) -> list[str]:
+    """The values of a confidentiality source's result: at ``fields`` of its JSON, or every
+    leaf when it names none; a result that is not JSON is labelled line by line."""
+    doc = parsed(text)
+    if doc is None:
+        return [] if fields else [line.strip() for line in text.splitlines() if line.strip()]
+    if not fields:
+        return list(leaves(doc))
+    return [v for path in fields for v in _scalars(_field_values(doc, path))]
 
 
 def _scalars(values: Iterable[Any]) -> Iterable[str]:
@@ -165,9 +189,13 @@ class ProvenanceIndex:
 
     __slots__ = (
         "_fields",
+        "_secret_sources",
         "_tools",
+        "_want_leaves",
         "has_untrusted",
+        "leaves",
         "pieces",
+        "secrets",
         "trusted",
         "trusted_names",
         "untrusted",
@@ -182,9 +210,15 @@ class ProvenanceIndex:
         pinned: Iterable[str] = (),
         trusted_tools: frozenset[str] = frozenset(),
         trusted_fields: Mapping[str, tuple[str, ...]] | None = None,
+        secret_sources: Mapping[str, tuple[str, ...]] | None = None,
+        want_leaves: bool = False,
     ) -> None:
         self._tools = trusted_tools
+        self._want_leaves = want_leaves
+        self.leaves = ValueTable()  # every leaf of a JSON result, when composed text is judged
         self._fields: Mapping[str, tuple[str, ...]] = trusted_fields or {}
+        self._secret_sources: Mapping[str, tuple[str, ...]] = secret_sources or {}
+        self.secrets = ValueTable()
         self.pieces = 0
         self.user = Segments.of(list(pinned))
         self.trusted = Segments()
@@ -208,11 +242,20 @@ class ProvenanceIndex:
         untrusted: list[str] = []
         trusted_names: list[tuple[str, str]] = []
         untrusted_names: list[tuple[str, str]] = []
+        secret: list[tuple[str, str, list[str]]] = []
+        found: list[tuple[str, str, list[str]]] = []
         for piece in pieces:
             if piece.kind is PieceKind.USER:
                 user.append(piece.text)
                 continue
+            if self._want_leaves:
+                doc = parsed(piece.text)
+                if doc is not None and not isinstance(doc, str):
+                    found.append((piece.tool, piece.call_id, list(leaves(doc))))
             key = match_key(piece.tool)
+            labelled = self._secret_sources.get(key)
+            if labelled is not None:
+                secret.append((piece.tool, piece.call_id, _labelled(piece.text, labelled)))
             if key in self._tools:
                 trusted.append(piece.text)
                 trusted_names.append((piece.tool, piece.call_id))
@@ -236,17 +279,45 @@ class ProvenanceIndex:
         self.trusted_names += tuple(trusted_names)
         self.untrusted_names += tuple(untrusted_names)
         self.has_untrusted = self.has_untrusted or bool(untrusted)
+        if secret:
+            self.secrets = self.secrets.extended(secret)
+        if found:
+            self.leaves = self.leaves.extended(found)
+
+    def user_wrote(self, key: str) -> bool:
+        """True when the user's text (or ``pinned``) holds ``key`` (a ``run_key``) on whole
+        runs: a value the user gave is theirs to send, whatever a tool labels it."""
+        return self.user.first(functools.partial(_first, needle=_Needle("iban", key))) is not None
 
     def held_names(self) -> list[str]:
         """``tool#call`` of every untrusted result, sorted (for the after_untrusted claim)."""
         return sorted({_name(tool, cid) for tool, cid in self.untrusted_names})
 
-    def origin(self, kind: str, value: str) -> Origin | None:
-        """Where ``value`` (compared as ``kind``) came from; None if it has no such form."""
+    def origin(self, kind: str, value: str, domains: frozenset[str] = frozenset()) -> Origin | None:
+        """Where ``value`` (compared as ``kind``) came from; None if it has no such form. A host
+        (of a URL or an address) under one of ``domains`` is the user's own."""
         needle = _needle(kind, value)
         if needle is None:
             return None
-        ask = functools.partial(_first, needle=needle)
+        if domains and needle.kind in ("host", "email"):
+            host = needle.value if needle.kind == "host" else needle.value.rpartition("@")[2]
+            if under(host, domains):
+                return _USER
+        if needle.kind == "date":
+            return self.dated(needle.value)
+        return self._where(functools.partial(_first, needle=needle))
+
+    def dated(self, groups: tuple[tuple[str, ...], ...]) -> Origin:
+        """The origin of a date (and time) as ``fak.policy.dates`` groups it: each group must
+        be found; the worst group's origin is the value's."""
+        worst = _USER
+        for group in groups:
+            got = self._where(functools.partial(_first, needle=_Needle("date", group)))
+            if _RANK[got.source] > _RANK[worst.source]:
+                worst = got
+        return worst
+
+    def _where(self, ask: Callable[[TextIndex], int | None]) -> Origin:
         if self.user.first(ask) is not None:
             return _USER
         for source, index, names in (
@@ -257,6 +328,39 @@ class ProvenanceIndex:
             if at is not None:
                 return Origin((source, *names[at]))
         return _NOWHERE
+
+    def leaf_origin(self, written: str, source: str) -> Origin:
+        """Where a tool-result leaf a composed text carries came from: the best origin it has
+        as text, a date, an address or a number; at worst the result it was read from."""
+        best: Origin | None = None
+        digits = _DIGIT.search(written) is not None
+        for kind, may in (
+            ("text", True),
+            ("date", digits),
+            ("email", "@" in written),
+            ("number", digits),
+        ):
+            got = self.origin(kind, written) if may else None
+            if got is not None and (best is None or _RANK[got.source] < _RANK[best.source]):
+                best = got
+                if best.source == "user":
+                    break
+        if best is None or best.source == "nowhere":
+            tool, _, call_id = source.partition("#")
+            return Origin(("untrusted", tool, call_id))
+        return best
+
+
+def under(host: str, domains: frozenset[str]) -> bool:
+    """True when ``host`` is one of ``domains`` or a name below one (on label boundaries)."""
+    if host in domains:
+        return True
+    at = host.find(".")
+    while at >= 0:
+        if host[at + 1 :] in domains:
+            return True
+        at = host.find(".", at + 1)
+    return False
 
 
 class _Gap:
@@ -272,11 +376,15 @@ _ABSENT: Final = _Gap("is missing")  # absent or null (nothing to check if the r
 _NOT_AN_OBJECT: Final = _Gap("has no readable form")  # the path runs through a non-object
 
 
-def sink_values(args: Mapping[str, Any], path: tuple[tuple[str, bool], ...]) -> list[Any]:
+def sink_values(
+    args: Mapping[str, Any], path: tuple[tuple[str, bool], ...], keys: bool = False
+) -> list[Any]:
     """Every value a sink path reaches, under every key that is a case- or separator-variant of
     the name (``{"Recipient": …}`` is the ``recipient`` argument); an absent or null argument is
     ``_ABSENT``, a place on the path that is not an object ``_NOT_AN_OBJECT``. A path through a
-    list reaches each element (nothing in an empty list); a non-list there is one element."""
+    list reaches each element (nothing in an empty list); a non-list there is one element. With
+    ``keys`` (a path ending ``{}``) the values are every key of each object reached (nothing in
+    an empty object); anything but an object there has no readable form."""
     current: list[Any] = [args]
     for name, each in path:
         reached: list[Any] = []
@@ -295,7 +403,20 @@ def sink_values(args: Mapping[str, Any], path: tuple[tuple[str, bool], ...]) -> 
                 else:
                     reached.append(value)
         current = reached
-    return current
+    if not keys:
+        return current
+    out: list[Any] = []
+    for node in current:
+        if isinstance(node, Mapping):
+            out.extend(str(key) for key in node)
+        else:
+            out.append(node if isinstance(node, _Gap) else _NOT_AN_OBJECT)
+    return out
+
+
+def normal_domains(domains: Iterable[str]) -> frozenset[str]:
+    """The manifest's domains in host normal form (the loader has checked each has one)."""
+    return frozenset(host for host in map(normal_host, domains) if host is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,16 +424,31 @@ class CompiledSink:
     rule: SinkRule
     path: tuple[tuple[str, bool], ...]  # names as ``arg_key`` folds them
     reason: Reason = Reason.TRUST_VIOLATION
+    keys: bool = False  # the path ends ``{}``: every key of the object there
+    domains: frozenset[str] = frozenset()  # hosts under these are the user's own
 
     @classmethod
-    def compile(cls, rule: SinkRule) -> CompiledSink:
+    def compile(cls, rule: SinkRule, domains: frozenset[str] = frozenset()) -> CompiledSink:
+        """``domains``: the manifest's ``pinned_domains`` (normal form), for host kinds."""
         reason = Reason[rule.reason] if rule.reason else Reason.TRUST_VIOLATION
-        path = tuple((arg_key(name), each) for name, each in parse_arg_path(rule.arg))
-        return cls(rule, path, reason)
+        keys = rule.arg.endswith("{}")
+        parsed = parse_arg_path(rule.arg.removesuffix("{}"))
+        path = tuple((arg_key(name), each) for name, each in parsed)
+        if rule.kind in ("email", "url", "host", "urls"):
+            domains = domains | normal_domains(rule.pinned_domains or ())
+        else:
+            domains = frozenset()
+        return cls(rule, path, reason, keys, domains)
 
     @property
     def label(self) -> str:
         return f"{self.rule.tool}.{self.rule.arg}"
+
+    @property
+    def judges_origin(self) -> bool:
+        """False for a rule every origin satisfies (``needs: any``, ``unknown: allow``): such a
+        sink only screens for secrets, and its values are never looked up."""
+        return not (self.rule.needs == "any" and self.rule.unknown == "allow")
 
 
 _ACCEPTS: Final = {
@@ -334,6 +470,10 @@ class ProvenanceRung:
     always_witness: frozenset[str] = frozenset()
     trusted_tools: frozenset[str] = frozenset()
     trusted_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    secret_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    composed: bool = False  # a sink judges composed text: index every JSON result's leaves
+    answer: bool = False  # the manifest's "answer": "annotate" (fak.policy.answer reads it)
+    secret_everywhere: bool = False  # "secret_scope": "all": every argument of every call
     name: str = _BY
     rank: int = 110
     _cache: weakref.WeakKeyDictionary[Context, tuple[int, ProvenanceIndex]] = field(
@@ -342,6 +482,8 @@ class ProvenanceRung:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def guards(self, tool: str) -> bool:
+        if self.secret_everywhere:
+            return True
         key = match_key(tool)
         return key in self.sinks or key in self.after_untrusted or key in self.always_witness
 
@@ -369,6 +511,8 @@ class ProvenanceRung:
             pinned=self.pinned,
             trusted_tools=self.trusted_tools,
             trusted_fields=self.trusted_fields,
+            secret_sources=self.secret_sources,
+            want_leaves=self.composed,
         )
 
     def decide(self, call: ToolCall, args: Mapping[str, Any] | None) -> Verdict:
@@ -377,9 +521,11 @@ class ProvenanceRung:
         mode = self.after_untrusted.get(key)
         if key in self.always_witness:
             return Verdict.require_witness(f"witness {call.tool}: every call is held", _BY)
-        if (not sinks and mode is None) or args is None:
+        if (not sinks and mode is None and not self.secret_everywhere) or args is None:
             return Verdict.defer(_BY)
         if call.context is None:  # a door that passed no run context: judged as the worst case
+            if not sinks and mode is None:
+                return Verdict.defer(_BY)  # no run, no secret read in it
             return self._without_context(call.tool, sinks, mode, args)
         index = self.index(call.context)
         if mode is not None and index.has_untrusted:
@@ -389,18 +535,39 @@ class ProvenanceRung:
             if mode == "witness":
                 return Verdict.require_witness(claim, _BY)
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
+        if self.secret_everywhere and index.secrets:
+            leaked = _secret_anywhere(call.tool, args, sinks, index)
+            if leaked is not None:
+                return leaked
+        if not sinks and mode is None:
+            return Verdict.defer(_BY)
         held: Verdict | None = None
         for sink in sinks:
-            for text, kind in _probes(sink_values(args, sink.path), sink.rule.kind):
+            values = sink_values(args, sink.path, sink.keys)
+            if index.secrets and sink.rule.secret != "allow":
+                verdict = _secret(sink, values, index)
+                if verdict is not None and verdict.kind.value == "DENY":
+                    return verdict
+                held = held or verdict
+            if not sink.judges_origin:
+                continue
+            if sink.rule.kind == "composed":
+                verdict = _composed(sink, values, index)
+                if verdict is not None and verdict.kind.value == "DENY":
+                    return verdict
+                held = held or verdict
+                continue
+            for text, kind in _probes(values, sink.rule.kind):
                 if text is _ABSENT and sink.rule.optional:
                     continue
                 if isinstance(text, _Gap):
-                    verdict = self._judge(sink, None, text.what)
+                    verdict = self.judge(sink, None, text.what)
                 elif text is None:
-                    verdict = self._judge(sink, None, "has no readable form")
+                    verdict = self.judge(sink, None, "has no readable form")
                 else:
                     assert isinstance(text, str)
-                    verdict = self._judge(sink, index.origin(kind, text), "has no readable form")
+                    origin = index.origin(kind, text, sink.domains)
+                    verdict = self.judge(sink, origin, "has no readable form")
                 if verdict is None:
                     continue
                 if verdict.kind.value == "DENY":
@@ -422,7 +589,7 @@ class ProvenanceRung:
             return Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=claim)
         held: Verdict | None = None
         for sink in sinks:
-            probes = list(_probes(sink_values(args, sink.path), sink.rule.kind))
+            probes = list(_probes(sink_values(args, sink.path, sink.keys), sink.rule.kind))
             if sink.rule.optional and all(text is _ABSENT for text, _ in probes):
                 continue  # an optional argument left out: nothing to judge
             if sink.rule.untrusted != "witness":
@@ -431,7 +598,7 @@ class ProvenanceRung:
         return held if held is not None else Verdict.allow(_BY)
 
     @staticmethod
-    def _judge(sink: CompiledSink, origin: Origin | None, unread: str) -> Verdict | None:
+    def judge(sink: CompiledSink, origin: Origin | None, unread: str) -> Verdict | None:
         """None when the value may pass; else the refusal or the witness request."""
         rule = sink.rule
         if origin is not None and origin.source in _ACCEPTS[rule.needs]:
@@ -451,6 +618,89 @@ class ProvenanceRung:
         if rule.untrusted == "witness":
             return Verdict.require_witness(claim, _BY)
         return Verdict.deny(sink.reason, _BY, claim=claim)
+
+
+def _composed(sink: CompiledSink, values: list[Any], index: ProvenanceIndex) -> Verdict | None:
+    """Judge a text the model composed by the values it carries, each as the rule needs: every
+    tool-result leaf it holds on whole runs (``Booking hotel {name}``), every address, link and
+    date written in it. The model's own words around them are not judged."""
+    held: Verdict | None = None
+    for value in values:
+        if isinstance(value, _Gap):
+            if value is _ABSENT and sink.rule.optional:
+                continue
+            verdicts: Iterable[Verdict | None] = (ProvenanceRung.judge(sink, None, value.what),)
+        else:
+            scalar = scalar_text(value)
+            texts = (scalar,) if scalar is not None else tuple(_strings(value))
+            verdicts = (
+                ProvenanceRung.judge(sink, origin, "has no readable form")
+                for text in texts
+                for origin in _carried(text, index, sink.domains)
+            )
+        for verdict in verdicts:
+            if verdict is not None and verdict.kind.value == "DENY":
+                return verdict
+            held = held or verdict
+    return held
+
+
+def _carried(text: str, index: ProvenanceIndex, domains: frozenset[str]) -> Iterator[Origin | None]:
+    """The origin of each value a composed text carries (None: one that does not parse)."""
+    for _, written, source in index.leaves.within(text):
+        yield index.leaf_origin(written, source)
+    if "@" in text:
+        for word in text.split():
+            if "@" in word:
+                yield index.origin("email", word.strip(_WORD_EDGE), domains)
+    if _LINKISH.search(text) is not None:  # a link has a dot (any of the four) or a scheme
+        for link in links(text):  # an address's host too: it must come from where it did
+            yield index.origin("url", link, domains)
+    for groups in dates_written(text):
+        yield index.dated(groups)
+
+
+_DIGIT: Final = re.compile(r"\d")
+_LINKISH: Final = re.compile("[.\u3002\uff0e\uff61]|://")
+_WORD_EDGE: Final = "\"'()[]<>{},;:!?."
+
+
+def _secret_anywhere(
+    tool: str, args: Mapping[str, Any], sinks: tuple[CompiledSink, ...], index: ProvenanceIndex
+) -> Verdict | None:
+    """``secret_scope: all``: SECRET_EXFIL when any argument of the call (every string and
+    number in it, keys too) carries a secret the user did not write. A top-level argument a sink
+    of the tool names is left to that sink (its own ``secret`` switch decides)."""
+    own = {sink.path[0][0] for sink in sinks if len(sink.path) == 1}
+    for name, value in args.items():
+        if arg_key(str(name)) in own:
+            continue
+        scalar = scalar_text(value)
+        for text in (scalar,) if scalar is not None else _strings(value):
+            for key, _, source in index.secrets.within(text):
+                if not index.user_wrote(key):
+                    claim = f"{tool}: an argument carries a secret read from {source}"
+                    return Verdict.deny(Reason.SECRET_EXFIL, _BY, claim=claim)
+    return None
+
+
+def _secret(sink: CompiledSink, values: list[Any], index: ProvenanceIndex) -> Verdict | None:
+    """SECRET_EXFIL (or a witness request) when a value at the sink carries, on whole runs of
+    letters and digits, a value a confidentiality source returned in this run and the user did
+    not write themselves; None when it carries none."""
+    for value in values:
+        if isinstance(value, _Gap):
+            continue
+        scalar = scalar_text(value)
+        for text in (scalar,) if scalar is not None else _strings(value):
+            for key, _, source in index.secrets.within(text):
+                if index.user_wrote(key):
+                    continue
+                claim = f"sink {sink.label}: the value carries a secret read from {source}"
+                if sink.rule.secret == "witness":
+                    return Verdict.require_witness(claim, _BY)
+                return Verdict.deny(Reason.SECRET_EXFIL, _BY, claim=claim)
+    return None
 
 
 def _probes(values: Iterable[Any], kind: str) -> Iterator[tuple[str | _Gap | None, str]]:

@@ -7,7 +7,7 @@ blob verified, and pages results back in only through the gate order (``resolve`
 """
 
 from fak.recall.errors import RecallError, RecallErrorCode
-from fak.recall.feed import ChangeFeed, ChangeKind, FeedPage
+from fak.recall.feed import ChangeFeed, ChangeKind, ChangeLog, FeedPage, MemoryChangeLog
 from fak.recall.image import (
     VERSION,
     ContextChange,
@@ -29,12 +29,14 @@ __all__ = [
     "VERSION",
     "ChangeFeed",
     "ChangeKind",
+    "ChangeLog",
     "CoherencePlane",
     "ContextChange",
     "DirectoryImage",
     "FeedPage",
     "ImageStore",
     "Manifest",
+    "MemoryChangeLog",
     "MemoryImage",
     "Page",
     "Promotion",

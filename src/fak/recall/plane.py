@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from fak.abi import Verdict
-from fak.recall.feed import ChangeFeed, ChangeKind
+from fak.recall.feed import ChangeFeed, ChangeKind, ChangeLog
 from fak.recall.image import ContextChange
 from fak.recall.sessions import SessionDirectory
 
@@ -89,7 +89,8 @@ def miss_reason(
 
 
 class CoherencePlane:
-    """Feed + optional recorder + vDSO counters for one kernel."""
+    """Feed + optional recorder + vDSO counters for one kernel. ``log`` is where the feed keeps
+    its events (``None``: in this process; a shared log when N workers serve one fleet)."""
 
     def __init__(
         self,
@@ -97,10 +98,11 @@ class CoherencePlane:
         *,
         sessions: SessionDirectory | None = None,
         clock: Callable[[], float] | None = None,
+        log: ChangeLog | None = None,
     ) -> None:
         self._kernel = kernel
         self.sessions = sessions
-        self.feed = ChangeFeed(world=self._world, epoch=self._epoch, clock=clock)
+        self.feed = ChangeFeed(world=self._world, epoch=self._epoch, clock=clock, log=log)
         self._lock = threading.Lock()
         self._last_world = self._world()
         self._lookups = 0

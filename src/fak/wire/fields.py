@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from fak.abi import ToolSpec
 from fak.wire.errors import WireError
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "req_list",
     "req_str",
     "stop_list",
+    "tool_spec",
 ]
 
 INVALID = "invalid_request"
@@ -109,3 +111,17 @@ def arguments_text(value: Any, where: str) -> str:
     if isinstance(value, Mapping):
         return orjson.dumps(value).decode()
     raise WireError(INVALID, f"{where} must be a JSON object or a JSON string", where)
+
+
+def tool_spec(
+    obj: Mapping[str, Any], where: str, schema_key: str, name: str | None = None
+) -> ToolSpec:
+    """A client function tool declared as ``obj`` (its name, description, the JSON schema under
+    ``schema_key`` and ``strict``), the same on every wire; ``name`` overrides a qualified name."""
+    schema = obj.get(schema_key)
+    return ToolSpec(
+        name=req_str(obj, "name", where) if name is None else name,
+        description=opt_str(obj, "description", where),
+        parameters=as_object(schema, f"{where}.{schema_key}") if schema is not None else {},
+        strict=opt_bool(obj, "strict"),
+    )

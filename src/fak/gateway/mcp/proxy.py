@@ -605,10 +605,12 @@ class McpProxy:
         )
 
 
-async def serve_proxy_stdio(kernel: Kernel, config: ProxyConfig) -> None:
+async def serve_proxy_stdio(
+    kernel: Kernel, config: ProxyConfig, witness_key: str | None = None
+) -> None:
     """Run the proxy on this process's stdin/stdout until the client hangs up."""
     from fak.gateway.mcp.pipes import loop_pipes
 
-    proxy = McpProxy(kernel, config, session_context=True)
+    proxy = McpProxy(kernel, config, session_context=True, witness_key=witness_key)
     async with loop_pipes() as streams, proxy.running():
         await serve_server_stdio(proxy.server, proxy.initialization_options(), streams=streams)

@@ -137,7 +137,9 @@ def build_mcp_server(
     )
 
 
-async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
+async def serve_stdio(
+    kernel: Kernel, *, witness_key: str | None = None, drain_timeout_s: float = 30.0
+) -> None:
     """Serve the MCP tools over this process's stdin/stdout until the client hangs up.
 
     A client may write its last requests and close stdin at once (a pipe does exactly that):
@@ -145,7 +147,7 @@ async def serve_stdio(kernel: Kernel, *, drain_timeout_s: float = 30.0) -> None:
     """
     from fak.gateway.mcp.pipes import loop_pipes
 
-    server = build_mcp_server(kernel)
+    server = build_mcp_server(kernel, witness_key=witness_key)
     async with loop_pipes() as streams:
         await serve_server_stdio(
             server,

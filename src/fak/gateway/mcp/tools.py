@@ -27,7 +27,6 @@ from fak.abi.replies import (
     new_trace_id,
     reply_for_verdict,
 )
-from fak.config import Settings
 from fak.gateway.accesslog import FIELD_LIMIT
 from fak.kernel import Admission, Kernel, PageInRefused, WitnessError, outcome_reply
 from fak.recall import CoherencePlane, RecallError
@@ -282,7 +281,7 @@ class McpTools:
     ) -> None:
         self._kernel = kernel
         self._clock = clock
-        self._witness_key = witness_key if witness_key else Settings.current().witness_key
+        self._witness_key = witness_key or None  # None: fak_witness and fak_revoke refuse
         self._plane = plane if plane is not None else CoherencePlane(kernel)
         self._bodies: Mapping[str, Callable[[Mapping[str, Any], str], Reply]] = {
             "fak_adjudicate": self._adjudicate,
@@ -409,7 +408,10 @@ class McpTools:
         since = arguments.get("since", 0)
         if isinstance(since, bool) or not isinstance(since, int) or since < 0:
             raise _BadInput(_REQUEST_MALFORMED, "since", "since must be a non-negative integer")
-        page = self._plane.feed.since(since)
+        try:
+            page = self._plane.feed.since(since)
+        except ConnectionError:  # the fleet's shared feed is down: say so, never a stale page
+            return ReplyBuilder().error(_SYSTEM_CRASH, {"reason": "change_feed_unavailable"})
         out = {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
         return ReplyBuilder().success(out, code=_SYSTEM_OK)
 

@@ -40,9 +40,11 @@ __all__ = [
     "approve",
     "events",
     "file_events",
+    "operator",
     "reload",
     "revoke",
     "syscall",
+    "witness_auth",
     "witnesses",
 ]
 
@@ -97,7 +99,7 @@ def file_events(
 # -- witness holds: list, approve, revoke ------------------------------------------------
 
 
-def _witness_auth(state: GatewayState, request: Request) -> Kernel:
+def witness_auth(state: GatewayState, request: Request) -> Kernel:
     """The kernel's witness side, once the request may use it."""
     o, kernel = state.options, state.kernel
     if o.witness_key:
@@ -117,6 +119,17 @@ def _witness_auth(state: GatewayState, request: Request) -> Kernel:
     return kernel
 
 
+def operator(state: GatewayState, request: Request) -> str:
+    """Who approves or revokes, as the journal names them: the key that let them (the witness
+    key, else the client key) and the name they give in ``X-Fak-Principal`` (``http`` when they
+    give none; printable, at most 48 characters)."""
+    key = "witness-key" if state.options.witness_key else "client-key"
+    name = request.headers.get("x-fak-principal", "")
+    if not name or len(name) > 48 or not name.isprintable():
+        name = "http"
+    return f"{key}:{name}"
+
+
 def _witness_error(exc: Exception) -> GatewayError:
     code = getattr(exc, "code", "witness_error")
     if code == "witness_store_unavailable":  # the shared store is down: say so, retryable
@@ -127,7 +140,7 @@ def _witness_error(exc: Exception) -> GatewayError:
 
 
 async def witnesses(request: Request) -> Response:
-    k = _witness_auth(gateway(request), request)
+    k = witness_auth(gateway(request), request)
     try:
         holds = [h.to_json() for h in k.witnesses.holds()]
     except LookupError as exc:  # WitnessError: the shared store is unreachable
@@ -136,8 +149,9 @@ async def witnesses(request: Request) -> Response:
 
 
 async def approve(request: Request) -> Response:
-    k = _witness_auth(gateway(request), request)
-    approver = request.headers.get("x-fak-principal", "") or "http"
+    state = gateway(request)
+    k = witness_auth(state, request)
+    approver = operator(state, request)
     try:
         hold = k.approve_witness(request.path_params["id"], approver)
     except LookupError as exc:
@@ -147,13 +161,13 @@ async def approve(request: Request) -> Response:
 
 async def revoke(request: Request) -> Response:
     state = gateway(request)
-    k = _witness_auth(state, request)
+    k = witness_auth(state, request)
     body = await read_object(state, request)
     witness = body.get("witness")
     if not isinstance(witness, str) or not witness:
         raise GatewayError(400, "missing_witness", "witness is required: the id to revoke")
     try:
-        report = k.revoke_witness(witness)
+        report = k.revoke_witness(witness, operator(state, request))
     except LookupError as exc:
         raise _witness_error(exc) from exc
     if state.plane is not None:  # recall pages cleared under it are sealed; feed published

@@ -4,7 +4,9 @@
 ``recall_not_configured`` without one): negative-only, idempotent (``applied`` false the second
 time), persisted and journaled. Bad input is a 400/404 with the recall error code (``step`` that
 does not exist, a digest guard that does not match, a missing reason) and changes nothing.
-``GET /v1/fak/changes?since=N`` (or POST ``{since}``) answers ``{events, cursor, truncated}``;
+``GET /v1/fak/changes?since=N`` (or POST ``{since}``) answers ``{events, cursor, truncated}``
+(the fleet's feed when the workers share a Redis; 503 ``change_feed_unavailable`` while it is
+down);
 ``POST /v1/fak/trace/reset`` forgets a trace's open recording and publishes the reset.
 """
 
@@ -65,11 +67,22 @@ def change_request(plane: CoherencePlane, body: Mapping[str, Any]) -> dict[str, 
     return {"applied": applied, "session_id": session, "change": change.model_dump(mode="json")}
 
 
-def _since(value: object) -> tuple[int, int]:
+_CURSOR_MAX = 2**63 - 1
+
+
+def _since(value: object, param: str = "since") -> tuple[int, int]:
+    """A cursor (or limit) as the events route takes it: an integer in [0, 2**63 - 1]."""
     try:
-        return int(str(value)), 256
+        cursor = int(str(value))
     except ValueError as exc:
-        raise GatewayError(400, "invalid_request", "since must be an integer cursor") from exc
+        raise GatewayError(
+            400, "invalid_cursor", f"{param} must be an integer", param=param
+        ) from exc
+    if not 0 <= cursor <= _CURSOR_MAX:
+        raise GatewayError(
+            400, "invalid_cursor", f"{param} must be between 0 and {_CURSOR_MAX}", param=param
+        )
+    return cursor, 256
 
 
 def _plane(request: Request) -> CoherencePlane:
@@ -101,8 +114,21 @@ async def changes(request: Request) -> Response:
     else:
         since, limit = _since(request.query_params.get("since", "0"))
         if "limit" in request.query_params:
-            limit = _since(request.query_params["limit"])[0]
-    page = _plane(request).feed.since(since, min(max(limit, 1), 1024))
+            limit = _since(request.query_params["limit"], "limit")[0]
+    feed, limit = _plane(request).feed, min(max(limit, 1), 1024)
+    try:  # a shared feed is a Redis round trip: off the event loop
+        page = (
+            await asyncio.to_thread(feed.since, since, limit)
+            if feed.shared
+            else feed.since(since, limit)
+        )
+    except ConnectionError as exc:
+        raise GatewayError(
+            503,
+            "change_feed_unavailable",
+            "the shared change feed cannot be reached; poll again shortly",
+            headers={"Retry-After": "1"},
+        ) from exc
     return json_response(
         {"events": page.events, "cursor": page.cursor, "truncated": page.truncated}
     )

@@ -24,7 +24,7 @@ from fak.gateway.routes.native import file_events
 from fak.gateway.server import bind
 from fak.gateway.server import serve as run_server
 from fak.gateway.serving.config import AccessLogSink, ServeConfig
-from fak.gateway.serving.follower import follow_policy, trust_feed
+from fak.gateway.serving.follower import follow_policy, shared_change_log, trust_feed
 from fak.gateway.serving.workers import Console, run_workers
 from fak.gateway.state import GatewayOptions, PolicyReloader
 from fak.journal import JournalCorruptError
@@ -163,6 +163,22 @@ def _events(config: ServeConfig, kernel: Kernel) -> Callable[[int, int], Any] | 
     return None
 
 
+def _journal_verify(config: ServeConfig) -> Callable[[], Any] | None:
+    """The console's chain check: the journal file, or the PostgreSQL journal."""
+    settings = config.settings
+    if settings.audit_journal:
+        from fak.journal import verify
+
+        path = settings.audit_journal
+        return lambda: verify(path)
+    if settings.journal_url:
+        from fak.journal.postgres import verify_dsn
+
+        dsn = settings.journal_url
+        return lambda: verify_dsn(dsn)
+    return None
+
+
 def _mcp_proxy(config: ServeConfig, kernel: Kernel, environ: Mapping[str, str]) -> Any:
     if config.mcp_proxy_config is None:
         return None
@@ -207,12 +223,15 @@ def _serve_worker(
         policy_reloader=reloader,
         policy_source=config.policy_path or "",
         events=_events(config, kernel),
+        journal_verify=_journal_verify(config),
+        console=config.console,
         access_log=sink,
         # loopback names on a loopback bind; a public bind answers to whatever names reach it
         # (its key is the guard) unless FAK_ALLOWED_HOSTS narrows them
         allowed_hosts=settings.allowed_hosts or (None if loopback else ("*",)),
         mcp_proxy=mcp_proxy,
         recall_dir=config.recall_dir,
+        change_log=shared_change_log(settings.cas_url) if settings.cas_url else None,
     )
     app = build_app(kernel, planner, options)
     shown = f"[{host}]" if ":" in host else host
@@ -228,6 +247,8 @@ def _serve_worker(
         )
         if config.examples:
             console.say(_examples(origin, planner.model or "mock"))
+        if config.console:
+            console.say(f"fak serve: operator's console at {origin}/console (docs/console.md)")
 
     try:
         run_server(

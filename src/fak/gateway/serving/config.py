@@ -41,3 +41,4 @@ class ServeConfig:
     mcp_proxy_config: str | None = None  # --mcp-proxy: an mcpServers file served at /mcp
     recall_dir: str | None = None  # --recall-dir: persist each session as a recall core image
     examples: bool = False  # --examples: print curl commands once ready
+    console: bool = True  # --no-console: do not serve the operator's console at /console

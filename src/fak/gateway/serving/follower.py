@@ -4,7 +4,8 @@ With shared epochs (``FAK_CAS_URL``), a policy reload on one worker bumps the fl
 epoch; every other worker follows the change feed in a daemon thread and loads the policy file
 again. A worker already on that policy does nothing, so the reloads settle instead of echoing.
 The feed is the kernel side's port (``fak.kernel.shared.RedisEpochs.follow``): this module never
-touches Redis itself.
+touches Redis itself. ``shared_change_log`` opens the fleet's coherence change-feed log the same
+way (``fak.kernel.shared_feed.RedisChangeLog``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from fak.kernel import Kernel
 
-__all__ = ["EpochFeed", "follow_policy", "trust_feed"]
+__all__ = ["EpochFeed", "follow_policy", "shared_change_log", "trust_feed"]
 
 OnChange = Callable[[str, int], None]
 EpochFeed = Callable[[OnChange, threading.Event], None]
@@ -28,6 +29,15 @@ def trust_feed(cas_url: str) -> EpochFeed:
     from fak.kernel.shared import RedisEpochs
 
     return RedisEpochs(connect(cas_url)).follow
+
+
+def shared_change_log(cas_url: str) -> Any:
+    """The change feed's events on the shared store at ``cas_url`` (a ``fak.recall.ChangeLog``
+    every worker reads and writes, so ``/v1/fak/changes`` is the fleet's, not one worker's)."""
+    from fak.cas.redis import connect
+    from fak.kernel.shared_feed import RedisChangeLog
+
+    return RedisChangeLog(connect(cas_url))
 
 
 def follow_policy(

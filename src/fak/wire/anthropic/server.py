@@ -40,6 +40,7 @@ from fak.wire.fields import (
     req_list,
     req_str,
     stop_list,
+    tool_spec,
 )
 from fak.wire.media import read_part
 from fak.wire.names import WireName
@@ -239,17 +240,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
         t = as_object(raw, f"tools[{i}]")
         if t.get("type") not in _CLIENT:
             continue  # a server tool would run where the kernel never sees it: not forwarded
-        schema = t.get("input_schema")
-        specs.append(
-            ToolSpec(
-                name=req_str(t, "name", f"tools[{i}]"),
-                description=opt_str(t, "description", f"tools[{i}]"),
-                parameters=as_object(schema, f"tools[{i}].input_schema")
-                if schema is not None
-                else {},
-                strict=opt_bool(t, "strict"),
-            )
-        )
+        specs.append(tool_spec(t, f"tools[{i}]", "input_schema"))
     return tuple(specs)
 
 

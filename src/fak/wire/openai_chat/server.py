@@ -34,6 +34,7 @@ from fak.wire.fields import (
     req_list,
     req_str,
     stop_list,
+    tool_spec,
 )
 from fak.wire.media import read_part
 from fak.wire.names import WireName
@@ -144,17 +145,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 f"tools[{i}].type",
             )
         fn = as_object(t.get("function"), f"tools[{i}].function")
-        params = fn.get("parameters")
-        specs.append(
-            ToolSpec(
-                name=req_str(fn, "name", f"tools[{i}].function"),
-                description=opt_str(fn, "description", f"tools[{i}].function"),
-                parameters=as_object(params, f"tools[{i}].function.parameters")
-                if params is not None
-                else {},
-                strict=opt_bool(fn, "strict"),
-            )
-        )
+        specs.append(tool_spec(fn, f"tools[{i}].function", "parameters"))
     return tuple(specs)
 
 

@@ -36,6 +36,7 @@ from fak.wire.fields import (
     opt_int,
     opt_str,
     req_str,
+    tool_spec,
 )
 from fak.wire.names import WireName
 from fak.wire.openai_responses.items import (
@@ -210,13 +211,7 @@ def _items(value: Any) -> list[Message]:
 
 
 def _function(t: Mapping[str, Any], where: str, name: str) -> ToolSpec:
-    params = t.get("parameters")
-    return ToolSpec(
-        name=name,
-        description=opt_str(t, "description", where),
-        parameters=as_object(params, f"{where}.parameters") if params is not None else {},
-        strict=opt_bool(t, "strict"),
-    )
+    return tool_spec(t, where, "parameters", name)
 
 
 def _tools(
