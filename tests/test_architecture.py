@@ -40,6 +40,7 @@ HEAVY: dict[str, set[str]] = {
     "httpx": {"gateway"},
     "httpx2": {"gateway"},  # what the mcp SDK's Streamable-HTTP client is built on
     "prometheus_client": {"gateway"},
+    "yaml": {"gateway"},  # fak serve --upstreams reads LiteLLM's YAML config
     "redis": {"cas", "kernel"},
     "psycopg": {"journal"},
     "psycopg_pool": {"journal"},

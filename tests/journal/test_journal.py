@@ -171,6 +171,7 @@ def test_the_row_kinds_are_closed_and_spelled_as_on_disk(tmp_path: Path) -> None
         "MCP_TOOL_CHANGED",
         "TOMBSTONE",
         "KV_EVICT",
+        "ROUTE",
     ]
     path = tmp_path / "j.jsonl"
     digest = hashlib.sha256(b"x").hexdigest()

@@ -3,17 +3,21 @@
 The flags fill a ``fak.gateway.serving.ServeConfig`` (with ``fak.config.Settings``, the flags
 winning); ``fak.gateway.serving.serve`` assembles the kernel, the app, the workers and the
 policy follower from it. Planner precedence (the choice stays here: only the CLI may import the
-engine): ``--base-url`` → upstream proxy (``--provider``, ``--api-key-env`` names the variable
-holding the upstream key); else ``--gguf`` or an installed engine with its model →
-``fak.engine.load_engine_planner`` (imported lazily; the gateway never imports the engine);
-else the scripted mock with a loud warning (also when the default model cannot be loaded).
+engine): ``--upstreams FILE`` → the router over a LiteLLM-format ``model_list`` (docs/routing.md;
+a ``fak/engine`` deployment is the in-kernel engine); ``--base-url`` → upstream proxy
+(``--provider``, ``--api-key-env`` names the variable holding the upstream key); else
+``--gguf`` or an installed engine with its model → ``fak.engine.load_engine_planner`` (imported
+lazily; the gateway never imports the engine); else the scripted mock with a loud warning (also
+when the default model cannot be loaded).
 ``--threads``, ``--engine-mode``, ``--max-batch`` and ``--max-kv-bytes`` go to the engine.
 ``--workers N`` forks N worker processes on one listening socket (each builds its own kernel
 after the fork); N > 1 needs the shared stores (``FAK_CAS_URL`` / ``--cas-url``, see
 docs/deploy.md) and is refused on process-local ones.
-Exit codes: 1 bad policy file or a store that cannot be opened, 2 bad usage (an empty
-``--require-key-env`` variable, an unknown flag value, an unloadable or unsupported ``--gguf``,
-``--workers`` on process-local stores).
+Exit codes: 1 bad policy or upstreams file (one line per problem, and one per key fak's router
+does not support unless ``--upstreams-ignore-unsupported``) or a store that cannot be opened, 2
+bad usage (an empty ``--require-key-env`` variable, an unknown flag value, an unloadable or
+unsupported ``--gguf``, ``--workers`` on process-local stores, ``--upstreams`` with
+``--base-url``).
 """
 
 from __future__ import annotations
@@ -72,14 +76,35 @@ def build_planner(
     threads: int | None = None,
     upstream_max_bytes: int | None = None,
     engine_options: Mapping[str, Any] | None = None,
+    upstreams: Any = None,
 ) -> Any:
     """The planner by the precedence in the module docstring.
 
     ``engine_options`` are keyword arguments for ``load_engine_planner`` (``max_batch``,
     ``max_kv_bytes``, ``mode``); they are ignored by the upstream proxy and the mock.
+    ``upstreams`` is a loaded ``fak.gateway.upstream.config.RouterConfig``.
     """
     from fak.testing.planner import MockPlanner
 
+    if upstreams is not None:
+        from fak.gateway.upstream.client import default_upstream
+        from fak.gateway.upstream.router import build_router
+
+        limit = {} if upstream_max_bytes is None else {"max_body_bytes": upstream_max_bytes}
+
+        def upstream(timeout: float) -> Any:
+            return default_upstream(upstream_client, timeout_s=timeout or timeout_s, **limit)
+
+        def engine() -> Any:
+            from fak.engine import load_engine_planner
+
+            try:
+                return load_engine_planner(gguf, threads=threads, **dict(engine_options or {}))
+            except (ImportError, OSError, AttributeError, ValueError) as exc:
+                click.secho(f"error: --upstreams names fak/engine: {exc}", fg="red", err=True)
+                sys.exit(2)
+
+        return build_router(upstreams, upstream, engine=engine)
     if base_url:
         from fak.gateway.upstream.client import default_upstream
         from fak.gateway.upstream.planner import ProxyPlanner
@@ -145,6 +170,22 @@ def _workers_refusal(settings: Settings, workers: int) -> str | None:
     )
 
 
+def _load_upstreams(path: str, environ: Mapping[str, str], ignore: bool) -> Any:
+    """The ``--upstreams`` file as a ``RouterConfig``; a bad file exits 1 with one line per
+    problem (each unsupported key once, by name)."""
+    from fak.gateway.upstream.config import UpstreamsError, load_upstreams
+
+    try:
+        config = load_upstreams(path, environ, ignore_unsupported=ignore)
+    except UpstreamsError as exc:
+        for line in exc.lines:
+            click.secho(f"error: --upstreams {path}: {line}", fg="red", err=True)
+        sys.exit(1)
+    for line in config.unsupported:
+        _warn(f"--upstreams {path}: {line} (ignored: --upstreams-ignore-unsupported)")
+    return config
+
+
 def _start_failure(exc: StartError, *, addr: str, config: ServeConfig) -> tuple[str, int]:
     """The message and exit code for a start-up failure (1: a file or a store; 2: usage)."""
     from fak.gateway.serving import StartStage
@@ -188,6 +229,20 @@ def register(group: click.Group) -> None:
     @group.command("serve")
     @click.option("--addr", default="127.0.0.1:8080", show_default=True, help="HOST:PORT to bind.")
     @click.option("--base-url", default=None, help="Upstream model URL (OpenAI: include /v1).")
+    @click.option(
+        "--upstreams",
+        "upstreams_path",
+        default=None,
+        type=click.Path(dir_okay=False),
+        help="A LiteLLM proxy config (model_list, router_settings, fallbacks): route each "
+        "request by its model over many upstreams (docs/routing.md).",
+    )
+    @click.option(
+        "--upstreams-ignore-unsupported",
+        is_flag=True,
+        help="Start even when --upstreams has keys fak's router does not support (each is "
+        "printed once and has no effect); without it such a file is refused.",
+    )
     @click.option(
         "--provider",
         type=click.Choice([str(w) for w in WireName]),
@@ -333,6 +388,8 @@ def register(group: click.Group) -> None:
     def serve(
         addr: str,
         base_url: str | None,
+        upstreams_path: str | None,
+        upstreams_ignore_unsupported: bool,
         provider: str,
         model: str,
         api_key_env: str | None,
@@ -368,6 +425,16 @@ def register(group: click.Group) -> None:
             return
         environ = process_environ()
         settings = Settings.from_environ(environ)
+        if upstreams_path and base_url:
+            click.secho(
+                "error: --upstreams and --base-url both name upstreams; use one", fg="red", err=True
+            )
+            sys.exit(2)
+        upstreams = (
+            _load_upstreams(upstreams_path, environ, upstreams_ignore_unsupported)
+            if upstreams_path
+            else None
+        )
         if cas_url or journal_url:
             settings = settings.with_overrides(
                 cas_url=cas_url or settings.cas_url, journal_url=journal_url or settings.journal_url
@@ -442,6 +509,7 @@ def register(group: click.Group) -> None:
                     "max_kv_bytes": max_kv_bytes,
                     "mode": engine_mode,
                 },
+                upstreams=upstreams,
             )
 
         def fail(exc: StartError) -> NoReturn:

@@ -146,6 +146,11 @@ def build_app(
     state = GatewayState(kernel, runner, boundary, metrics, log, o, plane)
 
     planner.set_error_hook(metrics.upstream_error)
+    if runner.proxy is not None:
+        runner.proxy.attach_journal(kernel.journal)  # the router's ROUTE rows
+        routing = runner.proxy.collector()  # the router's fak_route_* families
+        if routing is not None:
+            metrics.registry.register(routing)
 
     stores = ops.StoreWatch(kernel, metrics.registry)  # registered before the MCP collectors
     routes: list[Route] = [*turns.ROUTES, *native.ROUTES, *ops.ROUTES, *recall.ROUTES]

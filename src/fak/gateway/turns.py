@@ -33,7 +33,7 @@ from fak.abi import (
 from fak.gateway.boundary import Boundary, RequestContext
 from fak.gateway.errors import GatewayError
 from fak.gateway.metrics import Metrics
-from fak.gateway.upstream.planner import ForwardedDone, Passthrough, ProxyPlanner
+from fak.gateway.upstream.planner import ForwardedDone, Forwarder, Passthrough
 from fak.wire import (
     Adjudication,
     ParsedRequest,
@@ -82,7 +82,7 @@ class TurnRunner:
         self._metrics = metrics
         self.ids = ids
         self._clock = clock
-        self._proxy = planner if isinstance(planner, ProxyPlanner) else None
+        self._proxy = planner if isinstance(planner, Forwarder) else None
         self._max_tool_calls = max_tool_calls
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fak-turn")
 
@@ -121,7 +121,7 @@ class TurnRunner:
         return self._planner
 
     @property
-    def proxy(self) -> ProxyPlanner | None:
+    def proxy(self) -> Forwarder | None:
         return self._proxy
 
     def new_id(self, wire: WireName) -> str:
@@ -199,7 +199,7 @@ class TurnRunner:
         extra: dict[str, int] = {}
         if self._proxy is not None:
             sent = _rebuilt(passthrough) if changed else passthrough
-            turn, extra = await self._proxy.forward(admitted, sent)
+            turn, extra = await self._proxy.forward(admitted, sent, trace_id=ctx.trace_id)
         else:
             try:
                 turn = await self._planner.complete(admitted.turn)
@@ -229,7 +229,7 @@ class TurnRunner:
         events: AsyncIterator[PlannerEvent]
         if self._proxy is not None:
             sent = _rebuilt(passthrough) if changed else passthrough
-            events = self._proxy.forward_stream(admitted, sent)
+            events = self._proxy.forward_stream(admitted, sent, trace_id=ctx.trace_id)
         else:
             events = self._planner.stream(admitted.turn)
         streamed: list[str] = []

@@ -67,6 +67,7 @@ class JournalKind(enum.StrEnum):
     MCP_TOOL_CHANGED = "MCP_TOOL_CHANGED"  # a downstream MCP tool changed its definition
     TOMBSTONE = "TOMBSTONE"  # a recall page retired
     KV_EVICT = "KV_EVICT"  # a span evicted from the engine's KV cache (deletion certificates)
+    ROUTE = "ROUTE"  # one routing attempt over many upstreams (group, deployment, outcome)
 
 
 DIGEST_FIELDS: Final = ("policy", "args_digest", "result_digest")

@@ -13,13 +13,15 @@ What differs between the wires (endpoint, headers, rendering, parsing, stream re
 
 from __future__ import annotations
 
+import abc
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from prometheus_client.registry import Collector
 
-from fak.abi import PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
+from fak.abi import JournalSink, PlannerEvent, PlannerTurn, TextDelta, TurnDone, TurnRequest
 from fak.gateway.errors import GatewayError, upstream_status_error
 from fak.gateway.upstream.client import (
     UpstreamClient,
@@ -31,7 +33,14 @@ from fak.wire import ParsedRequest, SSEDecoder, WireError, WireName
 from fak.wire.anthropic.client import ANTHROPIC_VERSION
 from fak.wire.dialect import dialect_for
 
-__all__ = ["ANTHROPIC_VERSION", "ForwardedDone", "Passthrough", "ProxyPlanner"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "ForwardedDone",
+    "Forwarder",
+    "Passthrough",
+    "ProxyPlanner",
+    "UpstreamError",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +59,62 @@ class ForwardedDone(TurnDone):
     usage_extra: Mapping[str, int] = field(default_factory=dict)
 
 
-class ProxyPlanner:
+class UpstreamError(GatewayError):
+    """A ``GatewayError`` that came from an upstream, with what the router needs to decide on a
+    retry: ``kind`` (``unreachable``, ``timeout``, ``transport``, ``too_large``, ``http``,
+    ``bad_response``), the upstream's own HTTP status (0 when none) and its ``Retry-After``."""
+
+    def __init__(
+        self,
+        base: GatewayError,
+        kind: str,
+        *,
+        upstream_status: int = 0,
+        retry_after: str | None = None,
+    ) -> None:
+        super().__init__(
+            base.status, base.code, base.message, param=base.param, headers=base.headers
+        )
+        self.kind = kind
+        self.upstream_status = upstream_status
+        self.retry_after = retry_after
+
+
+class Forwarder(abc.ABC):
+    """A planner that forwards turns upstream (one ``ProxyPlanner``, or the ``Router`` over
+    many): the turn runner calls ``forward``/``forward_stream`` with the forwarding options and
+    the request's trace id, the ops routes ``forward_raw``. ``collector`` is the routing
+    metrics to export (None for a single upstream)."""
+
+    @property
+    @abc.abstractmethod
+    def provider(self) -> WireName: ...
+
+    @abc.abstractmethod
+    async def forward(
+        self, parsed: ParsedRequest, passthrough: Passthrough | None = None, *, trace_id: str = ""
+    ) -> tuple[PlannerTurn, dict[str, int]]: ...
+
+    @abc.abstractmethod
+    def forward_stream(
+        self, parsed: ParsedRequest, passthrough: Passthrough | None = None, *, trace_id: str = ""
+    ) -> AsyncIterator[PlannerEvent]: ...
+
+    @abc.abstractmethod
+    async def forward_raw(
+        self, method: str, path: str, body: bytes | None, headers: Mapping[str, str] | None = None
+    ) -> UpstreamReply: ...
+
+    def collector(self) -> Collector | None:
+        return None
+
+    def attach_journal(self, journal: JournalSink | None) -> None:
+        """Where routing decisions are journaled (the kernel's journal); a single upstream
+        makes none, so this is a no-op unless overridden."""
+        return None
+
+
+class ProxyPlanner(Forwarder):
     """Proposes turns by asking an upstream model. Never executes a tool."""
 
     def __init__(
@@ -144,42 +208,49 @@ class ProxyPlanner:
         except WireError as exc:
             raise GatewayError(400, exc.code, exc.message, param=exc.param) from exc
 
-    def _fail(self, exc: UpstreamFailure) -> GatewayError:
+    def _fail(self, exc: UpstreamFailure) -> UpstreamError:
         self._on_error(exc.kind)
         if isinstance(exc, UpstreamUnreachable):
-            return GatewayError(
+            base = GatewayError(
                 502,
                 "upstream_unreachable",
                 f"cannot reach the upstream at {self._base}; check that --base-url points at a "
                 "running server",
             )
-        if exc.kind == "timeout":
-            return GatewayError(
+        elif exc.kind == "timeout":
+            base = GatewayError(
                 504, "upstream_timeout", "the upstream model did not answer in time"
             )
-        if exc.kind == "too_large":
-            return GatewayError(
+        elif exc.kind == "too_large":
+            base = GatewayError(
                 502,
                 "upstream_too_large",
                 f"the upstream reply was larger than allowed ({exc}); raise "
                 "FAK_UPSTREAM_MAX_BYTES if that is expected",
             )
-        return GatewayError(502, "upstream_error", "upstream model error (transport)")
+        else:
+            base = GatewayError(502, "upstream_error", "upstream model error (transport)")
+        return UpstreamError(base, exc.kind)
 
-    def _status(self, status: int, retry_after: str | None) -> GatewayError:
+    def _status(self, status: int, retry_after: str | None) -> UpstreamError:
         self._on_error(f"http_{status // 100}xx")
-        return upstream_status_error(status, retry_after)
+        return UpstreamError(
+            upstream_status_error(status, retry_after),
+            "http",
+            upstream_status=status,
+            retry_after=retry_after,
+        )
 
-    def _bad(self, exc: WireError) -> GatewayError:
+    def _bad(self, exc: WireError) -> UpstreamError:
         self._on_error("bad_response")
         if exc.code.endswith("tool_calls"):
             msg = "the upstream's tool calls do not parse; refusing to skip adjudication"
         else:
             msg = "the upstream model sent a response fak could not read"
-        return GatewayError(502, exc.code, msg)
+        return UpstreamError(GatewayError(502, exc.code, msg), "bad_response")
 
     async def forward(
-        self, parsed: ParsedRequest, passthrough: Passthrough | None = None
+        self, parsed: ParsedRequest, passthrough: Passthrough | None = None, *, trace_id: str = ""
     ) -> tuple[PlannerTurn, dict[str, int]]:
         """One non-streamed upstream turn → (turn, usage counters)."""
         body = self._body(parsed, passthrough, stream=False)
@@ -197,7 +268,7 @@ class ProxyPlanner:
             raise self._bad(exc) from exc
 
     async def forward_stream(
-        self, parsed: ParsedRequest, passthrough: Passthrough | None = None
+        self, parsed: ParsedRequest, passthrough: Passthrough | None = None, *, trace_id: str = ""
     ) -> AsyncIterator[PlannerEvent]:
         """Text deltas as the upstream streams them, then one ``ForwardedDone``."""
         body = self._body(parsed, passthrough, stream=True)
