@@ -73,7 +73,7 @@ shared-stores:
 # that test skips.
 LLAMA_VENV := .venv-llama
 LLAMA_PIN := llama-cpp-python[server]==0.3.36
-LLAMA_BUILD_TIMEOUT ?= 1200
+LLAMA_BUILD_TIMEOUT ?= 600
 $(LLAMA_VENV)/.installed:
 	@($(PY) -m venv $(LLAMA_VENV) \
 	  && CMAKE_BUILD_PARALLEL_LEVEL=2 timeout $(LLAMA_BUILD_TIMEOUT) \
