@@ -34,6 +34,7 @@ __all__ = [
     "IntentHit",
     "IntentModel",
     "features",
+    "grams",
     "load_model",
     "read_windows",
 ]
@@ -241,6 +242,36 @@ def words(text: str) -> set[str]:
     return set(_WORDS.findall(text.replace("\\n", " ").lower()))
 
 
+_TOKENS = re.compile(r"[^\W\d_]+|[.!?\n\u3002\uff01\uff1f]+|[:*#<>\[\]{}|]")
+_STOPS = frozenset(".!?\n\u3002\uff01\uff1f")
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-cased words; sentence ends as ``.``; a few markup marks as themselves; a run of
+    CJK letters (no spaces between words) as its overlapping character pairs."""
+    out: list[str] = []
+    for tok in _TOKENS.findall(text.replace("\\n", "\n").lower()):
+        first = tok[0]
+        if first in _STOPS:
+            if out and out[-1] != ".":
+                out.append(".")
+        elif first >= "\u3000" and len(tok) > 2:
+            out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
+        else:
+            out.append(tok)
+    return out
+
+
+def grams(text: str) -> set[str]:
+    """The window's distinct word unigrams and bigrams (``"a b"``; ``". a"`` opens a sentence).
+    None holds an underscore, so they never collide with the concept features' names."""
+    toks = _tokens(text)
+    found = set(toks)
+    found.update(a + " " + b for a, b in zip([".", *toks], toks, strict=False))
+    found.discard(".")
+    return found
+
+
 GATE = (
     "has_ai",
     "has_you",
@@ -257,13 +288,14 @@ answer, a tool, a leak or a link: "ignore the previous draft" in a README does n
 
 
 def score(weights: dict[str, float], bias: float, text: str) -> float:
-    """The logit: concept features and the weighted common words the window holds; windows
-    outside the ``GATE`` get no score (minus infinity)."""
+    """The logit: concept features and the weighted n-grams the window holds; windows outside
+    the ``GATE`` get no score (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
         return -math.inf
     total = bias + sum(weights.get(k, 0.0) * v for k, v in found.items())
-    return total + sum(weights.get("w:" + w, 0.0) for w in words(text))
+    get = weights.get
+    return total + sum(get(g, 0.0) for g in grams(text))
 
 
 @functools.cache
@@ -285,9 +317,9 @@ BUDGET_BYTES = 32768
 ones whose cues weigh most first. Ordinary results have no cues at all; this bounds what a
 body dense with trigger words (a security tool's own source) costs."""
 _CANDIDATE_WEIGHT = 0.3  # a weight-0 candidate cue counts this much when windows are ranked
-FLOOR = 0.5
-"""A window is read when its cues weigh at least this much: one everyday cue ("assistant" in a
-docstring) is not enough to spend the model on."""
+FLOOR = 0.3
+"""A window is read when its cues weigh at least this much: one candidate cue (an order-giving
+shape, see ``fak.screen.injection``) or one weak cue is enough; the budget bounds the cost."""
 
 
 def read_windows(
