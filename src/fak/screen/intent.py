@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import itertools
 import json
 import math
 import re
@@ -242,20 +243,34 @@ def words(text: str) -> set[str]:
     return set(_WORDS.findall(text.replace("\\n", " ").lower()))
 
 
-_TOKENS = re.compile(r"[^\W\d_]+|[.!?\n\u3002\uff01\uff1f]+|[:*#<>\[\]{}|]")
-_STOPS = frozenset(".!?\n\u3002\uff01\uff1f")
+_TABLE = str.maketrans(
+    {
+        **dict.fromkeys("\"#$%&'()*+,-/:;<=>@[\\]^_`{|}~0123456789\t\r", " "),
+        **dict.fromkeys(".!?", "\n"),
+        **dict.fromkeys(
+            "\u00ab\u00bb\u2018\u2019\u201c\u201d\u201e\u2014\u2013\u3001\uff0c\uff1a\u300c\u300d",
+            " ",
+        ),
+        **dict.fromkeys("\u3002\uff01\uff1f", "\n"),
+    }
+)
+"""Punctuation, digits and ``_`` split words; a sentence end is a line end (one character for
+one: ASCII text takes ``str.translate``'s fast path)."""
 
 
 def _tokens(text: str) -> list[str]:
-    """Lower-cased words; sentence ends as ``.``; a few markup marks as themselves; a run of
-    CJK letters (no spaces between words) as its overlapping character pairs."""
+    """Lower-cased words, each sentence opened by ``.``; a run of CJK letters (no spaces
+    between words) as its overlapping character pairs."""
+    toks: list[str] = []
+    for line in text.replace("\\n", "\n").lower().translate(_TABLE).split("\n"):
+        if found := line.split():
+            toks.append(".")
+            toks.extend(found)
+    if text.isascii():
+        return toks
     out: list[str] = []
-    for tok in _TOKENS.findall(text.replace("\\n", "\n").lower()):
-        first = tok[0]
-        if first in _STOPS:
-            if out and out[-1] != ".":
-                out.append(".")
-        elif first >= "\u3000" and len(tok) > 2:
+    for tok in toks:
+        if tok[0] >= "\u3000" and len(tok) > 2:
             out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
         else:
             out.append(tok)
@@ -267,7 +282,7 @@ def grams(text: str) -> set[str]:
     None holds an underscore, so they never collide with the concept features' names."""
     toks = _tokens(text)
     found = set(toks)
-    found.update(a + " " + b for a, b in zip([".", *toks], toks, strict=False))
+    found.update(map(" ".join, itertools.pairwise(toks)))
     found.discard(".")
     return found
 
@@ -320,6 +335,10 @@ _CANDIDATE_WEIGHT = 0.3  # a weight-0 candidate cue counts this much when window
 FLOOR = 0.3
 """A window is read when its cues weigh at least this much: one candidate cue (an order-giving
 shape, see ``fak.screen.injection``) or one weak cue is enough; the budget bounds the cost."""
+WEAK = 0.5
+WEAK_BUDGET = 2
+"""Of the windows whose cues weigh less than ``WEAK`` (a lone candidate or a lone "assistant"),
+at most ``WEAK_BUDGET`` per body are read: text about assistants mentions them everywhere."""
 
 
 def read_windows(
@@ -343,7 +362,8 @@ def read_windows(
         weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT if cue_weight == 0 else 0)
     if group:
         groups.append((weight, -group[0][0], group))
-    groups = [g for g in groups if g[0] >= FLOOR]
+    weak = [g for g in groups if FLOOR <= g[0] < WEAK][:WEAK_BUDGET]
+    groups = [g for g in groups if g[0] >= WEAK] + weak
     if not groups:
         return []
     budget = BUDGET_BASE + len(data) // BUDGET_BYTES
