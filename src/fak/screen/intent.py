@@ -234,8 +234,8 @@ class IntentModel:
     threshold: float
     provenance: dict[str, object]
 
-    def logit(self, text: str) -> float:
-        return score(self.weights, self.bias, text)
+    def logit(self, text: str, *, orders: bool = True) -> float:
+        return score(self.weights, self.bias, text, orders=orders)
 
 
 def words(text: str) -> set[str]:
@@ -302,11 +302,30 @@ GATE = (
 answer, a tool, a leak or a link: "ignore the previous draft" in a README does neither."""
 
 
-def score(weights: dict[str, float], bias: float, text: str) -> float:
+ORDERS = (
+    "has_override",
+    "has_output",
+    "has_action",
+    "has_role",
+    "has_leak",
+    "has_secret",
+    "has_toolcall",
+    "has_exfil",
+    "has_instr",
+    "has_role_mark",
+)
+"""And, at the default threshold, only if it holds an order of some kind: "Note to the AI
+assistant: the itinerary is in the shared folder" speaks to the model but asks nothing of it;
+a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
+
+
+def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = True) -> float:
     """The logit: concept features and the weighted n-grams the window holds; windows outside
-    the ``GATE`` get no score (minus infinity)."""
+    the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
+        return -math.inf
+    if orders and not any(k in found for k in ORDERS):
         return -math.inf
     total = bias + sum(weights.get(k, 0.0) * v for k, v in found.items())
     get = weights.get
@@ -349,7 +368,8 @@ def read_windows(
 
     Cues within ``WINDOW`` bytes of the first of a run share one window; a window is read when
     its cues weigh at least ``FLOOR`` (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the
-    budget. ``scale`` multiplies the decision logit (a source's injection threshold).
+    budget. ``scale`` multiplies the decision logit (a source's injection threshold); under 1,
+    a window that orders nothing is read too (see ``ORDERS``).
     """
     groups: list[tuple[float, int, list[tuple[int, int]]]] = []
     group: list[tuple[int, int]] = []
@@ -373,7 +393,7 @@ def read_windows(
     cut = model.threshold * scale
     hits: list[IntentHit] = []
     for _, _, starts in sorted(groups, key=lambda g: -g[1]):
-        if (hit := _judge(model, data, starts, cut)) is not None:
+        if (hit := _judge(model, data, starts, cut, orders=scale >= 1.0)) is not None:
             hits.append(hit)
             if first:
                 break
@@ -381,10 +401,10 @@ def read_windows(
 
 
 def _judge(
-    model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float
+    model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float, *, orders: bool
 ) -> IntentHit | None:
     first, last = group[0][0], max(end for _, end in group)
     lo = max(0, first - _BEFORE)
     hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
-    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"))
+    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"), orders=orders)
     return IntentHit(round(logit, 3), first, last) if logit >= cut else None
