@@ -49,10 +49,10 @@ def _load(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
-def windows(item: dict[str, object]) -> list[tuple[str, int]]:
+def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, int]]:
     """(window text, label) pairs of one item; label -1 means unknown (skipped). A window that
     holds a planted injection gives two positives: the window as the runtime reads it (carrier
-    around the injection) and the injection's own words."""
+    around the injection; not with ``carrier=False``) and the injection's own words."""
     data = str(item["text"]).encode()
     span = item.get("span")
     out: list[tuple[str, int]] = []
@@ -69,6 +69,8 @@ def windows(item: dict[str, object]) -> list[tuple[str, int]]:
             if label == 1:  # the injection's own words, not the carrier's around it
                 own = data[max(s, lo) : min(e, lo + WINDOW)].decode("utf-8", errors="ignore")
                 out.append((own, 1))
+                if not carrier:
+                    continue
         else:  # generated corpus: no span recorded; a window with cues is the injection
             label = 1 if score_injection(piece, 0.5) else -1
         out.append((text, label))
@@ -134,8 +136,9 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1e-3)
     parser.add_argument("--max-fp", type=float, default=0.002)
     parser.add_argument("--support", type=int, default=2, help="sources an n-gram needs")
-    parser.add_argument("--synth", type=int, default=2500, help="generated pairs (screen_synth)")
+    parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
     parser.add_argument("--keep", type=int, default=40000, help="weights kept (largest first)")
+    parser.add_argument("--own-only", action="store_true", help="positives: injection text only")
     parser.add_argument("--min-logit", type=float, default=1.0, help="decision logit at least")
     parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
     parser.add_argument("--validate", default="", help="hold this train source out and report it")
@@ -153,7 +156,7 @@ def main() -> None:
     cut: list[tuple[dict[str, float], set[str], int, str]] = []
     for item in items + generated:
         source = str(item.get("source", "generated"))
-        kept = [w for w in windows(item) if w[1] >= 0]
+        kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
         positives = [w for w in kept if w[1] == 1][: args.max_positive]
         for text, label in [w for w in kept if w[1] == 0] + positives:
             cut.append((features(text), grams(text), label, source))
@@ -195,6 +198,12 @@ def main() -> None:
         for item in validate:
             best[item["id"]] = _best(model, str(item["text"]).encode())
         held = [i for i in validate if best[i["id"]] >= threshold]
+        seen = [i for i in validate if best[i["id"]] > -1e9]
+        print(f"validation source {args.validate}: a window read in {len(seen)}/{len(validate)}")
+        logits = sorted((round(best[i["id"]], 2) for i in seen), reverse=True)
+        print(
+            f"  its logits: {logits}; train benign top: {[round(b, 2) for b in benign_best[:12]]}"
+        )
         print(f"validation source {args.validate}: {len(held)}/{len(validate)} held "
               f"({', '.join(sorted({str(i['label']) for i in validate}))})")  # fmt: skip
     if args.dry_run or validate:

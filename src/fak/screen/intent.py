@@ -356,8 +356,8 @@ FLOOR = 0.3
 shape, see ``fak.screen.injection``) or one weak cue is enough; the budget bounds the cost."""
 WEAK = 0.5
 WEAK_BUDGET = 2
-"""Of the windows whose cues weigh less than ``WEAK`` (a lone candidate or a lone "assistant"),
-at most ``WEAK_BUDGET`` per body are read: text about assistants mentions them everywhere."""
+"""A window whose cues weigh less than ``WEAK`` is read only if it holds a candidate cue (a lone
+"assistant" is not enough), and only the first two such windows of a body."""
 
 
 def read_windows(
@@ -374,16 +374,20 @@ def read_windows(
     groups: list[tuple[float, int, list[tuple[int, int]]]] = []
     group: list[tuple[int, int]] = []
     weight = 0.0
-    for start, end, cue_weight in cues:
+    candidate = False
+    weak: list[tuple[float, int, list[tuple[int, int]]]] = []
+    for start, end, cue_weight in [*cues, (1 << 62, 0, 0.0)]:
         if group and start - group[0][0] > WINDOW - _BEFORE:
-            groups.append((weight, -group[0][0], group))
-            group, weight = [], 0.0
-        group.append((start, end))
-        weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT if cue_weight == 0 else 0)
-    if group:
-        groups.append((weight, -group[0][0], group))
-    weak = [g for g in groups if FLOOR <= g[0] < WEAK][:WEAK_BUDGET]
-    groups = [g for g in groups if g[0] >= WEAK] + weak
+            if weight >= WEAK:
+                groups.append((weight, -group[0][0], group))
+            elif candidate and weight >= FLOOR and len(weak) < WEAK_BUDGET:
+                weak.append((weight, -group[0][0], group))
+            group, weight, candidate = [], 0.0, False
+        if end:
+            group.append((start, end))
+            candidate = candidate or cue_weight == 0
+            weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT * (cue_weight == 0))
+    groups += weak
     if not groups:
         return []
     budget = BUDGET_BASE + len(data) // BUDGET_BYTES
