@@ -78,7 +78,7 @@ def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, in
 
 
 def fit(
-    rows: list[tuple[dict[str, float], int, str]], epochs: int, l2: float
+    rows: list[tuple[dict[str, float], int, str]], epochs: int, l2: float, l2_grams: float
 ) -> tuple[dict[str, float], float]:
     """Logistic regression, AdaGrad SGD over sparse binary features. Each (source, label) pair
     weighs the same in total: one source's many windows do not decide what injections are."""
@@ -101,7 +101,7 @@ def fit(
             g = (p - label) * weight_of[(source, label)]
             for f, v in feats.items():
                 w = weights.get(f, 0.0)
-                step = g * v + l2 * w
+                step = g * v + (l2 if "_" in f else l2_grams) * w  # n-grams hold no "_"
                 acc = grads.get(f, 1e-8) + step * step
                 grads[f] = acc
                 weights[f] = w - rate * step / math.sqrt(acc)
@@ -133,7 +133,8 @@ def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--l2", type=float, default=1e-3)
+    parser.add_argument("--l2", type=float, default=1e-3, help="L2 on the concept features")
+    parser.add_argument("--l2-grams", type=float, default=1e-3, help="L2 on the n-grams")
     parser.add_argument("--max-fp", type=float, default=0.002)
     parser.add_argument("--support", type=int, default=2, help="sources an n-gram needs")
     parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
@@ -173,7 +174,7 @@ def main() -> None:
     rows = [({**f, **dict.fromkeys(found & vocab, 1.0)}, y, s) for f, found, y, s in cut]
     positives_n = sum(y for _, y, _ in rows)
     print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} n-grams")
-    weights, bias = fit(rows, args.epochs, args.l2)
+    weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams)
     ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[: args.keep]
     weights = {f: round(w, 3) for f, w in ranked if abs(w) >= 0.005}
 
