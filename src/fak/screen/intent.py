@@ -7,9 +7,10 @@ reader as "you", an imperative at a sentence start, instructions / rules / promp
 what came before, something new instead, controlling the answer, acting on data, a role to
 play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
 es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
-as *about* injection or as code or narrative; plus a few common words. A logistic regression
-(``benchmarks/screen_train.py``, fitted on the train sources of the by-source corpus only)
-weighs them; the weights ship as ``intent_weights.json.gz`` with their provenance.
+as *about* injection or as code or narrative; and by its words and word pairs (``grams``). A
+logistic regression (``benchmarks/screen_train.py``, fitted on the train sources of the
+by-source corpus and on generated text only) weighs them; the weights ship as
+``intent_weights.json.gz`` with their provenance.
 It runs only on candidate windows: the cues the first-match screen's RE2 pass already finds
 (``fak.screen.injection``, including weight-0 candidate cues) that did not reach the cue
 threshold; a body without cues costs nothing more. Pure; nothing is downloaded; spans only.
@@ -90,7 +91,6 @@ _INTENT = frozenset(
 )
 _ORDER = {name: index for index, name in enumerate(CONCEPTS)}
 _OPENERS = b" \t\"'*>#-:([{"
-_WORDS = re.compile(r"[^\W\d_]+")
 
 
 def _split_top(alternation: str) -> list[str]:
@@ -227,7 +227,8 @@ class IntentHit:
 
 @dataclass(frozen=True, slots=True)
 class IntentModel:
-    """Weights per concept feature and per common word (``w:`` keys), bias, decision logit."""
+    """Weights per concept feature and per n-gram (keys with a space or no ``_``), bias,
+    decision logit."""
 
     weights: dict[str, float]
     bias: float
@@ -236,11 +237,6 @@ class IntentModel:
 
     def logit(self, text: str, *, orders: bool = True) -> float:
         return score(self.weights, self.bias, text, orders=orders)
-
-
-def words(text: str) -> set[str]:
-    """The window's distinct lower-cased words (letters only)."""
-    return set(_WORDS.findall(text.replace("\\n", " ").lower()))
 
 
 _TABLE = str.maketrans(
