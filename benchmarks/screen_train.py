@@ -31,12 +31,13 @@ from pathlib import Path
 
 from fak.screen import intent
 from fak.screen.injection import find_cues, score_injection
-from fak.screen.intent import WINDOW, features, words
+from fak.screen.intent import WINDOW, features, grams
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from screen_sources import BENIGN_SOURCES, PACKAGES  # noqa: E402
 from screen_sources import OUT as SOURCES  # noqa: E402
+from screen_synth import generate as synthesize  # noqa: E402
 
 GENERATED = ROOT / "benchmarks" / "data" / "screen_corpus.jsonl"
 WEIGHTS = ROOT / "src" / "fak" / "screen" / "intent_weights.json.gz"
@@ -48,8 +49,10 @@ def _load(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
-def windows(item: dict[str, object]) -> list[tuple[str, int]]:
-    """(window text, label) pairs of one item; label -1 means unknown (skipped)."""
+def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, int]]:
+    """(window text, label) pairs of one item; label -1 means unknown (skipped). A window that
+    holds a planted injection gives two positives: the window as the runtime reads it (carrier
+    around the injection; not with ``carrier=False``) and the injection's own words."""
     data = str(item["text"]).encode()
     span = item.get("span")
     out: list[tuple[str, int]] = []
@@ -57,13 +60,17 @@ def windows(item: dict[str, object]) -> list[tuple[str, int]]:
         piece = data[lo : lo + WINDOW]
         text = piece.decode("utf-8", errors="ignore")
         if item["label"] == "benign":
-            label = 0
-        elif isinstance(span, list):
+            out.append((text, 0))
+            continue
+        if isinstance(span, list):
             s, e = int(span[0]), int(span[1])
             overlap = min(e, lo + WINDOW) - max(s, lo)
             label = 1 if overlap >= min(e - s, 120) else (0 if overlap <= 0 else -1)
             if label == 1:  # the injection's own words, not the carrier's around it
-                text = data[max(s, lo) : min(e, lo + WINDOW)].decode("utf-8", errors="ignore")
+                own = data[max(s, lo) : min(e, lo + WINDOW)].decode("utf-8", errors="ignore")
+                out.append((own, 1))
+                if not carrier:
+                    continue
         else:  # generated corpus: no span recorded; a window with cues is the injection
             label = 1 if score_injection(piece, 0.5) else -1
         out.append((text, label))
@@ -71,7 +78,7 @@ def windows(item: dict[str, object]) -> list[tuple[str, int]]:
 
 
 def fit(
-    rows: list[tuple[dict[str, float], int, str]], epochs: int, l2: float
+    rows: list[tuple[dict[str, float], int, str]], epochs: int, l2: float, l2_grams: float
 ) -> tuple[dict[str, float], float]:
     """Logistic regression, AdaGrad SGD over sparse binary features. Each (source, label) pair
     weighs the same in total: one source's many windows do not decide what injections are."""
@@ -94,7 +101,7 @@ def fit(
             g = (p - label) * weight_of[(source, label)]
             for f, v in feats.items():
                 w = weights.get(f, 0.0)
-                step = g * v + l2 * w
+                step = g * v + (l2 if "_" in f else l2_grams) * w  # n-grams hold no "_"
                 acc = grads.get(f, 1e-8) + step * step
                 grads[f] = acc
                 weights[f] = w - rate * step / math.sqrt(acc)
@@ -126,9 +133,14 @@ def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--l2", type=float, default=1e-3)
+    parser.add_argument("--l2", type=float, default=1e-3, help="L2 on the concept features")
+    parser.add_argument("--l2-grams", type=float, default=1e-3, help="L2 on the n-grams")
     parser.add_argument("--max-fp", type=float, default=0.002)
-    parser.add_argument("--support", type=int, default=3, help="injection sources a word needs")
+    parser.add_argument("--support", type=int, default=2, help="sources an n-gram needs")
+    parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
+    parser.add_argument("--keep", type=int, default=40000, help="weights kept (largest first)")
+    parser.add_argument("--own-only", action="store_true", help="positives: injection text only")
+    parser.add_argument("--min-logit", type=float, default=1.0, help="decision logit at least")
     parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
     parser.add_argument("--validate", default="", help="hold this train source out and report it")
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
@@ -145,25 +157,26 @@ def main() -> None:
     cut: list[tuple[dict[str, float], set[str], int, str]] = []
     for item in items + generated:
         source = str(item.get("source", "generated"))
-        kept = [w for w in windows(item) if w[1] >= 0]
+        kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
         positives = [w for w in kept if w[1] == 1][: args.max_positive]
         for text, label in [w for w in kept if w[1] == 0] + positives:
-            cut.append((features(text), words(text), label, source))
-    # Words are features only when they are common language that injections share: used by
-    # the injections of two train sources and by the benign text of three. One source's topics
-    # (a jailbreak persona's name, a suite's IBAN) never become evidence.
-    used: dict[int, dict[str, set[str]]] = {0: {}, 1: {}}
-    for _, found, label, source in cut:
-        for word in found:
-            used[label].setdefault(word, set()).add(source)
-    vocab = {
-        w for w, s in used[1].items() if len(s) >= args.support and len(used[0].get(w, ())) >= 3
-    }
-    rows = [({**f, **{"w:" + w: 1.0 for w in found & vocab}}, y, s) for f, found, y, s in cut]
+            cut.append((features(text), grams(text), label, source))
+    for lang, label, text in synthesize(SEED, args.synth):
+        cut.append((features(text), grams(text), int(label == "injection"), f"synth-{lang}"))
+    # An n-gram is a feature only when it is common language: seen in the windows of
+    # ``--support`` sources or more (generated text counts one source per language). One
+    # source's topics (a jailbreak persona's name, a suite's IBAN) never become evidence.
+    used: dict[str, set[str]] = {}
+    for _, found, _, source in cut:
+        for gram in found:
+            used.setdefault(gram, set()).add(source)
+    vocab = {g for g, s in used.items() if len(s) >= args.support}
+    rows = [({**f, **dict.fromkeys(found & vocab, 1.0)}, y, s) for f, found, y, s in cut]
     positives_n = sum(y for _, y, _ in rows)
-    print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} common words")
-    weights, bias = fit(rows, args.epochs, args.l2)
-    weights = {f: round(w, 4) for f, w in weights.items() if abs(w) >= 0.001}
+    print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} n-grams")
+    weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams)
+    ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[: args.keep]
+    weights = {f: round(w, 3) for f, w in ranked if abs(w) >= 0.005}
 
     model_doc: dict[str, object] = {"weights": weights, "bias": round(bias, 4), "threshold": 0.0}
     model = intent.IntentModel(weights, bias, 0.0, {})
@@ -174,8 +187,10 @@ def main() -> None:
         (benign_best if item["label"] == "benign" else attack_best).append(best)
     benign_best.sort(reverse=True)
     allowed = int(args.max_fp * len(benign_best))
-    threshold = max(0.0, benign_best[allowed] + 0.01)
+    threshold = max(args.min_logit, benign_best[allowed] + 0.01)
     caught = sum(1 for b in attack_best if b >= threshold)
+    read = sum(1 for b in attack_best if b > -1e9)
+    print(f"train attacks with a window read: {read}/{len(attack_best)}")
     print(f"threshold {threshold:.3f}; train attacks caught "
           f"{caught}/{len(attack_best)}; train benign over it "
           f"{sum(1 for b in benign_best if b >= threshold)}/{len(benign_best)}")  # fmt: skip
@@ -184,6 +199,12 @@ def main() -> None:
         for item in validate:
             best[item["id"]] = _best(model, str(item["text"]).encode())
         held = [i for i in validate if best[i["id"]] >= threshold]
+        seen = [i for i in validate if best[i["id"]] > -1e9]
+        print(f"validation source {args.validate}: a window read in {len(seen)}/{len(validate)}")
+        logits = sorted((round(best[i["id"]], 2) for i in seen), reverse=True)
+        print(
+            f"  its logits: {logits}; train benign top: {[round(b, 2) for b in benign_best[:12]]}"
+        )
         print(f"validation source {args.validate}: {len(held)}/{len(validate)} held "
               f"({', '.join(sorted({str(i['label']) for i in validate}))})")  # fmt: skip
     if args.dry_run or validate:
@@ -198,7 +219,8 @@ def main() -> None:
             n: {"pin": p, "licence": lic} for n, (p, lic, s) in PACKAGES.items() if s == "train"
         },
         "benign_sources": {n: lic for n, (lic, s) in BENIGN_SOURCES.items() if s == "train"},
-        "generated": "benchmarks/data/screen_corpus.jsonl, tune split (fak's own generator)",
+        "generated": "benchmarks/data/screen_corpus.jsonl, tune split (fak's own generator); "
+        "benchmarks/screen_synth.py (composed here, ten languages)",
         "items": len(items) + len(generated),
         "windows": len(rows),
         "params": vars(args),

@@ -20,6 +20,7 @@ from fak.screen import (
 )
 from fak.screen import pollution as pollution_module
 from fak.screen.injection import CueFilter, score_cues
+from fak.screen.intent import read_windows
 from fak.screen.secrets import candidate_at, validate_candidates
 
 CHUNK = b"0123456789abcdef"
@@ -406,6 +407,8 @@ def _reference_screen(body: bytes) -> Finding | None:
     cues = [c for i in range(len(body)) if (c := cue_filter.at(body, i)) is not None]
     if score_cues(cues, first=True):
         return Finding(Reason.TRUST_VIOLATION, Detector.INJECTION_MARKER)
+    if read_windows(body, [(c.start, c.end, c.weight) for c in cues], first=True):
+        return Finding(Reason.TRUST_VIOLATION, Detector.INTENT_MODEL)  # cues the model reads
     return find_pollution(body)
 
 

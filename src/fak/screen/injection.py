@@ -157,6 +157,15 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # candidates: weight 0, they never score; they mark a window for the intent model to read
     # (a tool named in snake_case after a verb of calling, directing the answer, a role to play)
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b(?:respond|reply|answer)\s+(?:only\s+)?with\b|\byour (?:response|answer|reply|output)s?\b|\b(?:print|output|say)\s+(?:only\s+|exactly\s+)?[\"'`\[]|\bnothing else\b|\bend every (?:response|answer|reply)\b|\byou are (?:going|about) to\b|\b(?:act|acting) as (?:an?|the|my)\b|\bpretend (?:to be|you)\b|\bstay in character\b|\bfrom now on\b|\bfor the rest of this conversation\b|\b(?:prior|previous|original|current) task\b|\bthe above\b|\[system\])"),
+    # broader candidates (weight 0): words of giving orders that injections written by others
+    # share (an override verb, "instructions", "you must", a quoted answer to print, a shouted
+    # banner, a pretext mode); two of them near each other, or one beside a weak cue, mark a
+    # window for the intent model, which decides
+    (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:ignore|ignoring|disregard|forget|override)\s+(?:all|any|the|your|every|previous|prior|above|earlier|this|these|those|that|what|everything|rules|instructions|safety|it|them)\b|\binstructions?\b|\byou will now\b|\b(?:pose|behave|respond|answer|reply) as\b|\bno (?:restrictions|limits|filters|rules|limitations)\b|\byour (?:first|next|second|new|only) (?:response|answer|reply|task)\b|\byou (?:must|should|will|need to|have to|are (?:now|to|required|allowed))\b|\b(?:print|say|output|write|respond|reply|answer|repeat|include|return|state)\s+(?:only\s+|exactly\s+|just\s+|the (?:following|phrase|text|word)s?\s*:?\s*)?[\"'<\[]|\b(?:debug|test|testing|training|developer|admin|maintenance|god|safe|evaluation|audit) mode\b|\bsystem (?:note|notice|update|instructions?|override)\b|\bpwned\b|\b(?:please|kindly)\s+(?:do|execute|perform|run|complete|follow|carry out|proceed)\b|\b(?:do|perform|complete|execute|follow) the following\b|\byour (?:task|job|mission|assignment|goal|objective)\b|\b(?:you've|you have) been (?:assigned|given|asked|instructed|tasked)\b|\b(?:tell|give|show) me\b)"),
+    (Cue.CANDIDATE, 0.0, rb"\b(?:IMPORTANT|URGENT|ATTENTION|NEW TASK|NOTE TO)\b"),
+    (Cue.CANDIDATE, 0.0,
+     "(?:\\b(?:[Ii]gnorez|[Oo]ubliez?|[Ii]gnoriere|[Vv]ergiss|[Ii]gnora|[Oo]lvida|[Ee]squeça|[Dd]imentica)\\b|(?:И|и)гнорируй|(?:З|з)абудь"
+     "|忽略|无视|忘记|無視|忘れ|무시|잊어|instructions précédentes|Anweisungen|instrucciones|instruções|istruzioni|инструкци)".encode()),
     # text about injection, not an injection: lowers a window's score
     (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b|\b(?:prompt|chat) (?:format|template)s?\b|\bapply_chat_template\b|\{\{?\s*(?:system_prompt|system_message|user_message|prompt|query|input|bos_token)\s*\}\}?)"),
 )  # fmt: skip

@@ -7,9 +7,10 @@ reader as "you", an imperative at a sentence start, instructions / rules / promp
 what came before, something new instead, controlling the answer, acting on data, a role to
 play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
 es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
-as *about* injection or as code or narrative; plus a few common words. A logistic regression
-(``benchmarks/screen_train.py``, fitted on the train sources of the by-source corpus only)
-weighs them; the weights ship as ``intent_weights.json.gz`` with their provenance.
+as *about* injection or as code or narrative; and by its words and word pairs (``grams``). A
+logistic regression (``benchmarks/screen_train.py``, fitted on the train sources of the
+by-source corpus and on generated text only) weighs them; the weights ship as
+``intent_weights.json.gz`` with their provenance.
 It runs only on candidate windows: the cues the first-match screen's RE2 pass already finds
 (``fak.screen.injection``, including weight-0 candidate cues) that did not reach the cue
 threshold; a body without cues costs nothing more. Pure; nothing is downloaded; spans only.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import itertools
 import json
 import math
 import re
@@ -34,6 +36,7 @@ __all__ = [
     "IntentHit",
     "IntentModel",
     "features",
+    "grams",
     "load_model",
     "read_windows",
 ]
@@ -88,7 +91,6 @@ _INTENT = frozenset(
 )
 _ORDER = {name: index for index, name in enumerate(CONCEPTS)}
 _OPENERS = b" \t\"'*>#-:([{"
-_WORDS = re.compile(r"[^\W\d_]+")
 
 
 def _split_top(alternation: str) -> list[str]:
@@ -225,20 +227,60 @@ class IntentHit:
 
 @dataclass(frozen=True, slots=True)
 class IntentModel:
-    """Weights per concept feature and per common word (``w:`` keys), bias, decision logit."""
+    """Weights per concept feature and per n-gram (keys with a space or no ``_``), bias,
+    decision logit."""
 
     weights: dict[str, float]
     bias: float
     threshold: float
     provenance: dict[str, object]
 
-    def logit(self, text: str) -> float:
-        return score(self.weights, self.bias, text)
+    def logit(self, text: str, *, orders: bool = True) -> float:
+        return score(self.weights, self.bias, text, orders=orders)
 
 
-def words(text: str) -> set[str]:
-    """The window's distinct lower-cased words (letters only)."""
-    return set(_WORDS.findall(text.replace("\\n", " ").lower()))
+_TABLE = str.maketrans(
+    {
+        **dict.fromkeys("\"#$%&'()*+,-/:;<=>@[\\]^_`{|}~0123456789\t\r", " "),
+        **dict.fromkeys(".!?", "\n"),
+        **dict.fromkeys(
+            "\u00ab\u00bb\u2018\u2019\u201c\u201d\u201e\u2014\u2013\u3001\uff0c\uff1a\u300c\u300d",
+            " ",
+        ),
+        **dict.fromkeys("\u3002\uff01\uff1f", "\n"),
+    }
+)
+"""Punctuation, digits and ``_`` split words; a sentence end is a line end (one character for
+one: ASCII text takes ``str.translate``'s fast path)."""
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-cased words, each sentence opened by ``.``; a run of CJK letters (no spaces
+    between words) as its overlapping character pairs."""
+    toks: list[str] = []
+    for line in text.replace("\\n", "\n").lower().translate(_TABLE).split("\n"):
+        if found := line.split():
+            toks.append(".")
+            toks.extend(found)
+    if text.isascii():
+        return toks
+    out: list[str] = []
+    for tok in toks:
+        if tok[0] >= "\u3000" and len(tok) > 2:
+            out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
+        else:
+            out.append(tok)
+    return out
+
+
+def grams(text: str) -> set[str]:
+    """The window's distinct word unigrams and bigrams (``"a b"``; ``". a"`` opens a sentence).
+    None holds an underscore, so they never collide with the concept features' names."""
+    toks = _tokens(text)
+    found = set(toks)
+    found.update(map(" ".join, itertools.pairwise(toks)))
+    found.discard(".")
+    return found
 
 
 GATE = (
@@ -256,14 +298,34 @@ GATE = (
 answer, a tool, a leak or a link: "ignore the previous draft" in a README does neither."""
 
 
-def score(weights: dict[str, float], bias: float, text: str) -> float:
-    """The logit: concept features and the weighted common words the window holds; windows
-    outside the ``GATE`` get no score (minus infinity)."""
+ORDERS = (
+    "has_override",
+    "has_output",
+    "has_action",
+    "has_role",
+    "has_leak",
+    "has_secret",
+    "has_toolcall",
+    "has_exfil",
+    "has_instr",
+    "has_role_mark",
+)
+"""And, at the default threshold, only if it holds an order of some kind: "Note to the AI
+assistant: the itinerary is in the shared folder" speaks to the model but asks nothing of it;
+a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
+
+
+def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = True) -> float:
+    """The logit: concept features and the weighted n-grams the window holds; windows outside
+    the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
         return -math.inf
+    if orders and not any(k in found for k in ORDERS):
+        return -math.inf
     total = bias + sum(weights.get(k, 0.0) * v for k, v in found.items())
-    return total + sum(weights.get("w:" + w, 0.0) for w in words(text))
+    get = weights.get
+    return total + sum(get(g, 0.0) for g in grams(text))
 
 
 @functools.cache
@@ -285,9 +347,13 @@ BUDGET_BYTES = 32768
 ones whose cues weigh most first. Ordinary results have no cues at all; this bounds what a
 body dense with trigger words (a security tool's own source) costs."""
 _CANDIDATE_WEIGHT = 0.3  # a weight-0 candidate cue counts this much when windows are ranked
-FLOOR = 0.5
-"""A window is read when its cues weigh at least this much: one everyday cue ("assistant" in a
-docstring) is not enough to spend the model on."""
+FLOOR = 0.3
+"""A window is read when its cues weigh at least this much: one candidate cue (an order-giving
+shape, see ``fak.screen.injection``) or one weak cue is enough; the budget bounds the cost."""
+WEAK = 0.5
+WEAK_BUDGET = 2
+"""A window whose cues weigh less than ``WEAK`` is read only if it holds a candidate cue (a lone
+"assistant" is not enough), and only the first two such windows of a body."""
 
 
 def read_windows(
@@ -298,20 +364,26 @@ def read_windows(
 
     Cues within ``WINDOW`` bytes of the first of a run share one window; a window is read when
     its cues weigh at least ``FLOOR`` (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the
-    budget. ``scale`` multiplies the decision logit (a source's injection threshold).
+    budget. ``scale`` multiplies the decision logit (a source's injection threshold); under 1,
+    a window that orders nothing is read too (see ``ORDERS``).
     """
     groups: list[tuple[float, int, list[tuple[int, int]]]] = []
     group: list[tuple[int, int]] = []
     weight = 0.0
-    for start, end, cue_weight in cues:
+    candidate = False
+    weak: list[tuple[float, int, list[tuple[int, int]]]] = []
+    for start, end, cue_weight in [*cues, (1 << 62, 0, 0.0)]:
         if group and start - group[0][0] > WINDOW - _BEFORE:
-            groups.append((weight, -group[0][0], group))
-            group, weight = [], 0.0
-        group.append((start, end))
-        weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT if cue_weight == 0 else 0)
-    if group:
-        groups.append((weight, -group[0][0], group))
-    groups = [g for g in groups if g[0] >= FLOOR]
+            if weight >= WEAK:
+                groups.append((weight, -group[0][0], group))
+            elif candidate and weight >= FLOOR and len(weak) < WEAK_BUDGET:
+                weak.append((weight, -group[0][0], group))
+            group, weight, candidate = [], 0.0, False
+        if end:
+            group.append((start, end))
+            candidate = candidate or cue_weight == 0
+            weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT * (cue_weight == 0))
+    groups += weak
     if not groups:
         return []
     budget = BUDGET_BASE + len(data) // BUDGET_BYTES
@@ -321,7 +393,7 @@ def read_windows(
     cut = model.threshold * scale
     hits: list[IntentHit] = []
     for _, _, starts in sorted(groups, key=lambda g: -g[1]):
-        if (hit := _judge(model, data, starts, cut)) is not None:
+        if (hit := _judge(model, data, starts, cut, orders=scale >= 1.0)) is not None:
             hits.append(hit)
             if first:
                 break
@@ -329,10 +401,10 @@ def read_windows(
 
 
 def _judge(
-    model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float
+    model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float, *, orders: bool
 ) -> IntentHit | None:
     first, last = group[0][0], max(end for _, end in group)
     lo = max(0, first - _BEFORE)
     hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
-    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"))
+    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"), orders=orders)
     return IntentHit(round(logit, 3), first, last) if logit >= cut else None
