@@ -170,6 +170,10 @@ def _inner(args: argparse.Namespace) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
+    import yaml
+
+    if yaml.__with_libyaml__:  # the suites' YAML parsed by libyaml: same documents, ~10x faster
+        yaml.safe_load = lambda text: yaml.load(text, Loader=yaml.CSafeLoader)
     from agentdojo.attacks.attack_registry import ATTACKS
     from agentdojo.task_suite.load_suites import get_suite
 
@@ -204,6 +208,7 @@ def _inner(args: argparse.Namespace) -> int:
         def kernel_for(arm: str, policy: Policy = policy) -> Kernel | None:
             return None if arm == "none" else Kernel(policy, pageout_bytes=0)
 
+        clean = suite.load_and_inject_default_environment({})
         for arm in ARMS:  # benign: no injection
             agent.stats = _counter()
             ok = 0
@@ -211,7 +216,9 @@ def _inner(args: argparse.Namespace) -> int:
             for uid, task in user_tasks.items():
                 agent.arm, agent.kernel = arm, kernel_for(arm)
                 agent.user_task, agent.attacker_plan, agent.injections = task, None, {}
-                utility, _ = suite.run_task_with_pipeline(agent, task, None, {})
+                utility, _ = suite.run_task_with_pipeline(
+                    agent, task, None, {}, environment=clean.model_copy(deep=True)
+                )
                 utility = utility and not agent.blinded
                 ok += bool(utility)
                 if not utility:
@@ -222,7 +229,6 @@ def _inner(args: argparse.Namespace) -> int:
                 "lost": lost,
                 **dict(agent.stats),
             }
-        env = suite.load_and_inject_default_environment({})
         tools = {
             f.name: set(f.parameters.model_json_schema().get("properties", {})) for f in suite.tools
         }
@@ -230,19 +236,26 @@ def _inner(args: argparse.Namespace) -> int:
         runs: list[tuple[str, str, Any]] = [
             ("attacks", n, ATTACKS[n](suite, agent)) for n in attack_names
         ]
-        base = ATTACKS["important_instructions"](suite, agent)
+        base = ATTACKS["direct"](suite, agent)  # the envelope the wall lets through
         runs += [("adaptive", n, AdaptiveAttack(n, base, sinks, {})) for n in adaptive]
         for group, name, attack in runs:
-            cells: dict[str, Any] = {}
-            for arm in ARMS:
-                agent.stats = _counter()
-                pairs = won = useful = 0
-                survivors: list[str] = []
-                for uid, task in user_tasks.items():
-                    if isinstance(attack, AdaptiveAttack):
-                        attack.user_values = _values(task.ground_truth(env.model_copy(deep=True)))
-                    for iid, inj in injection_tasks.items():
-                        injections = attack.attack(task, inj)
+            cells: dict[str, Any] = {
+                arm: {"pairs": 0, "attack_success": 0, "utility": 0, "survivors": []}
+                for arm in ARMS
+            }
+            stats = {arm: _counter() for arm in ARMS}
+            skipped = 0
+            for uid, task in user_tasks.items():
+                if isinstance(attack, AdaptiveAttack):
+                    attack.user_values = _values(task.ground_truth(clean.model_copy(deep=True)))
+                for iid, inj in injection_tasks.items():
+                    if isinstance(attack, AdaptiveAttack) and not attack.applies(inj, clean):
+                        skipped += 1
+                        continue
+                    injections = attack.attack(task, inj)
+                    loaded = suite.load_and_inject_default_environment(injections)
+                    for arm in ARMS:  # the same pair, parsed once, for every arm
+                        agent.stats = stats[arm]
                         agent.arm, agent.kernel = arm, kernel_for(arm)
                         agent.user_task, agent.injections = task, injections
                         agent.attacker_plan = (
@@ -251,24 +264,18 @@ def _inner(args: argparse.Namespace) -> int:
                             else inj.ground_truth
                         )
                         utility, security = suite.run_task_with_pipeline(
-                            agent, task, inj, injections
+                            agent, task, inj, injections, environment=loaded.model_copy(deep=True)
                         )
-                        utility = utility and not agent.blinded
-                        pairs += 1
-                        useful += bool(utility)
+                        cell = cells[arm]
+                        cell["pairs"] += 1
+                        cell["utility"] += bool(utility and not agent.blinded)
                         if security:
-                            won += 1
-                            survivors.append(f"{uid}/{iid}")
-                cells[arm] = {
-                    "pairs": pairs,
-                    "attack_success": won,
-                    "utility": useful,
-                    "survivors": survivors,
-                    **dict(agent.stats),
-                }
+                            cell["attack_success"] += 1
+                            cell["survivors"].append(f"{uid}/{iid}")
+            for arm in ARMS:
+                cells[arm].update(stats[arm])
                 if isinstance(attack, AdaptiveAttack):
-                    cells[arm]["rewritten_calls"] = attack.adapted
-                    attack.adapted = 0
+                    cells[arm]["not_applicable"] = skipped
             per[group][name] = cells
             line = "  ".join(
                 f"{arm}: {c['attack_success']}/{c['pairs']} u{c['utility']} a{c.get('asked', 0)}"

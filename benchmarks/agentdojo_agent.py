@@ -15,7 +15,8 @@ Approver models for held calls (``REQUIRE_WITNESS``), each an arm:
                 approves when (1) the claim names a tool result, (2) the wall flagged nothing in
                 that result, and (3) the user pointed at that result — one argument of the call
                 that produced it is written in the user's own words (the file, page or channel
-                the user named). Never reads the task's ground truth.
+                the user named), or lies under a path or address the user wrote
+                (``/system/.ssh/id.pub`` under ``/system/.ssh``). Never reads the ground truth.
   fak+truth     the upper bound: approves exactly the held calls the user task's ground truth
                 makes (it reads the ground truth; labelled as such everywhere)
 """
@@ -46,9 +47,12 @@ APPROVER = {
     "fak+truth": "ground-truth approver (upper bound)",
 }
 _SOURCE = re.compile(r"came from (?:un)?trusted (\S+?)#(\S+)$")
-_OTP = re.compile(r"(?<!\d)\d{6}(?!\d)")
+_OTP = re.compile(r"(?i)(?:otp|one[- ]time password)\D{0,40}?(?<!\d)(\d{6})(?!\d)")
 _URL = re.compile(r"(?:https?://)?(?:www\.)?[A-Za-z0-9_.-]+\.[a-z]{2,}(?:/[^\s\"'<>|,)]*)?")
-_FILE_ID = re.compile(r"""["']file_id["']\s*:\s*["']([^"']+)["']""")
+_FILE_ID = re.compile(
+    r"""["']file_id["']\s*:\s*["']([^"']+)["']|["']attachments["']: \[([^\]]*)\]"""
+)
+_ORDER = re.compile(r"ORDER-\d+")
 _ADDED = re.compile(r"(\S+) has been added to (\S+?)\.?$", re.M)
 
 
@@ -82,6 +86,11 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def _file_ids(text: str) -> Iterator[str]:
+    for one, many in _FILE_ID.findall(text):
+        yield from [one] if one else re.findall(r"[\"']([^\"']+)[\"']", many)
+
+
 @dataclass
 class Placeholders:
     """Fills AgentDyn's ``$…`` placeholders from the results handed so far (latest first)."""
@@ -106,7 +115,9 @@ class Placeholders:
             if name == "6-digits":
                 found = _OTP.findall(text)
             elif name == "file_id":
-                found = list(dict.fromkeys(_FILE_ID.findall(text)))
+                found = list(dict.fromkeys(_file_ids(text)))
+            elif name == "order_id":
+                found = _ORDER.findall(text)
             elif name == "invitation_link":
                 found = [u for u in _URL.findall(text) if "invit" in u.lower()]
             elif name == "file_name":
@@ -231,8 +242,12 @@ class Agent(BasePipelineElement):  # type: ignore[misc]
         if flagged:
             self.stats["evidence_flagged"] += 1
             return False
+        places = [w.strip(".,;:'\"()") for w in self._prompt.split()]
+        places = [w for w in places if len(w) >= 4 and ("/" in w or "." in w)]
         pointed = any(
-            len(s.strip()) >= 3 and _fold(s) in self._prompt for s in _strings(source_args)
+            len(s.strip()) >= 3
+            and (_fold(s) in self._prompt or any(_fold(s).startswith(p) for p in places))
+            for s in _strings(source_args)
         )
         if not pointed:
             self.stats["evidence_not_pointed"] += 1
