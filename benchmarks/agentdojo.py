@@ -179,6 +179,7 @@ def _inner(args: argparse.Namespace) -> int:
 
     from agentdojo_adaptive import ADAPTIVE, AdaptiveAttack, SinkMap
     from agentdojo_agent import APPROVER, ARMS, Agent
+    from agentdojo_dyn_plans import attacker_plan
     from fak.kernel import Kernel
     from fak.policy import Policy
 
@@ -236,8 +237,13 @@ def _inner(args: argparse.Namespace) -> int:
         runs: list[tuple[str, str, Any]] = [
             ("attacks", n, ATTACKS[n](suite, agent)) for n in attack_names
         ]
-        base = ATTACKS["direct"](suite, agent)  # the envelope the wall lets through
-        runs += [("adaptive", n, AdaptiveAttack(n, base, sinks, {})) for n in adaptive]
+        base = ATTACKS["direct"](suite, agent)
+
+        def obeyed(inj: Any, suite_name: str = suite_name) -> Any:
+            return attacker_plan(suite_name, inj)
+
+        # the envelope the wall lets through
+        runs += [("adaptive", n, AdaptiveAttack(n, base, sinks, obeyed)) for n in adaptive]
         for group, name, attack in runs:
             cells: dict[str, Any] = {
                 arm: {"pairs": 0, "attack_success": 0, "utility": 0, "survivors": []}
@@ -259,9 +265,7 @@ def _inner(args: argparse.Namespace) -> int:
                         agent.arm, agent.kernel = arm, kernel_for(arm)
                         agent.user_task, agent.injections = task, injections
                         agent.attacker_plan = (
-                            attack.plan(inj)
-                            if isinstance(attack, AdaptiveAttack)
-                            else inj.ground_truth
+                            attack.plan(inj) if isinstance(attack, AdaptiveAttack) else obeyed(inj)
                         )
                         utility, security = suite.run_task_with_pipeline(
                             agent, task, inj, injections, environment=loaded.model_copy(deep=True)

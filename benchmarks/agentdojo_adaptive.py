@@ -69,11 +69,18 @@ def _retyped(value: Any) -> Any:
 class AdaptiveAttack:
     """One adaptive attack: the injection text (``attack``) and the obeyed plan (``plan``)."""
 
-    def __init__(self, name: str, base: Any, sinks: SinkMap, user_values: dict[str, list[str]]):
+    def __init__(
+        self,
+        name: str,
+        base: Any,
+        sinks: SinkMap,
+        obeyed: Callable[[Any], Callable[[Any], list[Any]]],
+    ) -> None:
         self.name = name
+        self.obeyed = obeyed  # injection task -> the registered attacker calls (env -> calls)
         self.base = base
         self.sinks = sinks
-        self.user_values = user_values  # argument name -> values the user task's calls use
+        self.user_values: dict[str, list[str]] = {}  # argument -> values the user's calls use
 
     def attack(self, user_task: Any, injection_task: Any) -> dict[str, str]:
         extra = {
@@ -91,12 +98,12 @@ class AdaptiveAttack:
 
     def applies(self, injection_task: Any, env: Any) -> bool:
         """Whether any attacker call of this injection task is rewritten (on a fresh copy)."""
-        calls = injection_task.ground_truth(env.model_copy(deep=True))
+        calls = self.obeyed(injection_task)(env.model_copy(deep=True))
         return any(self._rewrite(c) is not c for c in calls)
 
     def plan(self, injection_task: Any) -> Callable[[Any], list[Any]]:
         def calls(env: Any) -> list[Any]:
-            return [self._rewrite(c) for c in injection_task.ground_truth(env)]
+            return [self._rewrite(c) for c in self.obeyed(injection_task)(env)]
 
         return calls
 
