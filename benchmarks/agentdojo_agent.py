@@ -140,10 +140,11 @@ class Agent(BasePipelineElement):  # type: ignore[misc]
         self.injections: dict[str, str] = {}
         self.stats: dict[str, int] = defaultdict(int)
         self.blinded = False  # the wall held a whole result this run
+        self.foresight = False  # a call was refused for a value no earlier result or prompt held
 
     def query(self, query, runtime, env, messages=(), extra_args=None):  # type: ignore[no-untyped-def]
         ctx = Context().user(query)
-        self.blinded = False
+        self.blinded = self.foresight = False
         self._prompt = _fold(query)
         self._calls: dict[str, tuple[str, dict[str, Any], bool]] = {}
         self._holes = Placeholders()
@@ -188,6 +189,8 @@ class Agent(BasePipelineElement):  # type: ignore[misc]
                     verdict = self.kernel.decide(ToolCall(fn, fargs, call_id=call_id, context=ctx))
             if not verdict.admits:
                 self.stats["refused"] += 1
+                if "appears nowhere in the run" in verdict.claim:
+                    self.foresight = True
                 return None
         result, error = runtime.run_function(env, fn, fargs)
         text = error if error is not None else render(result)
