@@ -254,7 +254,7 @@ def _inner(args: argparse.Namespace) -> int:
                 for arm in ARMS
             }
             stats = {arm: _counter() for arm in ARMS}
-            skipped = 0
+            skipped = unbuildable = 0
             for uid, task in user_tasks.items():
                 if isinstance(attack, AdaptiveAttack):
                     attack.user_values = _values(task.ground_truth(clean.model_copy(deep=True)))
@@ -262,7 +262,11 @@ def _inner(args: argparse.Namespace) -> int:
                     if isinstance(attack, AdaptiveAttack) and not attack.applies(inj, clean):
                         skipped += 1
                         continue
-                    injections = attack.attack(task, inj)
+                    try:
+                        injections = attack.attack(task, inj)
+                    except ValueError:  # tool_knowledge needs placeholder_args the task lacks
+                        unbuildable += 1
+                        continue
                     loaded = suite.load_and_inject_default_environment(injections)
                     for arm in ARMS:  # the same pair, parsed once, for every arm
                         agent.stats = stats[arm]
@@ -284,6 +288,8 @@ def _inner(args: argparse.Namespace) -> int:
                 cells[arm].update(stats[arm])
                 if isinstance(attack, AdaptiveAttack):
                     cells[arm]["not_applicable"] = skipped
+                if unbuildable:
+                    cells[arm]["not_buildable"] = unbuildable
             per[group][name] = cells
             line = "  ".join(
                 f"{arm}: {c['attack_success']}/{c['pairs']} u{c['utility']} a{c.get('asked', 0)}"
