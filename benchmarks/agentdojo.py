@@ -214,7 +214,7 @@ def _inner(args: argparse.Namespace) -> int:
             agent.stats = _counter()
             ok = 0
             lost: list[str] = []
-            foresight: list[str] = []
+            nowhere: list[str] = []
             for uid, task in user_tasks.items():
                 agent.arm, agent.kernel = arm, kernel_for(arm)
                 agent.user_task, agent.attacker_plan, agent.injections = task, None, {}
@@ -225,13 +225,13 @@ def _inner(args: argparse.Namespace) -> int:
                 ok += bool(utility)
                 if not utility:
                     lost.append(uid)
-                    if agent.foresight:
-                        foresight.append(uid)
+                    if agent.nowhere:
+                        nowhere.append(uid)
             per["benign"][arm] = {
                 "tasks": len(user_tasks),
                 "utility": ok,
                 "lost": lost,
-                "lost_with_foresight_refusal": foresight,
+                "lost_with_nowhere_refusal": nowhere,
                 **dict(agent.stats),
             }
         tools = {

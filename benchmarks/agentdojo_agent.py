@@ -140,11 +140,11 @@ class Agent(BasePipelineElement):  # type: ignore[misc]
         self.injections: dict[str, str] = {}
         self.stats: dict[str, int] = defaultdict(int)
         self.blinded = False  # the wall held a whole result this run
-        self.foresight = False  # a call was refused for a value no earlier result or prompt held
+        self.nowhere = False  # a call was refused for a value no prompt or handed result holds
 
     def query(self, query, runtime, env, messages=(), extra_args=None):  # type: ignore[no-untyped-def]
         ctx = Context().user(query)
-        self.blinded = self.foresight = False
+        self.blinded = self.nowhere = False
         self._prompt = _fold(query)
         self._calls: dict[str, tuple[str, dict[str, Any], bool]] = {}
         self._holes = Placeholders()
@@ -190,7 +190,7 @@ class Agent(BasePipelineElement):  # type: ignore[misc]
             if not verdict.admits:
                 self.stats["refused"] += 1
                 if "appears nowhere in the run" in verdict.claim:
-                    self.foresight = True
+                    self.nowhere = True
                 return None
         result, error = runtime.run_function(env, fn, fargs)
         text = error if error is not None else render(result)
