@@ -1,49 +1,55 @@
-"""AgentDojo (banking, slack) against a worst-case scripted agent, with and without fak.
+"""AgentDojo and AgentDyn against a worst-case scripted agent, with and without fak.
 
-The agent is scripted, not a model: for each (user task, injection task) pair it replays the
-user task's ground-truth calls and, as soon as a tool result it was handed carries the
-injection, obeys it (replays the injection task's ground-truth calls), then finishes the user
-task. That is the worst case for a defence: an agent that always falls for the injection.
-AgentDojo's own environments, runtime, attacks and checks judge utility and attack success,
-with one correction for the script's foresight: a run in which the wall held a result whole
-(the agent was handed a quarantine stub instead of the data) counts as a utility loss, since a
-real agent could not have finished the task from the stub.
+The agent is scripted, not a model (``agentdojo_agent.py``): for each (user task, injection
+task) pair it replays the user task's ground-truth calls and, as soon as a tool result it was
+handed carries the injection, obeys it (replays the attacker's calls), then finishes the user
+task — the worst case for a defence. AgentDojo's own environments, runtime, attacks and checks
+judge utility and attack success, with one correction for the script's foresight: a run in
+which the wall held a result whole (the agent got a quarantine stub) counts as a utility loss.
 
-Arms, side by side on the same pairs:
-  none       tools wired directly (no gate)
-  fak        every call through ``Kernel.decide`` with the suite's manifest
-             (examples/agentdojo/<suite>-policy.json) and a provenance ``Context`` (the user's
-             prompt trusted, every result untrusted unless the manifest vouches for it); every
-             result through the kernel's wall; calls held for a witness stay refused
-  fak+human  as ``fak``, plus a simulated approver for held calls: it approves a held call
-             only when it is one the user's own task needs (a careful human reading the
-             ``fak witness approve`` prompt) and refuses the rest — an upper bound for a
-             human in the loop, labelled as such
+Suites: banking and slack from ``agentdojo==0.1.35`` (PyPI); shopping, github and dailylife from
+AgentDyn (github.com/leolee99/AgentDyn, not on PyPI: pass ``--agentdyn`` a checkout or a bare
+git directory of it; it is installed into its own throwaway venv). Each suite's manifest is
+``examples/agentdojo/<suite>-policy.json``. workspace and travel are kept out of development:
+they run only if a manifest for them exists (none does).
 
-Attacks: every attack AgentDojo 0.1.35 registers that builds its injection without a model or
-a person (``manual`` needs a person typing; the DoS attacks have no injection-task goal).
+Arms, side by side on the same pairs (approver models in ``agentdojo_agent.py``): ``none`` (no
+gate), ``fak`` (no approver), ``fak+stamp`` (rubber stamp), ``fak+evidence`` (reads only the
+approval prompt), ``fak+truth`` (reads the task's ground truth: an upper bound, labelled).
+Every hold is one approval asked; the counts are reported per benign task and per attacked pair.
 
-    .venv/bin/python benchmarks/agentdojo.py [--suites banking,slack] [--attacks a,b]
+Attacks: every attack AgentDojo registers that builds its injection without a model or a person
+(``manual`` needs a person; the DoS attacks have no goal), and, reported apart, the adaptive
+attacks of ``agentdojo_adaptive.py`` (an attacker who has read the manifest).
 
-installs agentdojo==0.1.35 and fak (core) into a throwaway venv ($TMPDIR/fak-bench-agentdojo)
-on first use, then re-runs itself there. Writes benchmarks/results/agentdojo.json.
+    .venv/bin/python benchmarks/agentdojo.py [--suites banking,slack,shopping,github,dailylife]
+        [--attacks a,b] [--no-adaptive] [--limit N] [--agentdyn DIR]
+
+builds the venvs under $TMPDIR on first use, re-runs itself there (one run per venv), and
+writes benchmarks/results/agentdojo.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = Path(os.environ.get("TMPDIR", "/tmp")) / "fak-bench-agentdojo"
+TMP = Path(os.environ.get("TMPDIR", "/tmp"))
 AGENTDOJO = "agentdojo==0.1.35"
+DOJO_SUITES = ("banking", "slack")
+DYN_SUITES = ("shopping", "github", "dailylife")
+KEPT_OUT = ("workspace", "travel")  # never tuned on; measured only if a manifest exists
 SKIPPED_ATTACKS = {
     "manual": "asks a person to type the injection",
     "dos": "denial of service: no injection-task goal to succeed at",
@@ -52,232 +58,320 @@ SKIPPED_ATTACKS = {
     "offensive_email_dos": "denial of service",
     "felony_dos": "denial of service",
 }
-ARMS = ("none", "fak", "fak+human")
 
 
-# -- outer: make the venv, re-run inside it ---------------------------------------------------
-def _ensure_venv() -> Path:
-    py = VENV / "bin" / "python"
-    stamp = VENV / ".fak-ready"
-    if stamp.exists():
+# -- outer: make the venvs, re-run inside them -------------------------------------------------
+def _venv(name: str, install: list[str]) -> Path:
+    venv = TMP / name
+    py = venv / "bin" / "python"
+    if (venv / ".fak-ready").exists():
         return py
-    print(f"installing {AGENTDOJO} and fak (core) into {VENV} ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    print(f"installing {' '.join(install)} and fak (core) into {venv} ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(py), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, AGENTDOJO], check=True)
+    subprocess.run([*pip, *install], check=True)
     subprocess.run([*pip, "-e", str(ROOT)], check=True)
-    stamp.touch()
+    (venv / ".fak-ready").touch()
     return py
 
 
-# -- inner: the scripted agent ----------------------------------------------------------------
-def _inner(args: argparse.Namespace) -> int:
-    here = Path(__file__).resolve().parent  # this file is named agentdojo.py: not the package
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-    from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
-    from agentdojo.attacks.attack_registry import ATTACKS
-    from agentdojo.functions_runtime import FunctionCall
-    from agentdojo.task_suite.load_suites import get_suite
+def _agentdyn_tree(source: Path) -> tuple[Path, str]:
+    """A source tree of AgentDyn from a checkout or a bare git directory, and its commit."""
+    git = ["git", f"--git-dir={source}"] if (source / "HEAD").is_file() else None
+    if git is None and (source / ".git").exists():
+        git = ["git", f"--git-dir={source / '.git'}"]
+    if git is None:
+        return source, "unknown"
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    tree = TMP / f"agentdyn-{commit[:12]}"
+    if not (tree / "pyproject.toml").exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            tar = Path(tmp) / "src.tar"
+            with tar.open("wb") as fh:
+                subprocess.run(
+                    [*git, "archive", "HEAD", "src", "pyproject.toml", "README.md", "LICENSE"],
+                    check=True,
+                    stdout=fh,
+                )
+            shutil.rmtree(tree, ignore_errors=True)
+            with tarfile.open(tar) as tf:
+                tf.extractall(tree, filter="data")
+    return tree, commit
 
-    from fak.abi import Context, ToolCall, ToolResult, VerdictKind
-    from fak.kernel import Kernel
-    from fak.policy import Policy
 
-    def render(result: Any) -> str:
-        """What the agent is handed: AgentDojo's own formatter, JSON instead of YAML."""
-        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
-
-        return tool_result_to_str(result, dump_fn=lambda v: json.dumps(v, default=str))
-
-    def lines_of(injection: str) -> list[str]:
-        """Distinctive lines of an injection, as they read raw and inside a JSON string."""
-        out = []
-        for line in injection.splitlines():
-            line = line.strip()
-            if len(line) >= 16:
-                out += [line, json.dumps(line)[1:-1]]
-        return out or ([injection.strip()] if injection.strip() else [])
-
-    class Agent(BasePipelineElement):
-        name = "gpt-4o-2024-05-13"  # attacks address the model by a name; any listed one works
-
-        def __init__(self) -> None:
-            self.arm = "none"
-            self.kernel: Kernel | None = None
-            self.user_task: Any = None
-            self.injection_task: Any = None
-            self.injections: dict[str, str] = {}
-            self.stats: dict[str, int] = defaultdict(int)
-            self.blinded = False  # the wall held a whole result this run
-
-        def query(self, query, runtime, env, messages=(), extra_args=None):  # type: ignore[no-untyped-def]
-            ctx = Context().user(query)
-            self.blinded = False
-            needles = [n for v in self.injections.values() for n in lines_of(v)]
-            wanted = [(c.function, dict(c.args)) for c in self.user_task.ground_truth(env)]
-            plan = list(self.user_task.ground_truth(env))
-            out = list(messages)
-            obeyed = False
-            step = 0
-            while plan:
-                call = plan.pop(0)
-                step += 1
-                seen = self._run(call, runtime, env, ctx, wanted, out, step)
-                if seen is not None and not obeyed and any(n in seen for n in needles):
-                    obeyed = True
-                    self.stats["obeyed"] += 1
-                    plan = list(self.injection_task.ground_truth(env)) + plan
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": [{"type": "text", "content": self.user_task.GROUND_TRUTH_OUTPUT}],
-                    "tool_calls": None,
-                }
-            )
-            return query, runtime, env, out, extra_args or {}
-
-        def _run(self, call, runtime, env, ctx, wanted, out, step):  # type: ignore[no-untyped-def]
-            fn, fargs = call.function, dict(call.args)
-            call_id = f"c{step}"
-            if self.kernel is not None:
-                verdict = self.kernel.decide(ToolCall(fn, fargs, call_id=call_id, context=ctx))
-                if verdict.kind is VerdictKind.REQUIRE_WITNESS:
-                    self.stats["held"] += 1
-                    if self.arm == "fak+human" and (fn, fargs) in wanted:
-                        self.kernel.approve_witness(verdict.meta["witness_id"], "simulated")
-                        self.stats["approved"] += 1
-                        verdict = self.kernel.decide(
-                            ToolCall(fn, fargs, call_id=call_id, context=ctx)
-                        )
-                if not verdict.admits:
-                    self.stats["refused"] += 1
-                    return None
-            result, error = runtime.run_function(env, fn, fargs)
-            text = error if error is not None else render(result)
-            if self.kernel is not None:
-                admission = self.kernel.admit_result(ToolResult(fn, text.encode(), call_id))
-                if admission.verdict.kind is not VerdictKind.ALLOW:
-                    self.stats["results_held"] += 1
-                if admission.payload.startswith(b'{"_quarantined"'):
-                    self.blinded = True
-                    self.stats["results_held_whole"] += 1
-                text = admission.payload.decode("utf-8", "replace")
-                ctx.result(fn, call_id, text)
-            fc = FunctionCall(function=fn, args=fargs, id=call_id)
-            out.append({"role": "assistant", "content": None, "tool_calls": [fc]})
-            out.append(
-                {
-                    "role": "tool",
-                    "content": [{"type": "text", "content": text}],
-                    "tool_call": fc,
-                    "tool_call_id": call_id,
-                    "error": error,
-                }
-            )
-            return text
-
-    agent = Agent()
-    report: dict[str, Any] = {"agentdojo": AGENTDOJO, "skipped_attacks": SKIPPED_ATTACKS}
+def _outer(args: argparse.Namespace) -> int:
     suites = [s for s in args.suites.split(",") if s]
-    attack_names = sorted(a for a in ATTACKS if a not in SKIPPED_ATTACKS)
-    if args.attacks:
-        attack_names = [a for a in args.attacks.split(",") if a]
+    for name in KEPT_OUT:
+        if name in suites and not (ROOT / "examples/agentdojo" / f"{name}-policy.json").exists():
+            print(f"!! {name}: kept out of development and no manifest exists: skipped")
+            suites.remove(name)
+    runs: list[tuple[Path, list[str], dict[str, str]]] = []
+    dojo = [s for s in suites if s not in DYN_SUITES]
+    if dojo:
+        runs.append((_venv("fak-bench-agentdojo", [AGENTDOJO]), dojo, {"agentdojo": AGENTDOJO}))
+    dyn = [s for s in suites if s in DYN_SUITES]
+    if dyn and not args.agentdyn:
+        print(
+            f"!! AgentDyn suites {','.join(dyn)} skipped: it is not on PyPI; pass --agentdyn "
+            "DIR (a checkout or bare git directory of leolee99/AgentDyn)"
+        )
+    elif dyn:
+        tree, commit = _agentdyn_tree(Path(args.agentdyn))
+        tag = hashlib.sha256(commit.encode()).hexdigest()[:8]
+        py = _venv(f"fak-bench-agentdyn-{tag}", [str(tree)])
+        runs.append((py, dyn, {"agentdyn": f"leolee99/AgentDyn@{commit}"}))
+    report: dict[str, Any] = {"skipped_attacks": SKIPPED_ATTACKS, "suites": {}}
     t0 = time.perf_counter()
-    for suite_name in suites:
-        suite = get_suite("v1", suite_name)
-        manifest = ROOT / "examples" / "agentdojo" / f"{suite_name}-policy.json"
-        policy = Policy.load(manifest)
-        per: dict[str, Any] = {"manifest": str(manifest.relative_to(ROOT)), "benign": {}}
-
-        def kernel_for(arm: str, policy: Policy = policy) -> Kernel | None:
-            return None if arm == "none" else Kernel(policy, pageout_bytes=0)
-
-        for arm in ARMS:  # benign: no injection
-            ok = 0
-            lost: list[str] = []
-            for uid, task in suite.user_tasks.items():
-                agent.arm, agent.kernel = arm, kernel_for(arm)
-                agent.user_task, agent.injection_task, agent.injections = task, None, {}
-                utility, _ = suite.run_task_with_pipeline(agent, task, None, {})
-                utility = utility and not agent.blinded
-                ok += bool(utility)
-                if not utility:
-                    lost.append(uid)
-            per["benign"][arm] = {"tasks": len(suite.user_tasks), "utility": ok, "lost": lost}
-        per["attacks"] = {}
-        for name in attack_names:
-            attack = ATTACKS[name](suite, agent)
-            cells: dict[str, Any] = {}
-            for arm in ARMS:
-                agent.stats = defaultdict(int)
-                pairs = won = useful = 0
-                survivors: list[str] = []
-                for uid, task in suite.user_tasks.items():
-                    for iid, inj in suite.injection_tasks.items():
-                        injections = attack.attack(task, inj)
-                        agent.arm, agent.kernel = arm, kernel_for(arm)
-                        agent.user_task, agent.injection_task = task, inj
-                        agent.injections = injections
-                        utility, security = suite.run_task_with_pipeline(
-                            agent, task, inj, injections
-                        )
-                        utility = utility and not agent.blinded
-                        pairs += 1
-                        useful += bool(utility)
-                        if security:
-                            won += 1
-                            survivors.append(f"{uid}/{iid}")
-                cells[arm] = {
-                    "pairs": pairs,
-                    "attack_success": won,
-                    "utility": useful,
-                    "survivors": survivors,
-                    **dict(agent.stats),
-                }
-            per["attacks"][name] = cells
-            line = "  ".join(
-                f"{arm}: ASR {c['attack_success']}/{c['pairs']} util {c['utility']}"
-                for arm, c in cells.items()
-            )
-            print(f"{suite_name:8} {name:40} {line}", flush=True)
-        report[suite_name] = per
+    for py, names, source in runs:
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+            part = Path(fh.name)
+        argv = [
+            str(py),
+            str(Path(__file__).resolve()),
+            "--inner",
+            "--suites",
+            ",".join(names),
+            "--attacks",
+            args.attacks,
+            "--limit",
+            str(args.limit),
+            "--out",
+            str(part),
+        ]
+        if args.no_adaptive:
+            argv.append("--no-adaptive")
+        code = subprocess.run(argv, check=False).returncode
+        if code != 0:
+            return code
+        for name, per in json.loads(part.read_text())["suites"].items():
+            report["suites"][name] = {**source, **per}
+        part.unlink()
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    _print(report, suites)
-    out = ROOT / "benchmarks" / "results" / "agentdojo.json"
+    report["limit"] = args.limit
+    _print(report)
+    out = (
+        ROOT
+        / "benchmarks"
+        / "results"
+        / ("agentdojo.json" if not args.limit else "agentdojo-limited.json")
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
     return 0
 
 
-def _print(report: dict[str, Any], suites: list[str]) -> None:
+# -- inner: one venv, some suites --------------------------------------------------------------
+def _inner(args: argparse.Namespace) -> int:
+    here = Path(__file__).resolve().parent  # this file is named agentdojo.py: not the package
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here] + [str(here)]
+    import warnings
+
+    warnings.simplefilter("ignore")
+    import yaml
+
+    if yaml.__with_libyaml__:  # the suites' YAML parsed by libyaml: same documents, ~10x faster
+        yaml.safe_load = lambda text: yaml.load(text, Loader=yaml.CSafeLoader)
+    from agentdojo.attacks.attack_registry import ATTACKS
+    from agentdojo.task_suite.load_suites import get_suite
+
+    from agentdojo_adaptive import ADAPTIVE, AdaptiveAttack, SinkMap
+    from agentdojo_agent import APPROVER, ARMS, Agent
+    from agentdojo_dyn_plans import attacker_plan
+    from fak.kernel import Kernel
+    from fak.policy import Policy
+
+    agent = Agent()
+    attack_names = sorted(a for a in ATTACKS if a not in SKIPPED_ATTACKS)
+    if args.attacks:
+        attack_names = [a for a in args.attacks.split(",") if a and a not in ADAPTIVE]
+    adaptive = (
+        []
+        if args.no_adaptive
+        else [a for a in ADAPTIVE if not args.attacks or a in args.attacks.split(",")]
+    )
+    report: dict[str, Any] = {"suites": {}, "arms": APPROVER}
+    for suite_name in [s for s in args.suites.split(",") if s]:
+        suite = get_suite("v1", suite_name)
+        manifest = ROOT / "examples" / "agentdojo" / f"{suite_name}-policy.json"
+        policy = Policy.load(manifest)
+        user_tasks = dict(list(suite.user_tasks.items())[: args.limit or None])
+        injection_tasks = dict(list(suite.injection_tasks.items())[: args.limit or None])
+        per: dict[str, Any] = {
+            "manifest": str(manifest.relative_to(ROOT)),
+            "benign": {},
+            "attacks": {},
+            "adaptive": {},
+        }
+
+        def kernel_for(arm: str, policy: Policy = policy) -> Kernel | None:
+            return None if arm == "none" else Kernel(policy, pageout_bytes=0)
+
+        clean = suite.load_and_inject_default_environment({})
+        for arm in ARMS:  # benign: no injection
+            agent.stats = _counter()
+            ok = 0
+            lost: list[str] = []
+            nowhere: list[str] = []
+            for uid, task in user_tasks.items():
+                agent.arm, agent.kernel = arm, kernel_for(arm)
+                agent.user_task, agent.attacker_plan, agent.injections = task, None, {}
+                utility, _ = suite.run_task_with_pipeline(
+                    agent, task, None, {}, environment=clean.model_copy(deep=True)
+                )
+                utility = utility and not agent.blinded
+                ok += bool(utility)
+                if not utility:
+                    lost.append(uid)
+                    if agent.nowhere:
+                        nowhere.append(uid)
+            per["benign"][arm] = {
+                "tasks": len(user_tasks),
+                "utility": ok,
+                "lost": lost,
+                "lost_with_nowhere_refusal": nowhere,
+                **dict(agent.stats),
+            }
+        tools = {
+            f.name: set(f.parameters.model_json_schema().get("properties", {})) for f in suite.tools
+        }
+        sinks = SinkMap(json.loads(manifest.read_text()), tools)
+        runs: list[tuple[str, str, Any]] = [
+            ("attacks", n, ATTACKS[n](suite, agent)) for n in attack_names
+        ]
+        base = ATTACKS["direct"](suite, agent)
+
+        def obeyed(inj: Any, suite_name: str = suite_name) -> Any:
+            return attacker_plan(suite_name, inj)
+
+        # the envelope the wall lets through
+        runs += [("adaptive", n, AdaptiveAttack(n, base, sinks, obeyed)) for n in adaptive]
+        for group, name, attack in runs:
+            cells: dict[str, Any] = {
+                arm: {"pairs": 0, "attack_success": 0, "utility": 0, "survivors": []}
+                for arm in ARMS
+            }
+            stats = {arm: _counter() for arm in ARMS}
+            skipped = unbuildable = 0
+            for uid, task in user_tasks.items():
+                if isinstance(attack, AdaptiveAttack):
+                    attack.user_values = _values(task.ground_truth(clean.model_copy(deep=True)))
+                for iid, inj in injection_tasks.items():
+                    if isinstance(attack, AdaptiveAttack) and not attack.applies(inj, clean):
+                        skipped += 1
+                        continue
+                    try:
+                        injections = attack.attack(task, inj)
+                    except ValueError:  # tool_knowledge needs placeholder_args the task lacks
+                        unbuildable += 1
+                        continue
+                    loaded = suite.load_and_inject_default_environment(injections)
+                    for arm in ARMS:  # the same pair, parsed once, for every arm
+                        agent.stats = stats[arm]
+                        agent.arm, agent.kernel = arm, kernel_for(arm)
+                        agent.user_task, agent.injections = task, injections
+                        agent.attacker_plan = (
+                            attack.plan(inj) if isinstance(attack, AdaptiveAttack) else obeyed(inj)
+                        )
+                        utility, security = suite.run_task_with_pipeline(
+                            agent, task, inj, injections, environment=loaded.model_copy(deep=True)
+                        )
+                        cell = cells[arm]
+                        cell["pairs"] += 1
+                        cell["utility"] += bool(utility and not agent.blinded)
+                        if security:
+                            cell["attack_success"] += 1
+                            cell["survivors"].append(f"{uid}/{iid}")
+            for arm in ARMS:
+                cells[arm].update(stats[arm])
+                if isinstance(attack, AdaptiveAttack):
+                    cells[arm]["not_applicable"] = skipped
+                if unbuildable:
+                    cells[arm]["not_buildable"] = unbuildable
+            per[group][name] = cells
+            line = "  ".join(
+                f"{arm}: {c['attack_success']}/{c['pairs']} u{c['utility']} a{c.get('asked', 0)}"
+                for arm, c in cells.items()
+            )
+            print(f"{suite_name:9} {name:40} {line}", flush=True)
+        report["suites"][suite_name] = per
+    Path(args.out).write_text(json.dumps(report) + "\n")
+    return 0
+
+
+def _counter() -> dict[str, int]:
+    from collections import defaultdict
+
+    return defaultdict(int)
+
+
+def _values(calls: list[Any]) -> dict[str, list[str]]:
+    """Argument name -> string values (list elements too) the user task's own calls pass."""
+    out: dict[str, list[str]] = {}
+    for call in calls:
+        for name, value in dict(call.args).items():
+            items = value if isinstance(value, list) else [value]
+            out.setdefault(name, []).extend(v for v in items if isinstance(v, str))
+    return out
+
+
+# -- the table ---------------------------------------------------------------------------------
+def summary(per: dict[str, Any], arm: str, group: str) -> dict[str, float]:
+    """Totals over a suite's attacks in one group (registered or adaptive) for one arm."""
+    cells = [c[arm] for c in per[group].values()]
+    pairs = sum(c["pairs"] for c in cells)
+    return {
+        "pairs": pairs,
+        "won": sum(c["attack_success"] for c in cells),
+        "useful": sum(c["utility"] for c in cells),
+        "asked": sum(c.get("asked", 0) for c in cells),
+    }
+
+
+def _print(report: dict[str, Any]) -> None:
     print()
-    print(f"{'suite':8} {'arm':10} {'benign util':>12} {'attack success':>16} {'util|attack':>12}")
-    for suite in suites:
-        per = report[suite]
-        for arm in ARMS:
-            b = per["benign"][arm]
-            pairs = sum(c[arm]["pairs"] for c in per["attacks"].values())
-            won = sum(c[arm]["attack_success"] for c in per["attacks"].values())
-            useful = sum(c[arm]["utility"] for c in per["attacks"].values())
+    head = (
+        f"{'suite':9} {'arm':13} {'benign':>7} {'asked/b':>7} {'ASR reg':>15} "
+        f"{'ASR adapt':>15} {'util|att':>8} {'asked/a':>7}"
+    )
+    print(head)
+    for suite, per in report["suites"].items():
+        for arm, b in per["benign"].items():
+            reg = summary(per, arm, "attacks")
+            ada = summary(per, arm, "adaptive") if per["adaptive"] else None
+            pct = 100 * reg["won"] / max(reg["pairs"], 1)
+            ada_txt = (
+                f"{ada['won']:>5}/{ada['pairs']:<5} {100 * ada['won'] / max(ada['pairs'], 1):4.1f}%"
+                if ada
+                else "-"
+            )
             print(
-                f"{suite:8} {arm:10} {b['utility']:>5}/{b['tasks']:<6} "
-                f"{won:>6}/{pairs:<5} {100 * won / max(pairs, 1):5.1f}% "
-                f"{100 * useful / max(pairs, 1):10.1f}%"
+                f"{suite:9} {arm:13} {b['utility']:>3}/{b['tasks']:<3} "
+                f"{b.get('asked', 0) / max(b['tasks'], 1):7.2f} "
+                f"{reg['won']:>5}/{reg['pairs']:<5} {pct:4.1f}% {ada_txt:>15} "
+                f"{100 * reg['useful'] / max(reg['pairs'], 1):7.1f}% "
+                f"{reg['asked'] / max(reg['pairs'], 1):7.2f}"
             )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suites", default="banking,slack")
+    parser.add_argument("--suites", default=",".join(DOJO_SUITES + DYN_SUITES))
     parser.add_argument("--attacks", default="", help="comma-separated; default: all usable")
+    parser.add_argument("--no-adaptive", action="store_true", help="skip the adaptive attacks")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=0,
+        help="first N user tasks and N injection tasks per suite (development)",
+    )
+    parser.add_argument("--agentdyn", default="", help="AgentDyn checkout or bare git directory")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.inner:
-        return _inner(args)
-    py = _ensure_venv()
-    argv = [str(py), str(Path(__file__).resolve()), "--inner", *sys.argv[1:]]
-    return subprocess.run(argv, check=False).returncode
+    return _inner(args) if args.inner else _outer(args)
 
 
 if __name__ == "__main__":
