@@ -18,7 +18,7 @@ def test_N4_normal_host_is_uts46_nontransitional() -> None:
     assert normal_host("2130706433") == "127.0.0.1"
     assert normal_host("0x7f.1") == "127.0.0.1"
     assert normal_host("[::1]") == "::1"
-    for bad in ("a_b.example", "a..b", "-a.example", "ab--c.example", "1.2.3.999", "", "a b"):
+    for bad in ("a..b", "-a.example", "ab--c.example", "1.2.3.999", "", "a b", "a_b-.example"):
         assert normal_host(bad) is None
     assert url_host("https://docs.espreßif.com/") == "docs.xn--espreif-4va.com"
 
@@ -55,3 +55,18 @@ def test_email_address_normal_form() -> None:
     assert email_address("bob@strasse.de") == ("bob", "strasse.de")
     for bad in ("a@b@c.example", "bob@[1.2.3.4]", "bob@x.example.", "bob@x.example:25", "bob"):
         assert email_address(bad) is None
+
+
+def test_a_label_with_an_underscore_is_a_host_as_browsers_read_it() -> None:
+    """AgentDyn's users type ``www.resume_templates.com``: DNS and every URL parser take it, so
+    it has a normal form (a label with ``_`` kept as written, lower-cased), distinct from the
+    names it resembles; the other labels still take UTS #46."""
+    assert normal_host("www.Resume_Templates.com") == "www.resume_templates.com"
+    assert normal_host("_dmarc.example.com") == "_dmarc.example.com"
+    assert normal_host("a_b.straße.de") == "a_b.xn--strae-oqa.de"
+    assert normal_host("a_b.example") not in (normal_host("ab.example"), normal_host("a-b.example"))
+    assert url_host("https://www.resume_templates.com/cv") == "www.resume_templates.com"
+    assert registrable_domain("www.resume_templates.com") == "resume_templates.com"
+    assert list(links("see evil_site.com/x now")) == ["evil_site.com/x"]  # still judged
+    for bad in ("a_b..example", "_.ex ample", "a_" + "b" * 70 + ".example"):
+        assert normal_host(bad) is None

@@ -7,7 +7,9 @@ name that ends in a number is read as an IPv4 address (``2130706433`` is ``127.0
 bracketed one as IPv6. Which names are registrable, and which words in free text are links,
 comes from the Public Suffix List the ``publicsuffixlist`` package ships (no network at run
 time), never from a hand-written table of TLDs. Anything that does not parse has no normal form
-(None), which every caller treats as a refusal. Pure; no I/O beyond reading the packaged list.
+(None), which every caller treats as a refusal. A label with ``_`` (not a host name under STD3,
+but a DNS name browsers open) is kept as written, lower-cased. Pure; no I/O beyond reading the
+packaged list.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 _LDH: Final = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_LDH_UNDERSCORE: Final = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 _NUMERIC_LABEL: Final = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)")
 _IPV4_TEXT: Final = re.compile(r"[0-9a-fx.]+")
 _DOTS: Final = ".\u3002\uff0e\uff61"  # the full stops UTS #46 maps to "."
@@ -81,11 +84,35 @@ def normal_host(name: str) -> str | None:
         fast = _ascii_fast(bare)
         if fast is not None:
             return fast
+    if "_" in bare:
+        return _with_underscores(re.split(f"[{_DOTS}]", bare))
+    return _idna(bare)
+
+
+def _idna(name: str) -> str | None:
     try:
-        host = idna.encode(bare, uts46=True, std3_rules=True, transitional=False).decode("ascii")
+        host = idna.encode(name, uts46=True, std3_rules=True, transitional=False).decode("ascii")
     except (idna.IDNAError, UnicodeError, ValueError):
         return None
     return host.lower() or None
+
+
+def _with_underscores(labels: list[str]) -> str | None:
+    """A name with ``_`` in a label (``www.resume_templates.com``, ``_dmarc.example.com``):
+    STD3 rules refuse it, but DNS and every browser's URL parser take it, so such an ASCII label
+    is kept as written, lower-cased; every other label takes the IDNA path on its own."""
+    out: list[str] = []
+    for label in labels:
+        lowered = label.lower()
+        if label.isascii() and "_" in label and _LDH_UNDERSCORE.fullmatch(lowered):
+            out.append(lowered)
+            continue
+        plain = _idna(label)
+        if plain is None or "." in plain:
+            return None
+        out.append(plain)
+    host = ".".join(out)
+    return host if len(host) <= 253 else None
 
 
 @cache
