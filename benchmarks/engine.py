@@ -171,7 +171,7 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
         "mode": mode,
         "exact": engine.exact,
         "threads": engine.threads,
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(libgomp default)"),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY") or "(libgomp default)",
     }
     if mode == "fast":
         info |= _parity(engine, prompt)
@@ -311,11 +311,23 @@ def _serve(run: Any, info: dict[str, Any], warm: Any) -> None:
 # ---- parent -------------------------------------------------------------------------------------
 class Worker:
     def __init__(
-        self, kind: str, threads: int, lengths: list[int], python: str = sys.executable
+        self,
+        kind: str,
+        threads: int,
+        lengths: list[int],
+        python: str = sys.executable,
+        *,
+        wait_policy: str = "",
     ) -> None:
         self.kind, self.threads = kind, threads
+        # a fak worker under another OpenMP wait policy than the engine's is its own row
+        self.label = f"{kind}@{wait_policy}" if wait_policy else kind
         self.log = tempfile.NamedTemporaryFile(prefix=f"fak-bench-{kind}-", suffix=".log")  # noqa: SIM115
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1")
+        if wait_policy:
+            # "default" = libgomp's own policy (spin a while, then sleep), what fak ran before
+            # it set PASSIVE: an empty value is ignored by libgomp and kept by fak.config
+            env["OMP_WAIT_POLICY"] = "" if wait_policy == "default" else wait_policy
         cmd = [python, __file__, "--worker", kind, "--worker-threads", str(threads)]
         cmd += ["--prefill-lengths", *map(str, lengths)]
         if kind == "llama":
@@ -389,7 +401,7 @@ def _summary(w: Worker, lengths: list[int], load: int) -> dict[str, Any]:
         return {"best": n / min(times), "median": n / statistics.median(times)}
 
     out: dict[str, Any] = {
-        "engine": w.kind,
+        "engine": w.label,
         "threads": w.threads,
         "load": load,
         "info": w.info,
@@ -427,13 +439,13 @@ def _report(
     for load in loads:
         busy = "machine as it is" if load == 0 else f"{load} busy-loop process(es) pinned to CPUs"
         print(f"\n--load {load} ({busy})")
-        print(f"{'engine':<8}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
+        print(f"{'engine':<16}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
         for row in (r for r in rows if r["load"] == load):
             longs = "".join(
                 f"{row['long_prefill_tok_s'][str(n)]['median']:>14.0f}" for n in lengths
             )
             print(
-                f"{row['engine']:<8}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
+                f"{row['engine']:<16}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
                 f"{_med(row, 'decode_tok_s'):>9.1f}{longs}"
             )
         for t in threads:
@@ -490,6 +502,8 @@ def _report(
                     f"{ex['evict_over_reprefill_median']:.2f}x; max|delta| vs never-saw = "
                     f"{ex['evict_max_abs_delta']}"
                 )
+    _policy_lines(rows, threads, loads, ratios)
+    _goal_table(ratios, lengths, threads, loads)
     base = loads[0]
     for load in loads[1:]:
         print(f"\nratios under --load {load} / under --load {base} (1.00 = no relative loss):")
@@ -499,6 +513,60 @@ def _report(
                 ratios[f"{key}_vs_load{base}"] = ratios[key] / ref
                 print(f"  {key[: -len(f'_load{load}')]:<40} {ratios[key] / ref:6.2f}")
     return ratios
+
+
+def _goal_table(
+    ratios: dict[str, float], lengths: list[int], threads: list[int], loads: list[int]
+) -> None:
+    """The issue's speed goals, one row per (threads, load), every ratio from this run."""
+    longest = max(lengths) if lengths else None
+    cols = [
+        ("fast/llama.cpp decode", "fast_over_llama_decode"),
+        ("exact/HF decode", "exact_over_hf_decode"),
+    ]
+    if longest is not None:
+        cols += [
+            (f"exact/HF prefill@{longest}", f"exact_over_hf_prefill{longest}"),
+            (f"fast/HF prefill@{longest}", f"fast_over_hf_prefill{longest}"),
+        ]
+    cols += [
+        (f"fast batch{BATCH_SESSIONS}/solo", f"fast_batch{BATCH_SESSIONS}_over_solo"),
+        (f"exact batch{BATCH_SESSIONS}/solo", f"exact_batch{BATCH_SESSIONS}_over_solo"),
+    ]
+    print("\nspeed goals side by side (medians; goal: each ratio >= 1.0, batching toward 3x):")
+    print(f"{'threads':>8}{'load':>6}" + "".join(f"{name:>24}" for name, _ in cols))
+    for t in threads:
+        for load in loads:
+            vals = [ratios.get(f"{key}_{t}t_load{load}") for _, key in cols]
+            print(
+                f"{t:>8}{load:>6}"
+                + "".join(f"{'-':>24}" if v is None else f"{v:>23.2f}x" for v in vals)
+            )
+
+
+def _policy_lines(
+    rows: list[dict[str, Any]], threads: list[int], loads: list[int], ratios: dict[str, float]
+) -> None:
+    """fak under the engine's OMP_WAIT_POLICY vs the same engine under another policy."""
+    for load in loads:
+        for t in threads:
+            cell = {r["engine"]: r for r in rows if r["threads"] == t and r["load"] == load}
+            for label, row in cell.items():
+                mode, _, policy = label.partition("@")
+                if not policy or mode not in cell:
+                    continue
+                mine = cell[mode]
+                parts = []
+                for key in ("prefill_tok_s", "decode_tok_s", "batch_decode_tok_s"):
+                    r = _med(mine, key) / _med(row, key)
+                    ratios[
+                        f"{mode}_{mine['info']['omp_wait_policy']}_over_{policy}_{key}_{t}t_load{load}"
+                    ] = r
+                    parts.append(f"{key.removesuffix('_tok_s')} {r:.2f}x")
+                print(
+                    f"{t} thread(s), load {load}: {mode} under OMP_WAIT_POLICY="
+                    f"{mine['info']['omp_wait_policy']} / under {policy}: " + ", ".join(parts)
+                )
 
 
 def main() -> None:
@@ -512,6 +580,13 @@ def main() -> None:
         default=[0],
         help="busy-loop processes pinned to CPUs while the workers run, one phase per value "
         "in every round (e.g. --load 0 1)",
+    )
+    parser.add_argument(
+        "--wait-policies",
+        nargs="*",
+        default=[],
+        help="also run fak's workers under these OMP_WAIT_POLICY values, side by side with the "
+        "engine's own PASSIVE ('default' = libgomp's default, what fak used before)",
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     parser.add_argument("--no-fast", action="store_true", help="skip fak's fast mode")
@@ -549,6 +624,13 @@ def main() -> None:
         Worker(k, t, lengths, str(llama_python) if k == "llama" else sys.executable)
         for t in args.threads
         for k in kinds
+    ]
+    fak_kinds = [k for k in kinds if k in ("exact", "fast")]
+    workers += [
+        Worker(k, t, lengths, wait_policy=policy)
+        for policy in args.wait_policies
+        for t in args.threads
+        for k in fak_kinds
     ]
     loadavg: dict[int, list[tuple[float, float, float]]] = {}
     try:
