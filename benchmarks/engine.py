@@ -67,6 +67,13 @@ PARAGRAPH = (
 
 
 # ---- workers ------------------------------------------------------------------------------------
+# The workers' clock: wall time (default), or this process's CPU time (``--clock cpu``), which a
+# machine shared with other programs inflates far less: a descheduled thread accrues none. At
+# more than one thread it also counts time a runtime spends spinning (HF's and llama.cpp's
+# thread pools spin; fak's sleep), so compare CPU-clock rates at one thread.
+_now = time.perf_counter
+
+
 def _prompt(encode: Any, n: int) -> list[int]:
     ids: list[int] = []
     while len(ids) < n:
@@ -101,31 +108,31 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
     def run() -> dict[str, Any]:
         before = dict(engine.model.threads.steps_by_threads)
         cache = engine.new_cache(PROMPT_TOKENS + DECODE_STEPS)
-        t0 = time.perf_counter()
+        t0 = _now()
         logits = engine.prefill(cache, prompt)
-        t1 = time.perf_counter()
+        t1 = _now()
         token = int(torch.argmax(logits))
         for _ in range(DECODE_STEPS):
             token = int(torch.argmax(engine.decode(cache, token)))
-        t2 = time.perf_counter()
+        t2 = _now()
 
         full = engine.new_cache()
-        t3 = time.perf_counter()
+        t3 = _now()
         never = engine.prefill(full, a + b + c)
-        t4 = time.perf_counter()
+        t4 = _now()
         ctx = engine.new_cache()
         engine.prefill(ctx, a + p + b + c)
-        t5 = time.perf_counter()
+        t5 = _now()
         result = engine.evict_exact(ctx, len(a), len(p))
-        t6 = time.perf_counter()
+        t6 = _now()
         assert result.logits is not None
         delta = float((result.logits - never).abs().max())
 
         out: dict[str, Any] = {}
         for n, ids in longs.items():
-            l0 = time.perf_counter()
+            l0 = _now()
             engine.prefill(engine.new_cache(n), ids)
-            out[f"prefill_{n}_s"] = time.perf_counter() - l0
+            out[f"prefill_{n}_s"] = _now() - l0
 
         # batched decode: 5 forks of the prompt, one batched step per token, vs solo decoding
         base = engine.new_cache(PROMPT_TOKENS)
@@ -134,13 +141,13 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
         solo = [engine.fork(base, extra=BATCH_STEPS) for _ in range(BATCH_SESSIONS)]
         nudge = [int(torch.argmax(first)) + i for i in range(BATCH_SESSIONS)]  # distinct paths
         tokens = list(nudge)
-        b0 = time.perf_counter()
+        b0 = _now()
         batched = []
         for _ in range(BATCH_STEPS):
             logits = engine.decode_batch(forks, tokens)
             batched.append(logits)
             tokens = [int(torch.argmax(x)) for x in logits]
-        b1 = time.perf_counter()
+        b1 = _now()
         same = True
         for i, cache in enumerate(solo):
             token = nudge[i]
@@ -199,19 +206,19 @@ def _hf_worker(threads: int, lengths: list[int]) -> None:
         res: dict[str, Any] = {}
         with torch.inference_mode():
             for n, ids in longs.items():
-                t0 = time.perf_counter()
+                t0 = _now()
                 model(torch.tensor([ids]), use_cache=True, logits_to_keep=1)
-                res[f"prefill_{n}_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
+                res[f"prefill_{n}_s"] = _now() - t0
+            t0 = _now()
             out = model(torch.tensor([prompt]), use_cache=True, logits_to_keep=1)
-            t1 = time.perf_counter()
+            t1 = _now()
             past = out.past_key_values
             token = int(torch.argmax(out.logits[0, -1]))
             for _ in range(DECODE_STEPS):
                 out = model(torch.tensor([[token]]), past_key_values=past, use_cache=True)
                 past = out.past_key_values
                 token = int(torch.argmax(out.logits[0, -1]))
-            t2 = time.perf_counter()
+            t2 = _now()
         return res | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
     def warm() -> None:
@@ -252,18 +259,18 @@ def _llama_worker(threads: int, lengths: list[int], gguf: str) -> None:
         out: dict[str, Any] = {}
         for n, ids in longs.items():
             llm.reset()
-            t0 = time.perf_counter()
+            t0 = _now()
             llm.eval(ids)
-            out[f"prefill_{n}_s"] = time.perf_counter() - t0
+            out[f"prefill_{n}_s"] = _now() - t0
         llm.reset()
-        t0 = time.perf_counter()
+        t0 = _now()
         llm.eval(prompt)
-        t1 = time.perf_counter()
+        t1 = _now()
         token = int(last_logits().argmax())
         for _ in range(DECODE_STEPS):
             llm.eval([token])
             token = int(last_logits().argmax())
-        t2 = time.perf_counter()
+        t2 = _now()
         return out | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
     def warm() -> None:
@@ -318,6 +325,7 @@ class Worker:
         python: str = sys.executable,
         *,
         wait_policy: str = "",
+        clock: str = "wall",
     ) -> None:
         self.kind, self.threads = kind, threads
         # a fak worker under another OpenMP wait policy than the engine's is its own row
@@ -329,7 +337,7 @@ class Worker:
             # it set PASSIVE: an empty value is ignored by libgomp and kept by fak.config
             env["OMP_WAIT_POLICY"] = "" if wait_policy == "default" else wait_policy
         cmd = [python, __file__, "--worker", kind, "--worker-threads", str(threads)]
-        cmd += ["--prefill-lengths", *map(str, lengths)]
+        cmd += ["--prefill-lengths", *map(str, lengths), "--clock", clock]
         if kind == "llama":
             cmd += ["--gguf", _default_gguf()]
         self.proc = subprocess.Popen(
@@ -588,6 +596,13 @@ def main() -> None:
         help="also run fak's workers under these OMP_WAIT_POLICY values, side by side with the "
         "engine's own PASSIVE ('default' = libgomp's default, what fak used before)",
     )
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="time the workers by wall clock or by their own process CPU time (robust to other "
+        "programs' load; meaningful at --threads 1)",
+    )
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     parser.add_argument("--no-fast", action="store_true", help="skip fak's fast mode")
     parser.add_argument(
@@ -603,6 +618,9 @@ def main() -> None:
     parser.add_argument("--gguf", help=argparse.SUPPRESS)
     args = parser.parse_args()
     lengths = list(args.prefill_lengths)
+    if args.clock == "cpu":
+        global _now
+        _now = time.process_time
     if args.worker in ("exact", "fast"):
         _exact_worker(args.worker_threads, lengths, args.worker)
         return
@@ -621,13 +639,15 @@ def main() -> None:
     kinds = ["exact"] + ([] if args.no_fast else ["fast"]) + ([] if args.no_hf else ["hf"])
     kinds += ["llama"] if llama_python else []
     workers = [
-        Worker(k, t, lengths, str(llama_python) if k == "llama" else sys.executable)
+        Worker(
+            k, t, lengths, str(llama_python) if k == "llama" else sys.executable, clock=args.clock
+        )
         for t in args.threads
         for k in kinds
     ]
     fak_kinds = [k for k in kinds if k in ("exact", "fast")]
     workers += [
-        Worker(k, t, lengths, wait_policy=policy)
+        Worker(k, t, lengths, wait_policy=policy, clock=args.clock)
         for policy in args.wait_policies
         for t in args.threads
         for k in fak_kinds
@@ -648,6 +668,8 @@ def main() -> None:
         for w in workers:
             w.close()
     rows = [_summary(w, lengths, load) for load in args.load for w in workers]
+    if args.clock == "cpu":
+        print("\nrates below are per second of each worker's own process CPU time (--clock cpu)")
     ratios = _report(rows, lengths, args.threads, args.load)
     for load, avgs in loadavg.items():
         print(
@@ -666,6 +688,7 @@ def main() -> None:
             "loadavg_per_phase": {str(k): v for k, v in loadavg.items()},
         },
         "busy_loads": args.load,
+        "clock": args.clock,
         "prompt_tokens": PROMPT_TOKENS,
         "decode_steps": DECODE_STEPS,
         "prefill_lengths": lengths,

@@ -228,13 +228,15 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
             p = torch.rand(3, 300, span, generator=gen)
             vals = torch.randn(3, span, 65, generator=gen)
             ref_s = torch.bmm(q, keys.transpose(1, 2))
-            ref_v = torch.bmm(p, vals)
+            ref_v = torch.bmm(p, vals[..., :64])  # V read in place beside the ones column
+            ref_t = p.sum(-1, keepdim=True)  # the softmax denominator
             ref_e = p.exp2()  # attention's probabilities are exp2 (model.py)
             for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
                 for serial in (False, True):  # small tiles run on one thread (model.py)
                     with one_thread() if serial else contextlib.nullcontext():
                         got_s = torch.bmm(q[:, 5 : 5 + r], keys.transpose(1, 2))
-                        got_v = torch.bmm(p[:, 7 : 7 + r], vals)
+                        got_v = torch.bmm(p[:, 7 : 7 + r], vals[..., :64])
+                        got_t = p[:, 7 : 7 + r].sum(-1, keepdim=True)
                         got_e = p[:, 7 : 7 + r].exp2()
                     where = f"rows={r} span={span}" + (" one thread" if serial else "")
                     bad = thread_failures if serial else failures
@@ -242,6 +244,8 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
                         bad.append(f"scores {where}")
                     if not torch.equal(got_v, ref_v[:, 7 : 7 + r]):
                         bad.append(f"values {where}")
+                    if not torch.equal(got_t, ref_t[:, 7 : 7 + r]):
+                        bad.append(f"row sums {where}")
                     if not torch.equal(got_e, ref_e[:, 7 : 7 + r]):
                         bad.append(f"exp2 {where}")
         # Elementwise maths the forward pass uses, over odd lengths and offsets; exp2 only over
