@@ -67,6 +67,13 @@ PARAGRAPH = (
 
 
 # ---- workers ------------------------------------------------------------------------------------
+# The workers' clock: wall time (default), or this process's CPU time (``--clock cpu``), which a
+# machine shared with other programs inflates far less: a descheduled thread accrues none. At
+# more than one thread it also counts time a runtime spends spinning (HF's and llama.cpp's
+# thread pools spin; fak's sleep), so compare CPU-clock rates at one thread.
+_now = time.perf_counter
+
+
 def _prompt(encode: Any, n: int) -> list[int]:
     ids: list[int] = []
     while len(ids) < n:
@@ -101,31 +108,31 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
     def run() -> dict[str, Any]:
         before = dict(engine.model.threads.steps_by_threads)
         cache = engine.new_cache(PROMPT_TOKENS + DECODE_STEPS)
-        t0 = time.perf_counter()
+        t0 = _now()
         logits = engine.prefill(cache, prompt)
-        t1 = time.perf_counter()
+        t1 = _now()
         token = int(torch.argmax(logits))
         for _ in range(DECODE_STEPS):
             token = int(torch.argmax(engine.decode(cache, token)))
-        t2 = time.perf_counter()
+        t2 = _now()
 
         full = engine.new_cache()
-        t3 = time.perf_counter()
+        t3 = _now()
         never = engine.prefill(full, a + b + c)
-        t4 = time.perf_counter()
+        t4 = _now()
         ctx = engine.new_cache()
         engine.prefill(ctx, a + p + b + c)
-        t5 = time.perf_counter()
+        t5 = _now()
         result = engine.evict_exact(ctx, len(a), len(p))
-        t6 = time.perf_counter()
+        t6 = _now()
         assert result.logits is not None
         delta = float((result.logits - never).abs().max())
 
         out: dict[str, Any] = {}
         for n, ids in longs.items():
-            l0 = time.perf_counter()
+            l0 = _now()
             engine.prefill(engine.new_cache(n), ids)
-            out[f"prefill_{n}_s"] = time.perf_counter() - l0
+            out[f"prefill_{n}_s"] = _now() - l0
 
         # batched decode: 5 forks of the prompt, one batched step per token, vs solo decoding
         base = engine.new_cache(PROMPT_TOKENS)
@@ -134,13 +141,13 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
         solo = [engine.fork(base, extra=BATCH_STEPS) for _ in range(BATCH_SESSIONS)]
         nudge = [int(torch.argmax(first)) + i for i in range(BATCH_SESSIONS)]  # distinct paths
         tokens = list(nudge)
-        b0 = time.perf_counter()
+        b0 = _now()
         batched = []
         for _ in range(BATCH_STEPS):
             logits = engine.decode_batch(forks, tokens)
             batched.append(logits)
             tokens = [int(torch.argmax(x)) for x in logits]
-        b1 = time.perf_counter()
+        b1 = _now()
         same = True
         for i, cache in enumerate(solo):
             token = nudge[i]
@@ -171,7 +178,7 @@ def _exact_worker(threads: int, lengths: list[int], mode: str = "exact") -> None
         "mode": mode,
         "exact": engine.exact,
         "threads": engine.threads,
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(libgomp default)"),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY") or "(libgomp default)",
     }
     if mode == "fast":
         info |= _parity(engine, prompt)
@@ -199,19 +206,19 @@ def _hf_worker(threads: int, lengths: list[int]) -> None:
         res: dict[str, Any] = {}
         with torch.inference_mode():
             for n, ids in longs.items():
-                t0 = time.perf_counter()
+                t0 = _now()
                 model(torch.tensor([ids]), use_cache=True, logits_to_keep=1)
-                res[f"prefill_{n}_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
+                res[f"prefill_{n}_s"] = _now() - t0
+            t0 = _now()
             out = model(torch.tensor([prompt]), use_cache=True, logits_to_keep=1)
-            t1 = time.perf_counter()
+            t1 = _now()
             past = out.past_key_values
             token = int(torch.argmax(out.logits[0, -1]))
             for _ in range(DECODE_STEPS):
                 out = model(torch.tensor([[token]]), past_key_values=past, use_cache=True)
                 past = out.past_key_values
                 token = int(torch.argmax(out.logits[0, -1]))
-            t2 = time.perf_counter()
+            t2 = _now()
         return res | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
     def warm() -> None:
@@ -252,18 +259,18 @@ def _llama_worker(threads: int, lengths: list[int], gguf: str) -> None:
         out: dict[str, Any] = {}
         for n, ids in longs.items():
             llm.reset()
-            t0 = time.perf_counter()
+            t0 = _now()
             llm.eval(ids)
-            out[f"prefill_{n}_s"] = time.perf_counter() - t0
+            out[f"prefill_{n}_s"] = _now() - t0
         llm.reset()
-        t0 = time.perf_counter()
+        t0 = _now()
         llm.eval(prompt)
-        t1 = time.perf_counter()
+        t1 = _now()
         token = int(last_logits().argmax())
         for _ in range(DECODE_STEPS):
             llm.eval([token])
             token = int(last_logits().argmax())
-        t2 = time.perf_counter()
+        t2 = _now()
         return out | {"prefill_s": t1 - t0, "decode_s": t2 - t1}
 
     def warm() -> None:
@@ -311,13 +318,26 @@ def _serve(run: Any, info: dict[str, Any], warm: Any) -> None:
 # ---- parent -------------------------------------------------------------------------------------
 class Worker:
     def __init__(
-        self, kind: str, threads: int, lengths: list[int], python: str = sys.executable
+        self,
+        kind: str,
+        threads: int,
+        lengths: list[int],
+        python: str = sys.executable,
+        *,
+        wait_policy: str = "",
+        clock: str = "wall",
     ) -> None:
         self.kind, self.threads = kind, threads
+        # a fak worker under another OpenMP wait policy than the engine's is its own row
+        self.label = f"{kind}@{wait_policy}" if wait_policy else kind
         self.log = tempfile.NamedTemporaryFile(prefix=f"fak-bench-{kind}-", suffix=".log")  # noqa: SIM115
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1")
+        if wait_policy:
+            # "default" = libgomp's own policy (spin a while, then sleep), what fak ran before
+            # it set PASSIVE: an empty value is ignored by libgomp and kept by fak.config
+            env["OMP_WAIT_POLICY"] = "" if wait_policy == "default" else wait_policy
         cmd = [python, __file__, "--worker", kind, "--worker-threads", str(threads)]
-        cmd += ["--prefill-lengths", *map(str, lengths)]
+        cmd += ["--prefill-lengths", *map(str, lengths), "--clock", clock]
         if kind == "llama":
             cmd += ["--gguf", _default_gguf()]
         self.proc = subprocess.Popen(
@@ -389,7 +409,7 @@ def _summary(w: Worker, lengths: list[int], load: int) -> dict[str, Any]:
         return {"best": n / min(times), "median": n / statistics.median(times)}
 
     out: dict[str, Any] = {
-        "engine": w.kind,
+        "engine": w.label,
         "threads": w.threads,
         "load": load,
         "info": w.info,
@@ -427,13 +447,13 @@ def _report(
     for load in loads:
         busy = "machine as it is" if load == 0 else f"{load} busy-loop process(es) pinned to CPUs"
         print(f"\n--load {load} ({busy})")
-        print(f"{'engine':<8}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
+        print(f"{'engine':<16}{'threads':>8}{'prefill':>10}{'decode':>9}{head}   (tok/s, medians)")
         for row in (r for r in rows if r["load"] == load):
             longs = "".join(
                 f"{row['long_prefill_tok_s'][str(n)]['median']:>14.0f}" for n in lengths
             )
             print(
-                f"{row['engine']:<8}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
+                f"{row['engine']:<16}{row['threads']:>8}{_med(row, 'prefill_tok_s'):>10.0f}"
                 f"{_med(row, 'decode_tok_s'):>9.1f}{longs}"
             )
         for t in threads:
@@ -490,6 +510,8 @@ def _report(
                     f"{ex['evict_over_reprefill_median']:.2f}x; max|delta| vs never-saw = "
                     f"{ex['evict_max_abs_delta']}"
                 )
+    _policy_lines(rows, threads, loads, ratios)
+    _goal_table(ratios, lengths, threads, loads)
     base = loads[0]
     for load in loads[1:]:
         print(f"\nratios under --load {load} / under --load {base} (1.00 = no relative loss):")
@@ -499,6 +521,60 @@ def _report(
                 ratios[f"{key}_vs_load{base}"] = ratios[key] / ref
                 print(f"  {key[: -len(f'_load{load}')]:<40} {ratios[key] / ref:6.2f}")
     return ratios
+
+
+def _goal_table(
+    ratios: dict[str, float], lengths: list[int], threads: list[int], loads: list[int]
+) -> None:
+    """The issue's speed goals, one row per (threads, load), every ratio from this run."""
+    longest = max(lengths) if lengths else None
+    cols = [
+        ("fast/llama.cpp decode", "fast_over_llama_decode"),
+        ("exact/HF decode", "exact_over_hf_decode"),
+    ]
+    if longest is not None:
+        cols += [
+            (f"exact/HF prefill@{longest}", f"exact_over_hf_prefill{longest}"),
+            (f"fast/HF prefill@{longest}", f"fast_over_hf_prefill{longest}"),
+        ]
+    cols += [
+        (f"fast batch{BATCH_SESSIONS}/solo", f"fast_batch{BATCH_SESSIONS}_over_solo"),
+        (f"exact batch{BATCH_SESSIONS}/solo", f"exact_batch{BATCH_SESSIONS}_over_solo"),
+    ]
+    print("\nspeed goals side by side (medians; goal: each ratio >= 1.0, batching toward 3x):")
+    print(f"{'threads':>8}{'load':>6}" + "".join(f"{name:>24}" for name, _ in cols))
+    for t in threads:
+        for load in loads:
+            vals = [ratios.get(f"{key}_{t}t_load{load}") for _, key in cols]
+            print(
+                f"{t:>8}{load:>6}"
+                + "".join(f"{'-':>24}" if v is None else f"{v:>23.2f}x" for v in vals)
+            )
+
+
+def _policy_lines(
+    rows: list[dict[str, Any]], threads: list[int], loads: list[int], ratios: dict[str, float]
+) -> None:
+    """fak under the engine's OMP_WAIT_POLICY vs the same engine under another policy."""
+    for load in loads:
+        for t in threads:
+            cell = {r["engine"]: r for r in rows if r["threads"] == t and r["load"] == load}
+            for label, row in cell.items():
+                mode, _, policy = label.partition("@")
+                if not policy or mode not in cell:
+                    continue
+                mine = cell[mode]
+                parts = []
+                for key in ("prefill_tok_s", "decode_tok_s", "batch_decode_tok_s"):
+                    r = _med(mine, key) / _med(row, key)
+                    ratios[
+                        f"{mode}_{mine['info']['omp_wait_policy']}_over_{policy}_{key}_{t}t_load{load}"
+                    ] = r
+                    parts.append(f"{key.removesuffix('_tok_s')} {r:.2f}x")
+                print(
+                    f"{t} thread(s), load {load}: {mode} under OMP_WAIT_POLICY="
+                    f"{mine['info']['omp_wait_policy']} / under {policy}: " + ", ".join(parts)
+                )
 
 
 def main() -> None:
@@ -512,6 +588,20 @@ def main() -> None:
         default=[0],
         help="busy-loop processes pinned to CPUs while the workers run, one phase per value "
         "in every round (e.g. --load 0 1)",
+    )
+    parser.add_argument(
+        "--wait-policies",
+        nargs="*",
+        default=[],
+        help="also run fak's workers under these OMP_WAIT_POLICY values, side by side with the "
+        "engine's own PASSIVE ('default' = libgomp's default, what fak used before)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="time the workers by wall clock or by their own process CPU time (robust to other "
+        "programs' load; meaningful at --threads 1)",
     )
     parser.add_argument("--no-hf", action="store_true", help="skip the transformers reference")
     parser.add_argument("--no-fast", action="store_true", help="skip fak's fast mode")
@@ -528,6 +618,9 @@ def main() -> None:
     parser.add_argument("--gguf", help=argparse.SUPPRESS)
     args = parser.parse_args()
     lengths = list(args.prefill_lengths)
+    if args.clock == "cpu":
+        global _now
+        _now = time.process_time
     if args.worker in ("exact", "fast"):
         _exact_worker(args.worker_threads, lengths, args.worker)
         return
@@ -546,9 +639,18 @@ def main() -> None:
     kinds = ["exact"] + ([] if args.no_fast else ["fast"]) + ([] if args.no_hf else ["hf"])
     kinds += ["llama"] if llama_python else []
     workers = [
-        Worker(k, t, lengths, str(llama_python) if k == "llama" else sys.executable)
+        Worker(
+            k, t, lengths, str(llama_python) if k == "llama" else sys.executable, clock=args.clock
+        )
         for t in args.threads
         for k in kinds
+    ]
+    fak_kinds = [k for k in kinds if k in ("exact", "fast")]
+    workers += [
+        Worker(k, t, lengths, wait_policy=policy, clock=args.clock)
+        for policy in args.wait_policies
+        for t in args.threads
+        for k in fak_kinds
     ]
     loadavg: dict[int, list[tuple[float, float, float]]] = {}
     try:
@@ -566,6 +668,8 @@ def main() -> None:
         for w in workers:
             w.close()
     rows = [_summary(w, lengths, load) for load in args.load for w in workers]
+    if args.clock == "cpu":
+        print("\nrates below are per second of each worker's own process CPU time (--clock cpu)")
     ratios = _report(rows, lengths, args.threads, args.load)
     for load, avgs in loadavg.items():
         print(
@@ -584,6 +688,7 @@ def main() -> None:
             "loadavg_per_phase": {str(k): v for k, v in loadavg.items()},
         },
         "busy_loads": args.load,
+        "clock": args.clock,
         "prompt_tokens": PROMPT_TOKENS,
         "decode_steps": DECODE_STEPS,
         "prefill_lengths": lengths,

@@ -5,8 +5,9 @@ MLP), the model, then ``prefill`` / ``decode_step`` / ``greedy`` as plain functi
 addressable ``KVCache``. Every step is batch-invariant, so a token's logits do not depend on how
 the context was chunked: projections are oneDNN linears on pre-packed weights, attention is
 batched MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
-up to the end of its 128-row key tile), the softmax denominator comes out of the same GEMM as
-the numerator ([V | 1]), and SiLU is spelled with exp. Everything is float32 except, in fast
+up to the end of its 128-row key tile, one 512-key block at a time with a running maximum and
+exp2 probabilities; the denominator is a row sum of each block's probabilities), and SiLU is
+spelled with exp. Everything is float32 except, in fast
 mode, the projections (4-bit weights on bfloat16 activations, equally row-invariant). Shapes are
 in the comments: M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim,
 V = vocabulary.
@@ -52,6 +53,7 @@ PREFILL_CHUNK = 512
 # threads costs more in wake-ups than it saves (and under load, a wait for a descheduled
 # thread). The probe checks that the kernels give the same bits on one thread as on all.
 SERIAL_ATTENTION_PAIRS = 4 * 2048
+_LN2 = math.log(2.0)
 
 
 class EngineMode(enum.StrEnum):
@@ -187,7 +189,8 @@ class Transformer:
             torch.get_num_threads(), adaptive=adaptive_threads and self.numerics.thread_invariant
         )
         self.rope = RotaryTables.build(cfg.head_dim, cfg.rope_theta, cfg.context_length)
-        self.scale = 1.0 / math.sqrt(cfg.head_dim)
+        # softmax(s) = exp2(s * log2 e - max) / sum: log2(e) rides on the query scale
+        self.scale = math.log2(math.e) / math.sqrt(cfg.head_dim)
 
     def new_cache(self, capacity: int = 0) -> KVCache:
         cfg = self.config
@@ -320,24 +323,43 @@ class Transformer:
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
 
     def _attend_tile(self, layer: int, cache: KVCache, qt: torch.Tensor, t: _Tile) -> torch.Tensor:
-        """One query tile qt [G, R, E] over keys [0, t.span) -> [G, rows of t, E]."""
+        """One query tile qt [G, R, E] (pre-scaled by log2(e)/sqrt(E)) over keys [0, t.span).
+
+        Flash-style: one ATT_BLOCK of keys at a time, a running row maximum, probabilities as
+        exp2 (three times cheaper than exp here; the log2(e) is folded into the query scale;
+        a block's scores are G * R * (multiple of 128) values, whole vectors for exp2), and
+        the numerator (probabilities @ V, 64 columns: the cache's ones column is not read, a
+        65th column cost ~20 % more GEMM time than a row sum) and denominator rescaled when the
+        maximum grows. Nothing span-sized is materialised: a block's scores stay in cache,
+        where the one-shot softmax streamed [G, R, span] through memory several times. Blocks
+        are visited in a fixed order from position 0, so a row's bits depend only on its
+        position and its keys.
+        """
         e = self.config.head_dim
-        blocks = [
-            cache.key_block(layer, a, min(a + ATT_BLOCK, t.span))
-            for a in range(0, t.span, ATT_BLOCK)
-        ]
-        parts = [torch.bmm(qt, k.transpose(1, 2)) for k, _ in blocks]  # [G, R, <=block]
-        scores = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)  # [G, R, span]
-        scores[:, :, t.span - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
-        probs = scores.sub_(scores.amax(-1, keepdim=True)).exp_()
-        acc = torch.bmm(probs[:, :, : blocks[0][1].shape[1]], blocks[0][1])  # [G, R, E + 1]
-        at = blocks[0][1].shape[1]
-        for _, vals in blocks[1:]:  # numerator | denominator, block by block in order
-            n = vals.shape[1]
-            acc.add_(torch.bmm(probs[:, :, at : at + n], vals))
-            at += n
+        acc = total = top = torch.empty(0)
+        for a in range(0, t.span, ATT_BLOCK):
+            b = min(a + ATT_BLOCK, t.span)
+            keys, vals = cache.key_block(layer, a, b)
+            scores = torch.bmm(qt, keys.transpose(1, 2))  # [G, R, b - a]
+            if b == t.span:  # only the last key tile can hold keys after a query
+                scores[:, :, b - a - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
+            block_top = scores.amax(-1, keepdim=True)  # [G, R, 1]
+            if a == 0:
+                top = block_top
+                probs = scores.sub_(top).exp2_()
+                acc = torch.bmm(probs, vals[..., :e])  # [G, R, E]
+                total = probs.sum(-1, keepdim=True)  # [G, R, 1]
+                continue
+            new_top = torch.maximum(top, block_top)
+            # 2^(top - new_top) as exp(. * ln 2): exp gives the same bits at any length, exp2
+            # only on whole 32-lane vectors (and [G, R, 1] is 12 values in a decode step)
+            scale = top.sub_(new_top).mul_(_LN2).exp_()
+            probs = scores.sub_(new_top).exp2_()
+            acc.mul_(scale).add_(torch.bmm(probs, vals[..., :e]))
+            total.mul_(scale).add_(probs.sum(-1, keepdim=True))
+            top = new_top
         n = t.rows.stop - t.rows.start
-        return acc[:, :n, :e] / acc[:, :n, e:]
+        return acc[:, :n] / total[:, :n]
 
 
 @dataclass(frozen=True, slots=True)

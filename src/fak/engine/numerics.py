@@ -228,27 +228,39 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
             p = torch.rand(3, 300, span, generator=gen)
             vals = torch.randn(3, span, 65, generator=gen)
             ref_s = torch.bmm(q, keys.transpose(1, 2))
-            ref_v = torch.bmm(p, vals)
-            ref_e = p.exp()
+            ref_v = torch.bmm(p, vals[..., :64])  # V read in place beside the ones column
+            ref_t = p.sum(-1, keepdim=True)  # the softmax denominator
+            ref_e = p.exp2()  # attention's probabilities are exp2 (model.py)
             for r in (MIN_ROWS_ATTENTION, 6, 9, 120):
                 for serial in (False, True):  # small tiles run on one thread (model.py)
                     with one_thread() if serial else contextlib.nullcontext():
                         got_s = torch.bmm(q[:, 5 : 5 + r], keys.transpose(1, 2))
-                        got_v = torch.bmm(p[:, 7 : 7 + r], vals)
-                        got_e = p[:, 7 : 7 + r].exp()
+                        got_v = torch.bmm(p[:, 7 : 7 + r], vals[..., :64])
+                        got_t = p[:, 7 : 7 + r].sum(-1, keepdim=True)
+                        got_e = p[:, 7 : 7 + r].exp2()
                     where = f"rows={r} span={span}" + (" one thread" if serial else "")
                     bad = thread_failures if serial else failures
                     if not torch.equal(got_s, ref_s[:, 5 : 5 + r]):
                         bad.append(f"scores {where}")
                     if not torch.equal(got_v, ref_v[:, 7 : 7 + r]):
                         bad.append(f"values {where}")
+                    if not torch.equal(got_t, ref_t[:, 7 : 7 + r]):
+                        bad.append(f"row sums {where}")
                     if not torch.equal(got_e, ref_e[:, 7 : 7 + r]):
-                        bad.append(f"exp {where}")
-        # Elementwise maths the forward pass uses, over odd lengths and offsets.
+                        bad.append(f"exp2 {where}")
+        # Elementwise maths the forward pass uses, over odd lengths and offsets; exp2 only over
+        # whole 32-lane vectors (attention applies it to G * R * 128k values; its scalar tail
+        # rounds differently, so anything shorter goes through exp).
         z = torch.randn(4099, generator=gen) * 4
-        for name, fn in (("exp", torch.exp), ("rsqrt", lambda t: torch.rsqrt(t.abs() + 0.5))):
-            full = fn(z)
-            for a, b in ((0, 1), (3, 20), (5, 4099), (17, 1000)):
+        any_length = ((0, 1), (3, 20), (5, 4099), (17, 1000))
+        unary = (
+            ("exp", torch.exp, any_length),
+            ("exp2", torch.exp2, ((0, 32), (3, 355), (5, 4069), (17, 1041))),
+            ("rsqrt", lambda t: torch.rsqrt(t.abs() + 0.5), any_length),
+        )
+        for name, fn, cuts in unary:
+            full = fn(z[:4096] if name == "exp2" else z)
+            for a, b in cuts:
                 if not torch.equal(fn(z[a:b].clone()), full[a:b]):
                     failures.append(f"{name} [{a}:{b}]")
                     break

@@ -61,13 +61,15 @@ class ThreadGovernor:
         bucket = _bucket(rows)
         many = self._avg.get((bucket, self.max_threads))
         one = self._avg.get((bucket, 1))
+        n = self._steps.get(bucket, 0)
+        explore = n % self.explore_every == self.explore_every - 1
         if many is None:
             return self.max_threads
-        if one is None:
-            return 1
+        if one is None:  # one thread is tried at the first exploration step, not the second
+            # step: a one-shot prefill's few steps of a size all run at the full count
+            return 1 if explore else self.max_threads
         best, other = (1, self.max_threads) if one < many else (self.max_threads, 1)
-        n = self._steps.get(bucket, 0)
-        return other if n % self.explore_every == self.explore_every - 1 else best
+        return other if explore else best
 
     def record(self, rows: int, threads: int, seconds: float) -> None:
         bucket = _bucket(rows)
