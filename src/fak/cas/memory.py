@@ -124,33 +124,31 @@ class MemoryStore:
         """Drop one pin; at zero the blob becomes evictable again (most recently used)."""
         digest = parse_digest(digest)
         with self._lock:
-            count = self._pins.get(digest, 0)
-            if count == 0:
-                msg = f"{digest} is not pinned"
-                raise KeyError(msg)
-            if count > 1:
-                self._pins[digest] = count - 1
-                return
-            del self._pins[digest]
-            self._lru[digest] = None
-            self._evict_locked()
+            if self._last_pin_dropped(digest):
+                self._lru[digest] = None
+                self._evict_locked()
 
     def release(self, digest: str) -> None:
         """Drop one pin; at zero the blob is removed now (its holder is done with it), so held
         bytes past the ledger's bound never linger in memory until the LRU bound is reached."""
         digest = parse_digest(digest)
         with self._lock:
-            count = self._pins.get(digest, 0)
-            if count == 0:
-                msg = f"{digest} is not pinned"
-                raise KeyError(msg)
-            if count > 1:
-                self._pins[digest] = count - 1
-                return
-            del self._pins[digest]
-            data = self._blobs.pop(digest, None)
-            if data is not None:
-                self._bytes -= len(data)
+            if self._last_pin_dropped(digest):
+                data = self._blobs.pop(digest, None)
+                if data is not None:
+                    self._bytes -= len(data)
+
+    def _last_pin_dropped(self, digest: str) -> bool:
+        """Drop one pin (under the lock); True when it was the last one."""
+        count = self._pins.get(digest, 0)
+        if count == 0:
+            msg = f"{digest} is not pinned"
+            raise KeyError(msg)
+        if count > 1:
+            self._pins[digest] = count - 1
+            return False
+        del self._pins[digest]
+        return True
 
     def pins(self, digest: str) -> int:
         with self._lock:
