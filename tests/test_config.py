@@ -11,7 +11,7 @@ from fak.gateway.state import GatewayOptions
 def test_every_setting_names_its_fak_variable_and_an_empty_environ_gives_the_defaults() -> None:
     names = [f.metadata["env"] for f in fields(Settings)]
     assert all(name.startswith("FAK_") for name in names)
-    assert len(set(names)) == len(names) == 20
+    assert len(set(names)) == len(names) == 21
     assert Settings.from_environ({}) == Settings()
     blank = {name: "" for name in names}
     assert Settings.from_environ(blank) == Settings()
@@ -28,6 +28,7 @@ def test_each_variable_reaches_its_own_field_and_bad_bounded_values_fall_back() 
             "FAK_ALLOWED_HOSTS": " a.example, ,b.example ",
             "FAK_WITNESS_KEY": " k ",  # a key is taken as written
             "FAK_CAS_URL": "  ",
+            "FAK_HOOKD_IDLE_S": "x",  # not a number: the default
         }
     )
     assert got.max_messages == 12
@@ -38,6 +39,8 @@ def test_each_variable_reaches_its_own_field_and_bad_bounded_values_fall_back() 
     assert got.allowed_hosts == ("a.example", "b.example")
     assert got.witness_key == " k "
     assert got.cas_url is None
+    assert got.hookd_idle_s == 600.0
+    assert Settings.from_environ({"FAK_HOOKD_IDLE_S": "20"}).hookd_idle_s == 20.0
 
 
 def test_gateway_options_default_to_the_settings_defaults_and_carry_settings_over() -> None:

@@ -197,10 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket", required=True, help="The Unix socket to listen on.")
     args = parser.parse_args(argv)
     path: str = args.socket
-    try:
-        idle_s = float(os.environ.get("FAK_HOOKD_IDLE_S", "") or 600.0)
-    except ValueError:
-        idle_s = 600.0
+    from fak.config import Settings, process_environ
+
+    idle_s = Settings.from_environ(process_environ()).hookd_idle_s
     if not private_dir(os.path.dirname(path)):
         print(f"fak hookd: {os.path.dirname(path)} is not private to this user", file=sys.stderr)
         return 2
