@@ -20,6 +20,7 @@ or the failure kind, the trace id) and counted in the ``fak_route_*`` metrics.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -340,6 +341,16 @@ class Router(Forwarder):
         self._record(a, "RETRY" if again else "FAIL", _why(exc), trace_id, features)
         return again
 
+    async def _tries(self, features: RouteFeatures, first: Group) -> AsyncGenerator[_Attempt, None]:
+        """The attempts of one turn, at most ``1 + num_retries``, each after its backoff and
+        counted in flight from the moment it is handed out."""
+        budget = 1 + self.config.num_retries
+        for n, (group, d) in enumerate(self._attempts(features, first)):
+            if n >= budget:
+                return
+            await self._backoff(n)
+            yield _Attempt(group, d, self.board.begin(d.id))
+
     # -- Forwarder ------------------------------------------------------------------------
     async def forward(
         self, parsed: ParsedRequest, passthrough: Passthrough | None = None, *, trace_id: str = ""
@@ -347,24 +358,21 @@ class Router(Forwarder):
         features = RouteFeatures.of(parsed.turn, parsed.turn.model or self._default)
         first = self._group(features.model)
         last: GatewayError | None = None
-        budget = 1 + self.config.num_retries
-        for n, (group, d) in enumerate(self._attempts(features, first)):
-            if n >= budget:
-                break
-            await self._backoff(n)
-            a = _Attempt(group, d, self.board.begin(d.id))
-            try:
-                turn, extra = await self._targets[d.id].forward(self._sent(parsed, d), None)
-            except GatewayError as exc:
-                if not self._failed(a, exc, features, trace_id):
+        async with contextlib.aclosing(self._tries(features, first)) as tries:
+            async for a in tries:
+                d = a.deployment
+                try:
+                    turn, extra = await self._targets[d.id].forward(self._sent(parsed, d), None)
+                except GatewayError as exc:
+                    if not self._failed(a, exc, features, trace_id):
+                        raise
+                    last = exc
+                    continue
+                except BaseException:
+                    self.board.end(d.id, a.started, ok=False)
                     raise
-                last = exc
-                continue
-            except BaseException:
-                self.board.end(d.id, a.started, ok=False)
-                raise
-            self._ok(a, features, trace_id, turn)
-            return turn, extra
+                self._ok(a, features, trace_id, turn)
+                return turn, extra
         raise self._exhausted(first, last)
 
     async def forward_stream(
@@ -373,35 +381,34 @@ class Router(Forwarder):
         features = RouteFeatures.of(parsed.turn, parsed.turn.model or self._default)
         first = self._group(features.model)
         last: GatewayError | None = None
-        budget = 1 + self.config.num_retries
-        for n, (group, d) in enumerate(self._attempts(features, first)):
-            if n >= budget:
-                break
-            await self._backoff(n)
-            a = _Attempt(group, d, self.board.begin(d.id))
-            events = self._targets[d.id].stream(self._sent(parsed, d), None)
-            sent = False
-            settled = False
-            try:
-                async for ev in events:
-                    if isinstance(ev, TurnDone):
-                        settled = True
-                        self._ok(a, features, trace_id, ev.turn)
+        async with contextlib.aclosing(self._tries(features, first)) as tries:
+            async for a in tries:
+                d = a.deployment
+                events = self._targets[d.id].stream(self._sent(parsed, d), None)
+                sent = False
+                settled = False
+                try:
+                    async for ev in events:
+                        if isinstance(ev, TurnDone):
+                            settled = True
+                            self._ok(a, features, trace_id, ev.turn)
+                            yield ev
+                            return
+                        sent = True
                         yield ev
-                        return
-                    sent = True
-                    yield ev
-            except GatewayError as exc:
-                settled = True
-                if not self._failed(a, exc, features, trace_id, final=sent):
-                    raise  # not retryable, or bytes already left: no replay
-                last = exc
-                continue
-            finally:
-                if not settled:  # the consumer went away, or a non-gateway error
-                    self.board.end(d.id, a.started, ok=False)
-                await events.aclose()
-            raise GatewayError(502, "upstream_bad_response", "the upstream ended without a turn")
+                except GatewayError as exc:
+                    settled = True
+                    if not self._failed(a, exc, features, trace_id, final=sent):
+                        raise  # not retryable, or bytes already left: no replay
+                    last = exc
+                    continue
+                finally:
+                    if not settled:  # the consumer went away, or a non-gateway error
+                        self.board.end(d.id, a.started, ok=False)
+                    await events.aclose()
+                raise GatewayError(
+                    502, "upstream_bad_response", "the upstream ended without a turn"
+                )
         raise self._exhausted(first, last)
 
     async def forward_raw(
