@@ -38,7 +38,14 @@ from pathlib import Path
 
 import yaml
 
-from screen_sources_more import MORE_BENIGN, MORE_PACKAGES, MORE_READERS, benign_more, install_npm
+from screen_sources_more import (
+    MORE_BENIGN,
+    MORE_PACKAGES,
+    MORE_READERS,
+    benign_more,
+    decontaminate,
+    install_npm,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_VENV = ROOT / "benchmarks" / "results" / "corpus-venv"  # git-ignored
@@ -682,6 +689,8 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
             items.append({"id": f"{name}-{n}", "source": name, "split": split,
                           "label": "injection", "family": planted.family, "tool": tool,
                           "text": text, "span": [lo, hi]})  # fmt: skip
+    items, dropped = decontaminate(items)
+    print(f"dropped {dropped} new-source injections sharing text with a held-out injection")
     return items
 
 

@@ -38,6 +38,8 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_NPM = ROOT / "benchmarks" / "results" / "corpus-npm"  # git-ignored
 
@@ -46,6 +48,8 @@ MORE_PACKAGES: dict[str, tuple[str, str, str]] = {
     "promptfoo": ("npm:promptfoo@0.123.1", "MIT", "train"),
     "inspect_evals": ("inspect-evals==0.26.0", "MIT", "train"),
     "deepteam": ("deepteam==1.0.10", "Apache-2.0", "train"),
+    "aicu_scanner": ("aicu-scanner==1.5.0", "MIT", "train"),
+    "aegisrt": ("aegisrt==0.1.0", "MIT", "train"),
 }
 
 MORE_BENIGN: dict[str, tuple[str, str]] = {
@@ -257,7 +261,82 @@ def deepteam(site: Path, rng: random.Random) -> Iterator[Item]:
                         yield _bare(path.parent.name, attack)
 
 
-MORE_READERS = {"promptfoo": promptfoo, "inspect_evals": inspect_evals, "deepteam": deepteam}
+# --- aicu-scanner ------------------------------------------------------------------------------
+
+# payload files of attacks addressed to the model (toxicity, hallucination, DoS probes and
+# multi-turn scripts are not injections)
+AICU_YAML = ("single_turn", "jailbreaks", "advanced_evasion", "encoding_attacks",
+             "file_payloads", "adversarial_triggers")  # fmt: skip
+
+
+def _yaml_strings(data: object, keys: frozenset[str], key: str = "") -> Iterator[str]:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _yaml_strings(v, keys, str(k))
+    elif isinstance(data, list):
+        for v in data:
+            yield from _yaml_strings(v, keys, key)
+    elif isinstance(data, str) and key in keys and len(data) > 30:
+        yield data
+
+
+def aicu_scanner(site: Path, rng: random.Random) -> Iterator[Item]:
+    """aicu-scanner's payload sets: one-line payload lists (``intruder_*.txt``) and the YAML
+    sets' payload texts (system-prompt extraction, context manipulation, jailbreaks, evasion,
+    documents with embedded instructions, adversarial triggers)."""
+    base = site / "aicu" / "payloads"
+    for path in sorted(base.glob("intruder_*.txt")):
+        family = path.stem.split("_", 2)[-1]
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if len(line.strip()) > 30:
+                yield _bare(family, line.strip())
+    for name in AICU_YAML:
+        data = yaml.safe_load((base / f"{name}.yaml").read_text(encoding="utf-8"))
+        for text in _yaml_strings(data, frozenset({"content", "text"})):
+            for _ in range(2):
+                yield _bare(name, text.strip())
+
+
+# --- aegisrt -----------------------------------------------------------------------------------
+
+# probes whose seeds speak to the model about its instructions, data or tools (bias,
+# hallucination, output policy and the CBRN / cyber / persuasion probes ask for harm only)
+AEGIS_PROBES = ("injection", "data_leakage", "exfiltration", "rag_manipulation", "tool_misuse",
+                "prompt_construction", "refusal_bypass", "redteam/system_integrity")  # fmt: skip
+AEGIS_DATASETS = ("jailbreak_templates", "dan_variants", "multilingual_seeds")
+
+
+def aegisrt(site: Path, rng: random.Random) -> Iterator[Item]:
+    """aegisrt's probe seeds (module-level ``*_SEEDS`` lists) and its jailbreak, DAN and
+    multilingual seed datasets (zh, ar, ru, ja, ko, hi, de, pt, tr, vi, th, sw, uk, es, fr)."""
+    base = site / "aegisrt"
+    for name in AEGIS_PROBES:
+        tree = ast.parse((base / "probes" / f"{name}.py").read_text(encoding="utf-8"))
+        for node in tree.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+            if not (isinstance(target, ast.Name) and target.id.endswith("SEEDS")):
+                continue
+            assert isinstance(node, ast.Assign | ast.AnnAssign)
+            if isinstance(node.value, ast.List):
+                for elt in node.value.elts:
+                    if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                        for _ in range(2):
+                            yield _bare(name.split("/")[-1], elt.value)
+    for name in AEGIS_DATASETS:
+        path = base / "datasets" / f"{name}.jsonl"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line) if line.strip() else {}
+            if isinstance(row.get("prompt"), str):
+                lang = row.get("language")
+                family = f"{name}_{lang}" if lang else name
+                for _ in range(2 if lang is None else 3):
+                    yield _bare(family, row["prompt"].replace("[INSERT QUERY]", "").strip())
+
+
+MORE_READERS = {"promptfoo": promptfoo, "inspect_evals": inspect_evals, "deepteam": deepteam,
+                "aicu_scanner": aicu_scanner, "aegisrt": aegisrt}  # fmt: skip
 
 
 # --- benign ------------------------------------------------------------------------------------
@@ -292,3 +371,40 @@ def benign_more(site: Path) -> Iterator[tuple[str, str]]:
         if row.get("is_benign"):
             for text in ipi_texts(row):
                 yield "ipi-benign-controls", text
+
+
+# --- decontamination ---------------------------------------------------------------------------
+
+SHINGLE = 64
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _span_text(item: dict[str, object]) -> str:
+    data = str(item["text"]).encode()
+    span = item.get("span")
+    assert isinstance(span, list)
+    return data[int(span[0]) : int(span[1])].decode("utf-8", errors="ignore")
+
+
+def decontaminate(items: list[dict[str, object]]) -> tuple[list[dict[str, object]], int]:
+    """Drops the new sources' injections that share a 64-character run (case and spacing
+    folded) with a held-out injection: packages copy each other's jailbreaks, and a copy of a
+    held-out text in train would measure memory. Held-out text is read for nothing else."""
+    held: set[str] = set()
+    for item in items:
+        if item["split"] == "heldout" and item["label"] == "injection":
+            text = _norm(_span_text(item))
+            held.update(text[i : i + SHINGLE] for i in range(0, len(text) - SHINGLE + 1, 16))
+    kept, dropped = [], 0
+    for item in items:
+        if item["source"] in MORE_PACKAGES and item["label"] == "injection":
+            text = _norm(_span_text(item))
+            runs = (text[i : i + SHINGLE] for i in range(len(text) - SHINGLE + 1))
+            if any(run in held for run in runs):
+                dropped += 1
+                continue
+        kept.append(item)
+    return kept, dropped
