@@ -50,6 +50,7 @@ MORE_PACKAGES: dict[str, tuple[str, str, str]] = {
     "deepteam": ("deepteam==1.0.10", "Apache-2.0", "train"),
     "aicu_scanner": ("aicu-scanner==1.5.0", "MIT", "train"),
     "aegisrt": ("aegisrt==0.1.0", "MIT", "train"),
+    "agentprobe": ("agentprobe-injection==0.2.0a1", "MIT", "train"),
 }
 
 MORE_BENIGN: dict[str, tuple[str, str]] = {
@@ -335,8 +336,90 @@ def aegisrt(site: Path, rng: random.Random) -> Iterator[Item]:
                     yield _bare(family, row["prompt"].replace("[INSERT QUERY]", "").strip())
 
 
+# --- agentprobe-injection ---------------------------------------------------------------------
+
+Template = list[str | None]  # literal parts; None is the slot (lower-cased when the
+# template lower-cases it; see ``_template``)
+
+
+def _template(node: ast.expr) -> tuple[Template, bool] | None:
+    """A lambda body ``f"...{s}..."`` / ``f"...{s.lower()}..."`` as parts; None when the slot
+    goes through anything else (a translator, upper-casing)."""
+    if not isinstance(node, ast.JoinedStr):
+        return None
+    parts: Template = []
+    lower = False
+    for value in node.values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            parts.append(value.value)
+            continue
+        inner = value.value if isinstance(value, ast.FormattedValue) else None
+        if isinstance(inner, ast.Name):
+            parts.append(None)
+        elif (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr == "lower"
+            and isinstance(inner.func.value, ast.Name)
+        ):
+            parts.append(None)
+            lower = True
+        else:
+            return None
+    return parts, lower
+
+
+def _fill(template: tuple[Template, bool], payload: str) -> str:
+    parts, lower = template
+    slot = payload.lower() if lower else payload
+    return "".join(slot if part is None else part for part in parts)
+
+
+def _lambdas(path: Path) -> list[tuple[Template, bool]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = (_template(n.body) for n in ast.walk(tree) if isinstance(n, ast.Lambda))
+    return [t for t in found if t is not None]
+
+
+def agentprobe(site: Path, rng: random.Random) -> Iterator[Item]:
+    """agentprobe's linguistic transforms (indirect speech acts, registers, false callbacks,
+    authority attributions, classic overrides) over its injection intents, each planted in one
+    of its realistic carriers (mail footers, signatures, quoted threads, report sections,
+    footnotes, table cells, alt text, page comments), span = the planted instruction."""
+    base = site / "agentprobe"
+    transforms = _lambdas(base / "attacks" / "transforms.py")
+    carriers = _lambdas(base / "injection" / "carriers.py")
+    tree = ast.parse((base / "attacks" / "registry.py").read_text(encoding="utf-8"))
+    intents = [
+        kw.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Intent"
+        for kw in node.keywords
+        if kw.arg == "text" and isinstance(kw.value, ast.Constant)
+    ]
+    canaries = [
+        n.value
+        for n in ast.walk(ast.parse((base / "injection" / "carriers.py").read_text()))
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and n.value.startswith("Assistant:")
+    ]
+    payloads = [_fill(t, str(i)) for t in transforms for i in intents] + canaries
+    for payload in payloads:
+        for _ in range(2):
+            parts, _lower = rng.choice(carriers)
+            text = "".join(MARK_MORE if part is None else part for part in parts)
+            at = text.index(MARK_MORE)
+            text = text.replace(MARK_MORE, payload, 1)
+            yield "transform_in_carrier", text, at, at + len(payload)
+
+
+MARK_MORE = "\x00SLOT\x00"
+
+
 MORE_READERS = {"promptfoo": promptfoo, "inspect_evals": inspect_evals, "deepteam": deepteam,
-                "aicu_scanner": aicu_scanner, "aegisrt": aegisrt}  # fmt: skip
+                "aicu_scanner": aicu_scanner, "aegisrt": aegisrt,
+                "agentprobe": agentprobe}  # fmt: skip
 
 
 # --- benign ------------------------------------------------------------------------------------
