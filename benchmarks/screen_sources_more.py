@@ -51,6 +51,8 @@ MORE_PACKAGES: dict[str, tuple[str, str, str]] = {
     "aicu_scanner": ("aicu-scanner==1.5.0", "MIT", "train"),
     "aegisrt": ("aegisrt==0.1.0", "MIT", "train"),
     "agentprobe": ("agentprobe-injection==0.2.0a1", "MIT", "train"),
+    "agentred": ("agentred==0.1.2", "MIT", "train"),
+    "agentfuzz": ("agentfuzz==0.4.0", "Apache-2.0", "train"),
 }
 
 MORE_BENIGN: dict[str, tuple[str, str]] = {
@@ -417,9 +419,56 @@ def agentprobe(site: Path, rng: random.Random) -> Iterator[Item]:
 MARK_MORE = "\x00SLOT\x00"
 
 
+# --- agentred, agentfuzz -----------------------------------------------------------------------
+
+
+def _str_list(path: Path, name: str, shortest: int = 20) -> list[str]:
+    """The string items of the module-level list or dict-of-lists ``name`` in ``path``."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == name:
+            assert isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+            return [
+                n.value
+                for n in ast.walk(node.value)
+                if isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and len(n.value) >= shortest
+            ]
+    return []
+
+
+def agentred(site: Path, rng: random.Random) -> Iterator[Item]:
+    """agentred's attack templates (indirect injection, tool misuse, data and prompt leakage):
+    each payload x action x recipient, in one of its own paraphrase wrappers."""
+    base = site / "agentred"
+    wrappers = _str_list(base / "attack_generator.py", "_WRAPPERS", 1) or ["{payload}"]
+    for path in sorted((base / "data" / "attacks").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        recipients = list(data.get("defaults", {}).get("recipients") or ["someone@example.com"])
+        for attack in data.get("attacks") or []:
+            for action in attack.get("actions") or ["comply"]:
+                for recipient in recipients:
+                    filled = action.replace("{recipient}", str(recipient))
+                    base_text = str(attack["payload"]).replace("{action}", filled)
+                    wrapper = rng.choice(wrappers)
+                    text = wrapper.replace("{payload_lower}", base_text[:1].lower() + base_text[1:])
+                    yield _bare(path.stem, text.replace("{payload}", base_text))
+
+
+def agentfuzz(site: Path, rng: random.Random) -> Iterator[Item]:
+    """agentfuzz's seed payload suites (OWASP LLM01, indirect, extraction)."""
+    for payload in _str_list(site / "agentfuzz" / "faults" / "prompt_injection.py", "_SUITES"):
+        for _ in range(3):
+            yield _bare("seed_suite", payload)
+
+
 MORE_READERS = {"promptfoo": promptfoo, "inspect_evals": inspect_evals, "deepteam": deepteam,
                 "aicu_scanner": aicu_scanner, "aegisrt": aegisrt,
-                "agentprobe": agentprobe}  # fmt: skip
+                "agentprobe": agentprobe, "agentred": agentred,
+                "agentfuzz": agentfuzz}  # fmt: skip
 
 
 # --- benign ------------------------------------------------------------------------------------
