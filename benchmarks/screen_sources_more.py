@@ -53,6 +53,7 @@ MORE_PACKAGES: dict[str, tuple[str, str, str]] = {
     "agentprobe": ("agentprobe-injection==0.2.0a1", "MIT", "train"),
     "agentred": ("agentred==0.1.2", "MIT", "train"),
     "agentfuzz": ("agentfuzz==0.4.0", "Apache-2.0", "train"),
+    "agentccx": ("agentccx==0.5.0", "MIT", "train"),
 }
 
 MORE_BENIGN: dict[str, tuple[str, str]] = {
@@ -465,10 +466,63 @@ def agentfuzz(site: Path, rng: random.Random) -> Iterator[Item]:
             yield _bare("seed_suite", payload)
 
 
+# --- agentccx (AgentScan, Chinese and English) ------------------------------------------------
+
+AGENTSCAN_MODULES = ("injection", "jailbreak", "leak", "egress", "sensitive", "tool_abuse")
+
+
+def _attack_cases(site: Path) -> Iterator[tuple[str, str, bool]]:
+    """(module, turn, is_control) of AgentScan's ``AttackCase(turns=[...])`` — a case whose
+    goal starts with 对照 ("control") is its benign check."""
+    for name in AGENTSCAN_MODULES:
+        tree = ast.parse((site / "agentscan" / "attacks" / f"{name}.py").read_text("utf-8"))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "AttackCase"):
+                continue
+            kw = {k.arg: k.value for k in node.keywords}
+            goal = kw.get("goal")
+            control = isinstance(goal, ast.Constant) and str(goal.value).startswith("对照")
+            turns = kw.get("turns")
+            for elt in turns.elts if isinstance(turns, ast.List) else []:
+                if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                    yield name, elt.value, control
+
+
+def agentccx(site: Path, rng: random.Random) -> Iterator[Item]:
+    """AgentScan's attack turns (most in Chinese: instruction override, fake system notices,
+    role play, leak, egress, tool abuse) and its hidden-comment injection page."""
+    for name, turn, control in _attack_cases(site):
+        if not control and len(turn) > 12:
+            for _ in range(3):
+                yield _bare(name, turn)
+    names, _ = _module_strings(site / "agentscan" / "payload_server.py")
+    page = names.get("PAYLOAD_PAGE", "")
+    lo, hi = page.find("<!--"), page.find("-->") + 3
+    if 0 <= lo < hi:
+        for _ in range(3):
+            yield "hidden_page", page, lo, hi
+
+
+def _module_strings(path: Path) -> tuple[dict[str, str], list[str]]:
+    """Module-level string constants by name, and every docstring of the module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+        and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }  # fmt: skip
+    kinds = ast.Module | ast.ClassDef | ast.FunctionDef
+    docs = [d for n in ast.walk(tree) if isinstance(n, kinds) and (d := ast.get_docstring(n))]
+    return names, docs
+
+
 MORE_READERS = {"promptfoo": promptfoo, "inspect_evals": inspect_evals, "deepteam": deepteam,
                 "aicu_scanner": aicu_scanner, "aegisrt": aegisrt,
                 "agentprobe": agentprobe, "agentred": agentred,
-                "agentfuzz": agentfuzz}  # fmt: skip
+                "agentfuzz": agentfuzz, "agentccx": agentccx}  # fmt: skip
 
 
 # --- benign ------------------------------------------------------------------------------------
@@ -503,6 +557,19 @@ def benign_more(site: Path) -> Iterator[tuple[str, str]]:
         if row.get("is_benign"):
             for text in ipi_texts(row):
                 yield "ipi-benign-controls", text
+    scan = site / "agentscan"
+    for path in sorted(scan.rglob("*.py")):  # AgentScan's own writing, mostly Chinese
+        names, docs = _module_strings(path)
+        advice = [v for k, v in names.items() if k.isupper() and len(v) > 200 and "<" not in v]
+        text = "\n\n".join(docs + advice)
+        if len(text) > 200:
+            yield "redteam-docs-more", text
+    for _, turn, control in _attack_cases(site):
+        if control:
+            yield "ipi-benign-controls", turn
+    clean = _module_strings(scan / "payload_server.py")[0].get("CLEAN_PAGE")
+    if clean:
+        yield "ipi-benign-controls", clean
 
 
 # --- decontamination ---------------------------------------------------------------------------
