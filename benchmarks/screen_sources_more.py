@@ -30,6 +30,7 @@ into a git-ignored directory.
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import random
 import re
@@ -62,6 +63,10 @@ MORE_BENIGN: dict[str, tuple[str, str]] = {
         "train",
     ),
     "ipi-benign-controls": ("inspect-evals ipi_coding_agent benign samples, MIT", "train"),
+    "debian-docs": (
+        "Debian packages' README / FAQ / markdown docs, various free licences",
+        "train",
+    ),
 }
 
 
@@ -296,9 +301,27 @@ def aicu_scanner(site: Path, rng: random.Random) -> Iterator[Item]:
                 yield _bare(family, line.strip())
     for name in AICU_YAML:
         data = yaml.safe_load((base / f"{name}.yaml").read_text(encoding="utf-8"))
-        for text in _yaml_strings(data, frozenset({"content", "text"})):
+        for text in _yaml_strings(_aicu_orders(data), frozenset({"content", "text"})):
             for _ in range(2):
                 yield _bare(name, text.strip())
+
+
+# payload kinds that are no order to the model: requests its authors made "indistinguishable
+# from real user workflows" (their words), and harm / bias / hallucination / DoS probes
+AICU_NOT_ORDERS = ("legitimate_task", "hallucination", "dos_", "bias", "hate", "harass",
+                   "discrimination", "harmful")  # fmt: skip
+
+
+def _aicu_orders(data: object) -> object:
+    """``data`` without the payload entries whose ``transformation_type`` is no order."""
+    if isinstance(data, dict):
+        kind = str(data.get("transformation_type", ""))
+        if kind.startswith(AICU_NOT_ORDERS):
+            return {}
+        return {k: _aicu_orders(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_aicu_orders(v) for v in data]
+    return data
 
 
 # --- aegisrt -----------------------------------------------------------------------------------
@@ -533,6 +556,23 @@ SECURITY_EVALS = ("agent_threat_bench", "ipi_coding_agent", "cyberseceval_2", "c
                   "makemesay", "mind2web_sc")  # fmt: skip
 
 
+DEBIAN_DOCS = ("README*", "FAQ*", "*.md", "*.md.gz", "*.txt", "*.txt.gz", "*.markdown")
+
+
+def debian_docs(root: Path = Path("/usr/share/doc")) -> Iterator[tuple[str, str]]:
+    """English prose about software (READMEs, FAQs, guides) shipped by the OS's packages; the
+    changelogs and NEWS files beside them are not read (``debian-changelogs`` is held out)."""
+    paths = sorted({p for pattern in DEBIAN_DOCS for p in root.glob(f"*/{pattern}")})
+    rng = random.Random("debian-docs")
+    for path in rng.sample(paths, min(len(paths), 400)):
+        if "changelog" in path.name.lower() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        yield "debian-docs", data.decode("utf-8", errors="ignore")
+
+
 def benign_more(site: Path) -> Iterator[tuple[str, str]]:
     """(source, text): writing about prompt injection and red-teaming (the new packages' own
     docs and docstrings) and the coding-agent benchmark's benign samples."""
@@ -570,6 +610,7 @@ def benign_more(site: Path) -> Iterator[tuple[str, str]]:
     clean = _module_strings(scan / "payload_server.py")[0].get("CLEAN_PAGE")
     if clean:
         yield "ipi-benign-controls", clean
+    yield from debian_docs()
 
 
 # --- decontamination ---------------------------------------------------------------------------
