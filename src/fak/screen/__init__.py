@@ -34,7 +34,7 @@ from fak.screen.detect import (
     find_secret,
     screen_bytes,
 )
-from fak.screen.intent import shared_windows
+from fak.screen.intent import SharedWindows
 from fak.screen.shape import MAX_PERIOD, RUNE_FLOOR, ShapeReport, answer_shape
 from fak.screen.sources import DETECTOR_FAMILIES, ScreenPolicy, SourceRule, SourceSettings
 
@@ -55,6 +55,7 @@ __all__ = [
     "ResultAdmitter",
     "ScreenPolicy",
     "ShapeReport",
+    "SharedWindows",
     "SourceAwareAdmitter",
     "SourceRule",
     "SourceSettings",
@@ -68,5 +69,4 @@ __all__ = [
     "normalize",
     "screen_bytes",
     "screen_deobfuscated",
-    "shared_windows",
 ]
