@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from fak.abi import ToolResult
 from fak.cas import MemoryStore
 from fak.kernel.quarantine import QuarantineLedger
-from fak.screen import SharedWindows, screen_bytes, screen_deobfuscated
+from fak.screen import AdmissionScope, screen_bytes, screen_deobfuscated
 from fak.screen import intent as intent_module
+from fak.screen import scope as scope_module
 from fak.screen.intent import features, load_model
 
 _PIECES = [
@@ -110,7 +111,7 @@ def test_one_admission_reads_a_window_once_for_both_admitters(
     assert len(read) == 2  # outside a scope each screen reads the window itself
     assert read[0] == read[1]
     read.clear()
-    with SharedWindows():
+    with AdmissionScope():
         shared = (screen_bytes(_BODY), screen_deobfuscated(_BODY, include_raw=False))
     assert len(read) == 1
     assert shared == alone
@@ -128,7 +129,7 @@ def test_the_ledger_shares_windows_within_an_admission_never_across(
     assert len(read) == 2  # the next admission reads its window afresh
     assert first.verdict.kind == second.verdict.kind
     assert first.verdict.meta["detector"] == second.verdict.meta["detector"] == "intent_model"
-    assert intent_module._SHARED.get() is None
+    assert scope_module.current() is None
 
 
 def test_a_memo_entry_serves_only_the_model_that_wrote_it(
@@ -140,7 +141,7 @@ def test_a_memo_entry_serves_only_the_model_that_wrote_it(
     data = _BODY
     at = data.index(b"assistant:")
     group = [(at, at + 10)]
-    with SharedWindows():
+    with AdmissionScope():
         low = intent_module._judge(model, data, group, model.threshold, orders=True)
         high = intent_module._judge(other, data, group, model.threshold, orders=True)
     assert len(read) == 2

@@ -22,6 +22,7 @@ from fak.screen.detect import (
     screen_bytes,
 )
 from fak.screen.injection import INJECTION_FIND
+from fak.screen.scope import current
 from fak.screen.secrets import SECRET_FIND
 from fak.screen.skeleton import normalize
 from fak.screen.sources import SourceSettings
@@ -97,6 +98,18 @@ def _scanners() -> _Scanners:  # compiled on first use: ~40 ms
     )
 
 
+def raw_starts(data: bytes) -> SharedStarts | None:
+    """Within an admission scope, the union pass over ASCII ``data``, shared by the first-match
+    screen's scan and this screen's marker and token scan of the same bytes (ASCII bytes are
+    their own skeleton, so this screen scans the very object the first one did); else None."""
+    shared = current()
+    if shared is None or not data.isascii():
+        return None
+    if shared.raw is not data:
+        shared.raw, shared.starts = data, SharedStarts(_scanners().union, data)
+    return shared.starts
+
+
 _DENSE = 32
 _DENSE_SPACING = 256
 """After 32 candidate tokens, closer than 256 bytes apart on average, the plain token loop is
@@ -147,6 +160,8 @@ def _scan(
     """
     scanners = _scanners()
     search = scanners.scan_squeezed.search
+    if not screen_raw and (shared := raw_starts(view)) is not None:
+        search = shared.search(scanners.scan_squeezed)  # the first-match screen's pass
     if screen_raw:
         # the first-match screen now; the squeezed check only where the scan below meets a
         # gapped marker (its translate is the expensive part). One union pass serves both.

@@ -18,7 +18,6 @@ threshold; a body without cues costs nothing more. Pure; nothing is downloaded; 
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import gzip
 import itertools
@@ -32,12 +31,13 @@ from importlib import resources
 
 import re2
 
+from fak.screen.scope import current
+
 __all__ = [
     "CONCEPTS",
     "WINDOW",
     "IntentHit",
     "IntentModel",
-    "SharedWindows",
     "features",
     "grams",
     "load_model",
@@ -421,30 +421,6 @@ def read_windows(
     return hits
 
 
-_Memo = dict[tuple[bytes, bool], tuple[IntentModel, float]]
-_SHARED: contextvars.ContextVar[_Memo | None] = contextvars.ContextVar(
-    "intent_windows", default=None
-)
-
-
-class SharedWindows:
-    """One admission's scope: a window whose bytes were already read in it is not read again.
-
-    The first-match screen and the de-obfuscating screen's skeleton view meet the same windows
-    wherever the skeleton equals the raw bytes (all of a source file but a dash or two); the
-    logit is a pure function of the window's bytes, so the second screen takes the first's.
-    Nothing outlives the scope: each admission reads its windows afresh. A plain class, not a
-    generator-based context manager: it costs ~0.7 us where that cost ~2.6 us an admission."""
-
-    __slots__ = ("_token",)
-
-    def __enter__(self) -> None:
-        self._token = _SHARED.set({})
-
-    def __exit__(self, *_: object) -> None:
-        _SHARED.reset(self._token)
-
-
 def _judge(
     model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float, *, orders: bool
 ) -> IntentHit | None:
@@ -452,12 +428,12 @@ def _judge(
     lo = max(0, first - _BEFORE)
     hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
     window = data[lo:hi]
-    memo = _SHARED.get()
-    known = None if memo is None else memo.get((window, orders))
+    shared = current()  # within one admission, a window's bytes are read once
+    known = None if shared is None else shared.windows.get((window, orders))
     if known is not None and known[0] is model:
         logit = known[1]
     else:
         logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
-        if memo is not None:
-            memo[window, orders] = (model, logit)
+        if shared is not None:
+            shared.windows[window, orders] = (model, logit)
     return IntentHit(round(logit, 3), first, last) if logit >= cut else None
