@@ -28,6 +28,7 @@ class Shared:
     windows: dict[tuple[bytes, bool], tuple[object, float]] = field(default_factory=dict)
     raw: bytes | None = None
     starts: SharedStarts | None = None
+    plain: int = 0  # raw[plain:] holds no NUL and no non-ASCII byte (0 for ASCII raw)
 
 
 _SCOPE: contextvars.ContextVar[Shared | None] = contextvars.ContextVar(
