@@ -50,7 +50,7 @@ from fak.kernel.held import (
 )
 from fak.kernel.verdictmemo import VerdictMemo, chain_is_deterministic
 from fak.policy.manifest import ScreenSection
-from fak.screen import ResultAdmitter, SourceAwareAdmitter, default_admitters
+from fak.screen import AdmissionScope, ResultAdmitter, SourceAwareAdmitter, default_admitters
 from fak.screen.sources import DEFAULT_SETTINGS, ScreenPolicy, SourceRule, SourceSettings
 from fak.screen.spans import Span, cut, offending_spans
 
@@ -265,13 +265,14 @@ class QuarantineLedger:
             return known
         best: Verdict | None = None
         faulted = False
-        for admitter in admitters:
-            verdict = self._run(admitter, data, settings)
-            faulted = faulted or verdict.meta.get("detector") == "admitter_fault"
-            if best is None or verdict.rank > best.rank:
-                best = verdict
-            if best.rank >= _DENY_RANK:
-                break
+        with AdmissionScope():  # what both admitters compute alike is computed once
+            for admitter in admitters:
+                verdict = self._run(admitter, data, settings)
+                faulted = faulted or verdict.meta.get("detector") == "admitter_fault"
+                if best is None or verdict.rank > best.rank:
+                    best = verdict
+                if best.rank >= _DENY_RANK:
+                    break
         assert best is not None
         if not faulted:  # a fault may be transient: judge those bytes afresh next time
             memo.put(key, best)

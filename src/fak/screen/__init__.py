@@ -34,6 +34,7 @@ from fak.screen.detect import (
     find_secret,
     screen_bytes,
 )
+from fak.screen.scope import AdmissionScope
 from fak.screen.shape import MAX_PERIOD, RUNE_FLOOR, ShapeReport, answer_shape
 from fak.screen.sources import DETECTOR_FAMILIES, ScreenPolicy, SourceRule, SourceSettings
 
@@ -47,6 +48,7 @@ __all__ = [
     "POLLUTION_MIN_BYTES",
     "POLLUTION_MIN_RUN",
     "RUNE_FLOOR",
+    "AdmissionScope",
     "DeobfuscatingScreen",
     "Detector",
     "Finding",

@@ -3,7 +3,9 @@
 A ``ResultAdmitter`` looks at a tool result's bytes and answers a Verdict: ALLOW (no objection)
 or QUARANTINE / DENY with a closed reason. The ledger folds the chain most-restrictive-wins.
 Two admitters ship: the first-match screen and the de-obfuscating view; they share detectors but
-not inputs, so each is an independent gate. Admitters are pure; they never log the bytes.
+not inputs, so each is an independent gate. Within one admission (``fak.screen.scope``) they
+share work, never answers: a union RE2 pass over ASCII bytes, the intent model's window logits.
+Admitters are pure; they never log the bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import functools
 from typing import ClassVar, Final, Protocol, runtime_checkable
 
 from fak.abi import Verdict
-from fak.screen.deobfuscate import screen_deobfuscated
+from fak.screen.deobfuscate import raw_starts, screen_deobfuscated
 from fak.screen.detect import Finding, screen_bytes
 from fak.screen.sources import SourceSettings
 
@@ -82,11 +84,11 @@ class FirstMatchScreen:
         return "ctxmmu"
 
     def admit(self, data: bytes) -> Verdict:
-        return finding_verdict(screen_bytes(data), self.name)
+        return finding_verdict(screen_bytes(data, starts=raw_starts(data)), self.name)
 
     def admit_with(self, data: bytes, settings: SourceSettings) -> Verdict:
         """``admit`` under one source's settings (the ledger passes them per tool)."""
-        return finding_verdict(screen_bytes(data, settings), self.name)
+        return finding_verdict(screen_bytes(data, settings, starts=raw_starts(data)), self.name)
 
 
 class DeobfuscatingScreen:

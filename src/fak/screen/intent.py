@@ -23,12 +23,15 @@ import gzip
 import itertools
 import json
 import math
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
 import re2
+
+from fak.screen.scope import current
 
 __all__ = [
     "CONCEPTS",
@@ -178,19 +181,19 @@ def features(text: str) -> dict[str, float]:
     pairs: set[str] = set()
     whole = sets.anywhere.Match(low.encode()) or ()
     several = sum(1 for i in whole if names[i] in _INTENT) >= 2
+    match = sets.anywhere.Match
     for sentence in _SPLIT.split(low) if several else ():
         if len(sentence) < 8:
             continue
         raw = sentence.encode()
-        found = sets.anywhere.Match(raw)
+        found = match(raw)
         if not found:
             continue
-        here = sorted(found)
-        for index in here:
-            counts[names[index]] = counts.get(names[index], 0) + 1
-        intent = [names[i] for i in here if names[i] in _INTENT]
-        pairs.update(f"with_{a}_{b}" for i, a in enumerate(intent) for b in intent[i + 1 :])
-        if any(names[i] in _IMPERATIVE for i in here):
+        held, met, imperative = _sentence_kind(tuple(sorted(found)))
+        for name in held:
+            counts[name] = counts.get(name, 0) + 1
+        pairs.update(met)
+        if imperative:
             opened = raw.lstrip(_OPENERS)
             pairs.update(f"starts_{names[i]}" for i in sets.opening.Match(opened) or ())
     for index in whole:  # present outside any long sentence: counted once
@@ -201,8 +204,8 @@ def features(text: str) -> dict[str, float]:
         out[f"n_{name}"] = math.log1p(n)
     out.update(dict.fromkeys(pairs, 1.0))
     size = max(1, len(low))
-    out["code_density"] = min(1.0, 20.0 * len(_CODE.findall(low)) / size)
-    out["quote_density"] = min(1.0, 30.0 * len(_QUOTE.findall(low)) / size)
+    out["code_density"] = min(1.0, 20.0 * _code_marks(low) / size)
+    out["quote_density"] = min(1.0, 30.0 * sum(map(low.count, _QUOTES)) / size)
     ascii_text = text.encode("ascii", "ignore")
     upper = len(ascii_text) - len(ascii_text.translate(None, _UPPER))
     letters = upper + len(ascii_text) - len(ascii_text.translate(None, _LOWER))
@@ -210,8 +213,25 @@ def features(text: str) -> dict[str, float]:
     return out
 
 
-_CODE = re.compile(r"[{};=]|->|::|//")
-_QUOTE = re.compile(r"[\"“”«»`]")
+@functools.lru_cache(maxsize=4096)
+def _sentence_kind(here: tuple[int, ...]) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """For the concepts one sentence holds (sorted indices): their names, the ``with_a_b``
+    pairs of its intent concepts, and whether one of them is an imperative. A few hundred
+    distinct sets occur in practice; each is worked out once."""
+    names = _sets().names
+    intent = [names[i] for i in here if names[i] in _INTENT]
+    met = tuple(f"with_{a}_{b}" for i, a in enumerate(intent) for b in intent[i + 1 :])
+    return tuple(names[i] for i in here), met, any(names[i] in _IMPERATIVE for i in here)
+
+
+def _code_marks(low: str) -> int:
+    """``len(re.findall(r"[{};=]|->|::|//", low))``: the two-character marks share no character
+    with each other or with the single ones, so each count is that of its own occurrences."""
+    return sum(map(low.count, _CODE_MARKS))
+
+
+_CODE_MARKS = ("{", "}", ";", "=", "->", "::", "//")
+_QUOTES = ('"', "\u201c", "\u201d", "\u00ab", "\u00bb", "`")
 _UPPER = bytes(range(65, 91))
 _LOWER = bytes(range(97, 123))
 
@@ -323,9 +343,10 @@ def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = T
         return -math.inf
     if orders and not any(k in found for k in ORDERS):
         return -math.inf
-    total = bias + sum(weights.get(k, 0.0) * v for k, v in found.items())
-    get = weights.get
-    return total + sum(get(g, 0.0) for g in grams(text))
+    get, zero = weights.get, itertools.repeat(0.0)  # map: the genexprs' sums, term for term
+    total: float = bias + sum(map(operator.mul, map(get, found, zero), found.values()))
+    gram_total: float = sum(map(get, grams(text), zero))
+    return total + gram_total
 
 
 @functools.cache
@@ -406,5 +427,13 @@ def _judge(
     first, last = group[0][0], max(end for _, end in group)
     lo = max(0, first - _BEFORE)
     hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
-    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"), orders=orders)
+    window = data[lo:hi]
+    shared = current()  # within one admission, a window's bytes are read once
+    known = None if shared is None else shared.windows.get((window, orders))
+    if known is not None and known[0] is model:
+        logit = known[1]
+    else:
+        logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
+        if shared is not None:
+            shared.windows[window, orders] = (model, logit)
     return IntentHit(round(logit, 3), first, last) if logit >= cut else None

@@ -12,11 +12,13 @@ kept, so hostile views cost no more than separate scans. Pure; no logging.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import re2
 
-__all__ = ["SharedStarts"]
+__all__ = ["SharedStarts", "Tail"]
 
 _DENSE_AFTER = 16
 _DENSE_SPACING = 512
@@ -26,6 +28,17 @@ anchored match per foreign start then costs more than the part's own pass over t
 Search = Callable[[bytes, int], "re2._Match | None"]
 
 
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """``view[begin:]`` equals ``other``'s view from ``begin + shift`` on (``other`` passes
+    over it with the same union). An anchored RE2 match looks back one byte at most (``\\b``),
+    so past ``begin`` the two views have the same union starts, shifted: no second pass there."""
+
+    other: SharedStarts
+    begin: int
+    shift: int
+
+
 class SharedStarts:
     """Every match start of ``union`` in ``view`` (found on demand, kept); searches for its parts.
 
@@ -33,14 +46,15 @@ class SharedStarts:
     of the parts' patterns). Each part's ``search`` must be called with non-decreasing ``pos``.
     """
 
-    __slots__ = ("_found", "_next", "_search", "_view", "complete")
+    __slots__ = ("_found", "_next", "_search", "_tail", "_view", "complete")
 
-    def __init__(self, union: re2._Regexp, view: bytes) -> None:
+    def __init__(self, union: re2._Regexp, view: bytes, tail: Tail | None = None) -> None:
         self._search = union.search
         self._view = view
         self._found: list[int] = []
         self._next = 0  # where the union search resumes
         self.complete = False  # every union start is in _found, or collection stopped (dense)
+        self._tail = tail  # the starts past ``tail.begin`` are another view's, shifted
 
     def _more(self) -> bool:
         """Find the next union start; False when there is none or collection stopped."""
@@ -50,6 +64,18 @@ class SharedStarts:
         if len(found) >= _DENSE_AFTER and len(found) * _DENSE_SPACING > self._next:
             self.complete = True  # dense: parts search on their own from self._next on
             return False
+        tail = self._tail
+        if tail is not None and self._next > tail.begin:
+            at = tail.other.start_from(self._next + tail.shift)
+            if at is not None and at >= 0:
+                found.append(at - tail.shift)
+                self._next = at - tail.shift + 1
+                return True
+            if at is None:  # the other view has no start left: neither has this one
+                self._next = len(self._view) + 1
+                self.complete = True
+                return False
+            self._tail = None  # the other view stopped collecting (dense): search this one
         match = self._search(self._view, self._next)
         if match is None:
             self._next = len(self._view) + 1
@@ -58,6 +84,15 @@ class SharedStarts:
         found.append(match.start())
         self._next = match.start() + 1
         return True
+
+    def start_from(self, pos: int) -> int | None:
+        """The first union start at or after ``pos`` (collected on demand); None if there is
+        none; -1 if collection stopped (dense) before one was found."""
+        found = self._found
+        while (at := bisect.bisect_left(found, pos)) == len(found):
+            if not self._more():
+                return None if self._next > len(self._view) else -1
+        return found[at]
 
     def search(self, part: re2._Regexp) -> Search:
         """``part.search`` for ``view``, answered from the union's starts while they are kept."""
