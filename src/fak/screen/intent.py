@@ -35,10 +35,14 @@ __all__ = [
     "WINDOW",
     "IntentHit",
     "IntentModel",
+    "candidate_groups",
+    "class_grams",
+    "describe",
     "features",
     "grams",
     "load_model",
     "read_windows",
+    "window_of",
 ]
 
 WEIGHTS = "intent_weights.json.gz"
@@ -276,11 +280,62 @@ def _tokens(text: str) -> list[str]:
 def grams(text: str) -> set[str]:
     """The window's distinct word unigrams and bigrams (``"a b"``; ``". a"`` opens a sentence).
     None holds an underscore, so they never collide with the concept features' names."""
-    toks = _tokens(text)
+    return _grams_of(_tokens(text))
+
+
+def _grams_of(toks: list[str]) -> set[str]:
     found = set(toks)
     found.update(map(" ".join, itertools.pairwise(toks)))
     found.discard(".")
     return found
+
+
+_CLASSED = ("you", "ai", "override", "prior", "new", "instr", "output", "action", "leak", "secret", "urgent", "meta", "narrative", "code")
+_EXTRA_CLASSES: dict[str, str] = {
+    "modal": "must should shall will need needs have has required can may muss musst sollst debes devi doit dois devez devrait deve должен нужно必须 必要 해야",
+    "please": "please kindly bitte favor por s'il plait пожалуйста 请 ください 주세요",
+    "neg": "not don't never no nothing nor ne pas nicht kein keine nunca não non не нет 不 不要 しないで 마",
+    "me": "me my i i'm mine moi mon ma mes mich mir mein meine mí yo mi eu meu minha io mio mia я мне меня мой 我 私 나 제",
+}
+"""Word classes beside the concepts' single words: modals, politeness, negation, the speaker."""
+
+
+@functools.cache
+def _word_classes() -> dict[str, str]:
+    """Word -> coarse class (first class wins): the single words of the concept lexicons (one
+    class per concept in ``_CLASSED``) and ``_EXTRA_CLASSES``."""
+    out: dict[str, str] = {}
+    for name in _CLASSED:
+        src = CONCEPTS[name]
+        head = "\\b(?:"
+        if not src.startswith(head):
+            continue
+        close = _closing(src, 2)
+        for word in _split_top(src[len(head) : close]):
+            if word.endswith("?") and word[:-2].isalpha():  # "instructions?": both forms
+                out.setdefault(word[:-2], name)
+                word = word[:-1]
+            if word.isalpha():
+                out.setdefault(word, name)
+    for name, words in _EXTRA_CLASSES.items():
+        for word in words.split():
+            out.setdefault(word, name)
+    return out
+
+
+def class_grams(toks: Sequence[str]) -> set[str]:
+    """Bigrams and trigrams over the window's word classes (``k_you_modal_output``): each word
+    as its coarse class, a run of unclassed words as one ``w``, ``.`` opening a sentence. They
+    name the shape of an order ("you must print", ". override w instr") in any wording."""
+    classes = _word_classes()
+    seq: list[str] = []
+    for tok in toks:
+        cls = "s" if tok == "." else classes.get(tok, "w")
+        if cls != "w" or not seq or seq[-1] != "w":
+            seq.append(cls)
+    out = {f"k_{a}_{b}" for a, b in itertools.pairwise(seq)}
+    out.update(f"k_{a}_{b}_{c}" for a, b, c in zip(seq, seq[1:], seq[2:], strict=False))
+    return out
 
 
 GATE = (
@@ -323,9 +378,19 @@ def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = T
         return -math.inf
     if orders and not any(k in found for k in ORDERS):
         return -math.inf
-    total = bias + sum(weights.get(k, 0.0) * v for k, v in found.items())
     get = weights.get
-    return total + sum(get(g, 0.0) for g in grams(text))
+    total = bias + sum(get(k, 0.0) * v for k, v in found.items())
+    toks = _tokens(text)
+    return total + sum(get(g, 0.0) for g in _grams_of(toks) | class_grams(toks))
+
+
+def describe(text: str) -> tuple[dict[str, float], set[str]]:
+    """What the model reads in a window: its concept features with its class n-grams (weighed
+    as given), and its word n-grams (each weighs 1 when present)."""
+    found = features(text)
+    toks = _tokens(text)
+    found.update(dict.fromkeys(class_grams(toks), 1.0))
+    return found, _grams_of(toks)
 
 
 @functools.cache
@@ -362,11 +427,29 @@ def read_windows(
     """Windows around the cues the cheap pass found (start, end, weight; in order), read by the
     model. A hit's span is that of its window's cues (as a cue hit's is), not the whole window.
 
-    Cues within ``WINDOW`` bytes of the first of a run share one window; a window is read when
-    its cues weigh at least ``FLOOR`` (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the
-    budget. ``scale`` multiplies the decision logit (a source's injection threshold); under 1,
-    a window that orders nothing is read too (see ``ORDERS``).
+    ``scale`` multiplies the decision logit (a source's injection threshold); under 1, a window
+    that orders nothing is read too (see ``ORDERS``). Which windows: ``candidate_groups``.
     """
+    groups = candidate_groups(data, cues)
+    if not groups:
+        return []
+    model = load_model()
+    cut = model.threshold * scale
+    hits: list[IntentHit] = []
+    for group in groups:
+        if (hit := _judge(model, data, group, cut, orders=scale >= 1.0)) is not None:
+            hits.append(hit)
+            if first:
+                break
+    return hits
+
+
+def candidate_groups(
+    data: bytes, cues: Sequence[tuple[int, int, float]]
+) -> list[list[tuple[int, int]]]:
+    """The cue runs whose windows the model reads, in text order: cues within ``WINDOW`` bytes
+    of the first of a run share one window; a run is read when its cues weigh at least ``FLOOR``
+    (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the budget."""
     groups: list[tuple[float, int, list[tuple[int, int]]]] = []
     group: list[tuple[int, int]] = []
     weight = 0.0
@@ -384,27 +467,25 @@ def read_windows(
             candidate = candidate or cue_weight == 0
             weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT * (cue_weight == 0))
     groups += weak
-    if not groups:
-        return []
     budget = BUDGET_BASE + len(data) // BUDGET_BYTES
     if len(groups) > budget:
         groups = sorted(groups, reverse=True)[:budget]
-    model = load_model()
-    cut = model.threshold * scale
-    hits: list[IntentHit] = []
-    for _, _, starts in sorted(groups, key=lambda g: -g[1]):
-        if (hit := _judge(model, data, starts, cut, orders=scale >= 1.0)) is not None:
-            hits.append(hit)
-            if first:
-                break
-    return hits
+    return [g for _, _, g in sorted(groups, key=lambda g: -g[1])]
+
+
+def window_of(data: bytes, group: list[tuple[int, int]]) -> tuple[int, int]:
+    """The bytes the model reads for a run of cues: ``_BEFORE`` before its first cue to at
+    least ``WINDOW`` bytes on, and ``_BEFORE`` past its last cue."""
+    first, last = group[0][0], max(end for _, end in group)
+    lo = max(0, first - _BEFORE)
+    return lo, min(len(data), max(lo + WINDOW, last + _BEFORE))
 
 
 def _judge(
     model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float, *, orders: bool
 ) -> IntentHit | None:
-    first, last = group[0][0], max(end for _, end in group)
-    lo = max(0, first - _BEFORE)
-    hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
+    lo, hi = window_of(data, group)
     logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"), orders=orders)
-    return IntentHit(round(logit, 3), first, last) if logit >= cut else None
+    if logit < cut:
+        return None
+    return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))
