@@ -319,21 +319,24 @@ def _word_classes() -> dict[str, str]:
                 word = word[:-1]
             if word.isalpha():
                 out.setdefault(word, name)
+    out["."] = "s"  # a sentence opening
     return out
 
 
 def class_grams(toks: Sequence[str]) -> set[str]:
     """Bigrams and trigrams over the window's word classes (``k_you_modal_output``): each word
-    as its coarse class, a run of unclassed words as one ``w``, ``.`` opening a sentence. They
-    name the shape of an order ("you must print", ". override w instr") in any wording."""
-    classes = _word_classes()
+    as its coarse class, a run of unclassed words as one ``w``, ``.`` opening a sentence as
+    ``s``. They name the shape of an order ("you must print", ". override w instr") in any
+    wording."""
     seq: list[str] = []
-    for tok in toks:
-        cls = "s" if tok == "." else classes.get(tok, "w")
-        if cls != "w" or not seq or seq[-1] != "w":
+    last = ""
+    for cls in map(_word_classes().get, toks, itertools.repeat("w")):
+        if cls != last or cls != "w":
             seq.append(cls)
-    out = {f"k_{a}_{b}" for a, b in itertools.pairwise(seq)}
-    out.update(f"k_{a}_{b}_{c}" for a, b, c in zip(seq, seq[1:], seq[2:], strict=False))
+            last = cls
+    k = ["k"] * len(seq)
+    out = set(map("_".join, zip(k, seq, seq[1:], strict=False)))
+    out.update(map("_".join, zip(k, seq, seq[1:], seq[2:], strict=False)))
     return out
 
 
