@@ -49,34 +49,31 @@ def _load(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
-def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, int, str]]:
-    """(window text, label, text around it) of one item; label -1 means unknown (skipped). A
-    window that holds a planted injection gives two positives: the window as the runtime reads
-    it (carrier around the injection; not with ``carrier=False``) and the injection's own
-    words."""
+def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, int]]:
+    """(window text, label) pairs of one item; label -1 means unknown (skipped). A window that
+    holds a planted injection gives two positives: the window as the runtime reads it (carrier
+    around the injection; not with ``carrier=False``) and the injection's own words."""
     data = str(item["text"]).encode()
     span = item.get("span")
-    out: list[tuple[str, int, str]] = []
+    out: list[tuple[str, int]] = []
     for lo in range(0, max(1, len(data) - STRIDE), STRIDE):
         piece = data[lo : lo + WINDOW]
         text = piece.decode("utf-8", errors="ignore")
-        around = intent.carrier(data, lo, lo + WINDOW)
         if item["label"] == "benign":
-            out.append((text, 0, around))
+            out.append((text, 0))
             continue
         if isinstance(span, list):
             s, e = int(span[0]), int(span[1])
             overlap = min(e, lo + WINDOW) - max(s, lo)
             label = 1 if overlap >= min(e - s, 120) else (0 if overlap <= 0 else -1)
             if label == 1:  # the injection's own words, not the carrier's around it
-                s, e = max(s, lo), min(e, lo + WINDOW)
-                own = data[s:e].decode("utf-8", errors="ignore")
-                out.append((own, 1, intent.carrier(data, s, e)))
+                own = data[max(s, lo) : min(e, lo + WINDOW)].decode("utf-8", errors="ignore")
+                out.append((own, 1))
                 if not carrier:
                     continue
         else:  # generated corpus: no span recorded; a window with cues is the injection
             label = 1 if score_injection(piece, 0.5) else -1
-        out.append((text, label, around))
+        out.append((text, label))
     return out
 
 
@@ -138,8 +135,7 @@ def _fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) 
     best, best_on = -math.inf, -math.inf
     for group in groups:
         lo, hi = intent.window_of(data, group)
-        text = data[lo:hi].decode("utf-8", errors="ignore")
-        logit = model.logit(text, around=intent.carrier(data, lo, hi))
+        logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"))
         best = max(best, logit)
         if min(hi, e) - max(lo, s) > 0:
             best_on = max(best_on, logit)
@@ -170,16 +166,15 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1e-3, help="L2 on the concept features")
     parser.add_argument("--l2-grams", type=float, default=1e-3, help="L2 on the n-grams")
     parser.add_argument("--max-fp", type=float, default=0.002)
-    parser.add_argument("--support", type=int, default=2, help="sources an n-gram needs")
+    parser.add_argument("--support", type=int, default=3, help="sources an n-gram needs")
     parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
     parser.add_argument("--keep", type=int, default=40000, help="weights kept (largest first)")
     parser.add_argument("--own-only", action="store_true", help="positives: injection text only")
     parser.add_argument("--min-logit", type=float, default=1.0, help="decision logit at least")
     parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
     parser.add_argument(
-        "--ensemble", type=float, default=0.0, help="mix in a words-free model at this share"
+        "--ensemble", type=float, default=0.5, help="share of the words-free model in the mix"
     )
-    parser.add_argument("--no-shift", action="store_true", help="no carrier-shift features")
     parser.add_argument("--validate", default="", help="hold this train source out and report it")
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
     args = parser.parse_args()
@@ -197,11 +192,10 @@ def main() -> None:
         source = str(item.get("source", "generated"))
         kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
         positives = [w for w in kept if w[1] == 1][: args.max_positive]
-        for text, label, around in [w for w in kept if w[1] == 0] + positives:
-            cut.append((*describe(text, None if args.no_shift else around), label, source))
+        for text, label in [w for w in kept if w[1] == 0] + positives:
+            cut.append((*describe(text), label, source))
     for lang, label, text in synthesize(SEED, args.synth):
-        bare = None if args.no_shift else ""
-        cut.append((*describe(text, bare), int(label == "injection"), f"synth-{lang}"))
+        cut.append((*describe(text), int(label == "injection"), f"synth-{lang}"))
     # An n-gram is a feature only when it is common language: seen in the windows of
     # ``--support`` sources or more (generated text counts one source per language). One
     # source's topics (a jailbreak persona's name, a suite's IBAN) never become evidence.

@@ -43,7 +43,6 @@ __all__ = [
     "load_model",
     "read_windows",
     "score",
-    "shift",
     "window_of",
 ]
 
@@ -241,8 +240,8 @@ class IntentModel:
     threshold: float
     provenance: dict[str, object]
 
-    def logit(self, text: str, *, orders: bool = True, around: str | None = None) -> float:
-        return score(self.weights, self.bias, text, orders=orders, around=around)
+    def logit(self, text: str, *, orders: bool = True) -> float:
+        return score(self.weights, self.bias, text, orders=orders)
 
 
 _TABLE = str.maketrans(
@@ -372,61 +371,25 @@ assistant: the itinerary is in the shared folder" speaks to the model but asks n
 a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
 
 
-def score(
-    weights: dict[str, float],
-    bias: float,
-    text: str,
-    *,
-    orders: bool = True,
-    around: str | None = None,
-) -> float:
-    """The logit: concept features and the weighted n-grams the window holds (and, given the
-    text ``around`` it, how it differs from that carrier); windows outside the ``GATE``, or
-    (``orders``) without any of the ``ORDERS``, get no score (minus infinity)."""
+def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = True) -> float:
+    """The logit: concept features, class n-grams and the word n-grams the window holds;
+    windows outside the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score
+    (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
         return -math.inf
     if orders and not any(k in found for k in ORDERS):
         return -math.inf
-    if around is not None:
-        found.update(shift(found, around))
     get = weights.get
     total = bias + sum(get(k, 0.0) * v for k, v in found.items())
     toks = _tokens(text)
     return total + sum(get(g, 0.0) for g in _grams_of(toks) | class_grams(toks))
 
 
-CARRIER = 1024
-"""Bytes of the carrier read on each side of a window (``shift``)."""
-_SHIFTS = ("you", "ai", "override", "output", "action", "instr", "role", "urgent", "secret", "leak")
-
-
-def shift(found: dict[str, float], around: str) -> dict[str, float]:
-    """A change of register: which of the window's order-giving concepts its carrier (the text
-    around it) never uses — an order to "you" inside a résumé — and whether that carrier
-    discusses injection, is code, or is absent. One RE2 Set match over the carrier."""
-    sets = _sets()
-    near = {sets.names[i] for i in sets.anywhere.Match(around.lower().encode()) or ()}
-    out = {
-        (f"shift_{c}" if c not in near else f"shared_{c}"): 1.0
-        for c in _SHIFTS
-        if f"has_{c}" in found
-    }
-    for name in ("meta", "code", "narrative"):
-        if name in near:
-            out[f"around_{name}"] = 1.0
-    if len(around.strip()) < 40:
-        out["around_none"] = 1.0
-    return out
-
-
-def describe(text: str, around: str | None = None) -> tuple[dict[str, float], set[str]]:
+def describe(text: str) -> tuple[dict[str, float], set[str]]:
     """What the model reads in a window: its concept features with its class n-grams (weighed
-    as given) and its carrier's shift (given the text ``around`` it), and its word n-grams
-    (each weighs 1 when present)."""
+    as given), and its word n-grams (each weighs 1 when present)."""
     found = features(text)
-    if around is not None:
-        found.update(shift(found, around))
     toks = _tokens(text)
     found.update(dict.fromkeys(class_grams(toks), 1.0))
     return found, _grams_of(toks)
@@ -520,19 +483,11 @@ def window_of(data: bytes, group: list[tuple[int, int]]) -> tuple[int, int]:
     return lo, min(len(data), max(lo + WINDOW, last + _BEFORE))
 
 
-def carrier(data: bytes, lo: int, hi: int) -> str:
-    """The text around the window ``data[lo:hi]``: up to ``CARRIER`` bytes each side."""
-    before = data[max(0, lo - CARRIER) : lo]
-    return (before + b"\n" + data[hi : hi + CARRIER]).decode("utf-8", errors="ignore")
-
-
 def _judge(
     model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float, *, orders: bool
 ) -> IntentHit | None:
     lo, hi = window_of(data, group)
-    logit = model.logit(
-        data[lo:hi].decode("utf-8", errors="ignore"), orders=orders, around=carrier(data, lo, hi)
-    )
+    logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"), orders=orders)
     if logit < cut:
         return None
     return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))
