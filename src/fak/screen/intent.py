@@ -291,9 +291,7 @@ def _grams_of(toks: list[str]) -> set[str]:
     return found
 
 
-_CLASSED = tuple(
-    "you ai override prior new instr output action leak secret urgent meta narrative code".split()
-)
+_CLASSED = ("you", "ai", "override", "prior", "new", "instr", "output", "action", "leak", "secret", "urgent", "meta", "narrative", "code")  # fmt: skip
 _EXTRA_CLASSES: dict[str, str] = {
     "modal": "must should shall will need needs have has required can may muss musst sollst debes devi doit dois devez devrait deve должен нужно必须 必要 해야",
     "please": "please kindly bitte favor por plait пожалуйста 请 ください 주세요",
