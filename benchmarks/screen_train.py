@@ -4,15 +4,21 @@ Reads the by-source corpus (``benchmarks/screen_sources.py``; only items whose s
 the ``train`` split) and the tune half of the generated corpus
 (``benchmarks/data/screen_corpus.jsonl``), cuts every item into overlapping windows (a positive
 window is the planted injection's own text), describes each by its concept features and its
-common words (words that the injections of ``--support`` train sources and the benign text of
-three train sources use), and fits a logistic regression (AdaGrad SGD, L2, fixed seed; each
-source's windows weigh the same in total). The decision logit is the smallest that holds the
-train benign items' false positives to ``--max-fp``, on the windows the runtime reads (around
-the cheap pass's cues). Held-out sources are never read. Writes
+class n-grams and its word n-grams (those the windows of ``--support`` sources hold), and fits
+two logistic regressions (AdaGrad SGD, L2, fixed seed; each source's windows weigh the same in
+total): one over everything, one over concepts and word classes only (no words, so no source's
+vocabulary); the shipped model is their average (``--ensemble``, the second's share; one linear
+model, since the average of linear models is linear). The decision logit is the smallest that
+holds the train benign items' false positives to ``--max-fp``, on the windows the runtime reads
+(around the cheap pass's cues). Held-out sources are never read. Writes
 ``src/fak/screen/intent_weights.json.gz`` with its provenance. Deterministic for a given corpus.
 
     .venv/bin/python benchmarks/screen_sources.py && .venv/bin/python benchmarks/screen_train.py
     .venv/bin/python benchmarks/screen_train.py --validate pyrit   # leave one train source out
+
+``--validate`` also prints each held-out injection's fate at run time: held by the cue score,
+no window selected by the cue pass, windows selected but none addressed and ordering, windows
+read but none over the planted text, read over it but scored low, or held by the model.
 """
 
 from __future__ import annotations
@@ -166,7 +172,7 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1e-3, help="L2 on the concept features")
     parser.add_argument("--l2-grams", type=float, default=1e-3, help="L2 on the n-grams")
     parser.add_argument("--max-fp", type=float, default=0.002)
-    parser.add_argument("--support", type=int, default=3, help="sources an n-gram needs")
+    parser.add_argument("--support", type=int, default=2, help="sources an n-gram needs")
     parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
     parser.add_argument("--keep", type=int, default=40000, help="weights kept (largest first)")
     parser.add_argument("--own-only", action="store_true", help="positives: injection text only")

@@ -7,10 +7,12 @@ reader as "you", an imperative at a sentence start, instructions / rules / promp
 what came before, something new instead, controlling the answer, acting on data, a role to
 play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
 es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
-as *about* injection or as code or narrative; and by its words and word pairs (``grams``). A
-logistic regression (``benchmarks/screen_train.py``, fitted on the train sources of the
-by-source corpus and on generated text only) weighs them; the weights ship as
-``intent_weights.json.gz`` with their provenance.
+as *about* injection or as code or narrative; by the shape of its sentences over coarse word
+classes (``class_grams``: "you must print", ". override w instr" in any wording); and by its
+words and word pairs (``grams``). A logistic regression (``benchmarks/screen_train.py``, fitted
+on the train sources of the by-source corpus and on generated text only; the average of a
+model over everything and one over concepts and word classes only) weighs them; the weights
+ship as ``intent_weights.json.gz`` with their provenance.
 It runs only on candidate windows: the cues the first-match screen's RE2 pass already finds
 (``fak.screen.injection``, including weight-0 candidate cues) that did not reach the cue
 threshold; a body without cues costs nothing more. Pure; nothing is downloaded; spans only.
