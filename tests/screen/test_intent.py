@@ -175,3 +175,11 @@ def test_class_grams_name_the_shape_of_an_order_in_any_wording() -> None:
     assert short == long
     # every class gram is named apart from word grams and concept features
     assert all(g.startswith("k_") for g in english)
+
+
+def test_the_weights_hold_class_grams_and_record_the_words_free_share() -> None:
+    model = load_model()
+    assert sum(1 for k in model.weights if k.startswith("k_")) > 100  # shapes are features
+    params = model.provenance["params"]
+    assert isinstance(params, dict)
+    assert 0.0 <= float(params["ensemble"]) <= 1.0  # the share of the words-free model
