@@ -4,15 +4,21 @@ Reads the by-source corpus (``benchmarks/screen_sources.py``; only items whose s
 the ``train`` split) and the tune half of the generated corpus
 (``benchmarks/data/screen_corpus.jsonl``), cuts every item into overlapping windows (a positive
 window is the planted injection's own text), describes each by its concept features and its
-common words (words that the injections of ``--support`` train sources and the benign text of
-three train sources use), and fits a logistic regression (AdaGrad SGD, L2, fixed seed; each
-source's windows weigh the same in total). The decision logit is the smallest that holds the
-train benign items' false positives to ``--max-fp``, on the windows the runtime reads (around
-the cheap pass's cues). Held-out sources are never read. Writes
+class n-grams and its word n-grams (those the windows of ``--support`` sources hold), and fits
+two logistic regressions (AdaGrad SGD, L2, fixed seed; each source's windows weigh the same in
+total): one over everything, one over concepts and word classes only (no words, so no source's
+vocabulary); the shipped model is their average (``--ensemble``, the second's share; one linear
+model, since the average of linear models is linear). The decision logit is the smallest that
+holds the train benign items' false positives to ``--max-fp``, on the windows the runtime reads
+(around the cheap pass's cues). Held-out sources are never read. Writes
 ``src/fak/screen/intent_weights.json.gz`` with its provenance. Deterministic for a given corpus.
 
     .venv/bin/python benchmarks/screen_sources.py && .venv/bin/python benchmarks/screen_train.py
     .venv/bin/python benchmarks/screen_train.py --validate pyrit   # leave one train source out
+
+``--validate`` also prints each held-out injection's fate at run time: held by the cue score,
+no window selected by the cue pass, windows selected but none addressed and ordering, windows
+read but none over the planted text, read over it but scored low, or held by the model.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path
 
 from fak.screen import intent
 from fak.screen.injection import find_cues, score_injection
-from fak.screen.intent import WINDOW, features, grams
+from fak.screen.intent import WINDOW, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -118,6 +124,36 @@ def _best(model: intent.IntentModel, data: bytes) -> float:
     return max((h.logit for h in hits), default=-1e9)
 
 
+def _fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) -> str:
+    """Where one injection item ends at the runtime (the first screen's raw-byte path): held by
+    the cue score; no window selected by the cue pass (the gate's recall ceiling); windows
+    selected but none speaks to someone and orders something; windows read but none over the
+    planted span; read over it but scored low; held by the model."""
+    data = str(item["text"]).encode()
+    if score_injection(data):
+        return "cue"
+    spots = [(c.start, c.end, c.weight) for c in find_cues(data)]
+    groups = intent.candidate_groups(data, spots)
+    if not groups:
+        return "no-window"
+    span = item.get("span")
+    s, e = (int(span[0]), int(span[1])) if isinstance(span, list) else (0, len(data))
+    best, best_on = -math.inf, -math.inf
+    for group in groups:
+        lo, hi = intent.window_of(data, group)
+        logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"))
+        best = max(best, logit)
+        if min(hi, e) - max(lo, s) > 0:
+            best_on = max(best_on, logit)
+    if best >= threshold:
+        return "model" if best_on >= threshold else "model-off-span"
+    if best == -math.inf:
+        return "gated"
+    if best_on == -math.inf:
+        return "off-span"
+    return "low"
+
+
 @contextlib.contextmanager
 def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
     """The runtime's ``load_model`` answers ``model`` at this threshold, for a while."""
@@ -142,6 +178,9 @@ def main() -> None:
     parser.add_argument("--own-only", action="store_true", help="positives: injection text only")
     parser.add_argument("--min-logit", type=float, default=1.0, help="decision logit at least")
     parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
+    parser.add_argument(
+        "--ensemble", type=float, default=0.5, help="share of the words-free model in the mix"
+    )
     parser.add_argument("--validate", default="", help="hold this train source out and report it")
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
     args = parser.parse_args()
@@ -160,9 +199,9 @@ def main() -> None:
         kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
         positives = [w for w in kept if w[1] == 1][: args.max_positive]
         for text, label in [w for w in kept if w[1] == 0] + positives:
-            cut.append((features(text), grams(text), label, source))
+            cut.append((*describe(text), label, source))
     for lang, label, text in synthesize(SEED, args.synth):
-        cut.append((features(text), grams(text), int(label == "injection"), f"synth-{lang}"))
+        cut.append((*describe(text), int(label == "injection"), f"synth-{lang}"))
     # An n-gram is a feature only when it is common language: seen in the windows of
     # ``--support`` sources or more (generated text counts one source per language). One
     # source's topics (a jailbreak persona's name, a suite's IBAN) never become evidence.
@@ -175,6 +214,15 @@ def main() -> None:
     positives_n = sum(y for _, y, _ in rows)
     print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} n-grams")
     weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams)
+    if args.ensemble:  # average with a model of concepts and word classes only (no words)
+        shape_rows = [({k: v for k, v in f.items() if "_" in k}, y, s) for f, y, s in rows]
+        shape, shape_bias = fit(shape_rows, args.epochs, args.l2, args.l2_grams)
+        mix = args.ensemble
+        weights = {
+            k: (1 - mix) * weights.get(k, 0.0) + mix * shape.get(k, 0.0)
+            for k in weights.keys() | shape.keys()
+        }
+        bias = (1 - mix) * bias + mix * shape_bias
     ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[: args.keep]
     weights = {f: round(w, 3) for f, w in ranked if abs(w) >= 0.005}
 
@@ -207,6 +255,8 @@ def main() -> None:
         )
         print(f"validation source {args.validate}: {len(held)}/{len(validate)} held "
               f"({', '.join(sorted({str(i['label']) for i in validate}))})")  # fmt: skip
+        fates = Counter(_fate(model, threshold, i) for i in validate if i["label"] != "benign")
+        print(f"  injections' fates: {dict(sorted(fates.items()))}")
     if args.dry_run or validate:
         return
     model_doc["threshold"] = round(threshold, 3)

@@ -7,10 +7,12 @@ reader as "you", an imperative at a sentence start, instructions / rules / promp
 what came before, something new instead, controlling the answer, acting on data, a role to
 play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
 es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
-as *about* injection or as code or narrative; and by its words and word pairs (``grams``). A
-logistic regression (``benchmarks/screen_train.py``, fitted on the train sources of the
-by-source corpus and on generated text only) weighs them; the weights ship as
-``intent_weights.json.gz`` with their provenance.
+as *about* injection or as code or narrative; by the shape of its sentences over coarse word
+classes (``class_grams``: "you must print", ". override w instr" in any wording); and by its
+words and word pairs (``grams``). A logistic regression (``benchmarks/screen_train.py``, fitted
+on the train sources of the by-source corpus and on generated text only; the average of a
+model over everything and one over concepts and word classes only) weighs them; the weights
+ship as ``intent_weights.json.gz`` with their provenance.
 It runs only on candidate windows: the cues the first-match screen's RE2 pass already finds
 (``fak.screen.injection``, including weight-0 candidate cues) that did not reach the cue
 threshold; a body without cues costs nothing more. Pure; nothing is downloaded; spans only.
@@ -38,10 +40,15 @@ __all__ = [
     "WINDOW",
     "IntentHit",
     "IntentModel",
+    "candidate_groups",
+    "class_grams",
+    "describe",
     "features",
     "grams",
     "load_model",
     "read_windows",
+    "score",
+    "window_of",
 ]
 
 WEIGHTS = "intent_weights.json.gz"
@@ -296,11 +303,62 @@ def _tokens(text: str) -> list[str]:
 def grams(text: str) -> set[str]:
     """The window's distinct word unigrams and bigrams (``"a b"``; ``". a"`` opens a sentence).
     None holds an underscore, so they never collide with the concept features' names."""
-    toks = _tokens(text)
+    return _grams_of(_tokens(text))
+
+
+def _grams_of(toks: list[str]) -> set[str]:
     found = set(toks)
     found.update(map(" ".join, itertools.pairwise(toks)))
     found.discard(".")
     return found
+
+
+_CLASSED = ("you", "ai", "override", "prior", "new", "instr", "output", "action", "leak", "secret", "urgent", "meta", "narrative", "code")  # fmt: skip
+_EXTRA_CLASSES: dict[str, str] = {
+    "modal": "must should shall will need needs have has required can may muss musst sollst debes devi doit dois devez devrait deve должен нужно必须 必要 해야",
+    "please": "please kindly bitte favor por plait пожалуйста 请 ください 주세요",
+    "neg": "not don never no nothing nor ne pas nicht kein keine nunca não non не нет 不 不要 しないで 마",
+    "me": "me my i mine moi mon ma mes mich mir mein meine mí yo mi eu meu minha io mio mia я мне меня мой 我 私 나 제",
+}
+"""Word classes beside the concepts' single words: modals, politeness, negation, the speaker."""
+
+
+@functools.cache
+def _word_classes() -> dict[str, str]:
+    """Word -> coarse class (first class wins): ``_EXTRA_CLASSES``, then the single words of
+    the concept lexicons (one class per concept in ``_CLASSED``)."""
+    out = {word: name for name, words in _EXTRA_CLASSES.items() for word in words.split()}
+    for name in _CLASSED:
+        src = CONCEPTS[name]
+        head = "\\b(?:"
+        if not src.startswith(head):
+            continue
+        close = _closing(src, 2)
+        for word in _split_top(src[len(head) : close]):
+            if word.endswith("?") and word[:-2].isalpha():  # "instructions?": both forms
+                out.setdefault(word[:-2], name)
+                word = word[:-1]
+            if word.isalpha():
+                out.setdefault(word, name)
+    out["."] = "s"  # a sentence opening
+    return out
+
+
+def class_grams(toks: Sequence[str]) -> set[str]:
+    """Bigrams and trigrams over the window's word classes (``k_you_modal_output``): each word
+    as its coarse class, a run of unclassed words as one ``w``, ``.`` opening a sentence as
+    ``s``. They name the shape of an order ("you must print", ". override w instr") in any
+    wording."""
+    seq: list[str] = []
+    last = ""
+    for cls in map(_word_classes().get, toks, itertools.repeat("w")):
+        if cls != last or cls != "w":
+            seq.append(cls)
+            last = cls
+    k = ["k"] * len(seq)
+    out = set(map("_".join, zip(k, seq, seq[1:], strict=False)))
+    out.update(map("_".join, zip(k, seq, seq[1:], seq[2:], strict=False)))
+    return out
 
 
 GATE = (
@@ -336,8 +394,9 @@ a stricter source (a manifest threshold under 1, e.g. web pages) holds it all th
 
 
 def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = True) -> float:
-    """The logit: concept features and the weighted n-grams the window holds; windows outside
-    the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score (minus infinity)."""
+    """The logit: concept features, class n-grams and the word n-grams the window holds;
+    windows outside the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score
+    (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
         return -math.inf
@@ -345,8 +404,18 @@ def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = T
         return -math.inf
     get, zero = weights.get, itertools.repeat(0.0)  # map: the genexprs' sums, term for term
     total: float = bias + sum(map(operator.mul, map(get, found, zero), found.values()))
-    gram_total: float = sum(map(get, grams(text), zero))
+    toks = _tokens(text)
+    gram_total: float = sum(map(get, _grams_of(toks) | class_grams(toks), zero))
     return total + gram_total
+
+
+def describe(text: str) -> tuple[dict[str, float], set[str]]:
+    """What the model reads in a window: its concept features with its class n-grams (weighed
+    as given), and its word n-grams (each weighs 1 when present)."""
+    found = features(text)
+    toks = _tokens(text)
+    found.update(dict.fromkeys(class_grams(toks), 1.0))
+    return found, _grams_of(toks)
 
 
 @functools.cache
@@ -383,11 +452,29 @@ def read_windows(
     """Windows around the cues the cheap pass found (start, end, weight; in order), read by the
     model. A hit's span is that of its window's cues (as a cue hit's is), not the whole window.
 
-    Cues within ``WINDOW`` bytes of the first of a run share one window; a window is read when
-    its cues weigh at least ``FLOOR`` (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the
-    budget. ``scale`` multiplies the decision logit (a source's injection threshold); under 1,
-    a window that orders nothing is read too (see ``ORDERS``).
+    ``scale`` multiplies the decision logit (a source's injection threshold); under 1, a window
+    that orders nothing is read too (see ``ORDERS``). Which windows: ``candidate_groups``.
     """
+    groups = candidate_groups(data, cues)
+    if not groups:
+        return []
+    model = load_model()
+    cut = model.threshold * scale
+    hits: list[IntentHit] = []
+    for group in groups:
+        if (hit := _judge(model, data, group, cut, orders=scale >= 1.0)) is not None:
+            hits.append(hit)
+            if first:
+                break
+    return hits
+
+
+def candidate_groups(
+    data: bytes, cues: Sequence[tuple[int, int, float]]
+) -> list[list[tuple[int, int]]]:
+    """The cue runs whose windows the model reads, in text order: cues within ``WINDOW`` bytes
+    of the first of a run share one window; a run is read when its cues weigh at least ``FLOOR``
+    (a candidate cue counts ``_CANDIDATE_WEIGHT``), within the budget."""
     groups: list[tuple[float, int, list[tuple[int, int]]]] = []
     group: list[tuple[int, int]] = []
     weight = 0.0
@@ -405,28 +492,24 @@ def read_windows(
             candidate = candidate or cue_weight == 0
             weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT * (cue_weight == 0))
     groups += weak
-    if not groups:
-        return []
     budget = BUDGET_BASE + len(data) // BUDGET_BYTES
     if len(groups) > budget:
         groups = sorted(groups, reverse=True)[:budget]
-    model = load_model()
-    cut = model.threshold * scale
-    hits: list[IntentHit] = []
-    for _, _, starts in sorted(groups, key=lambda g: -g[1]):
-        if (hit := _judge(model, data, starts, cut, orders=scale >= 1.0)) is not None:
-            hits.append(hit)
-            if first:
-                break
-    return hits
+    return [g for _, _, g in sorted(groups, key=lambda g: -g[1])]
+
+
+def window_of(data: bytes, group: list[tuple[int, int]]) -> tuple[int, int]:
+    """The bytes the model reads for a run of cues: ``_BEFORE`` before its first cue to at
+    least ``WINDOW`` bytes on, and ``_BEFORE`` past its last cue."""
+    first, last = group[0][0], max(end for _, end in group)
+    lo = max(0, first - _BEFORE)
+    return lo, min(len(data), max(lo + WINDOW, last + _BEFORE))
 
 
 def _judge(
     model: IntentModel, data: bytes, group: list[tuple[int, int]], cut: float, *, orders: bool
 ) -> IntentHit | None:
-    first, last = group[0][0], max(end for _, end in group)
-    lo = max(0, first - _BEFORE)
-    hi = min(len(data), max(lo + WINDOW, last + _BEFORE))
+    lo, hi = window_of(data, group)
     window = data[lo:hi]
     shared = current()  # within one admission, a window's bytes are read once
     known = None if shared is None else shared.windows.get((window, orders))
@@ -436,4 +519,6 @@ def _judge(
         logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
         if shared is not None:
             shared.windows[window, orders] = (model, logit)
-    return IntentHit(round(logit, 3), first, last) if logit >= cut else None
+    if logit < cut:
+        return None
+    return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))
