@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from fak.engine import q4
 from fak.engine.kvcache import ATT_BLOCK, KEY_TILE, KVCache
 from fak.engine.numerics import (
     MIN_ROWS_ATTENTION,
@@ -151,7 +152,13 @@ class Transformer:
         self.config: LlamaConfig = cfg
         self.mode = EngineMode(mode)
 
+        q4_kernel = q4.kernel() if self.mode == EngineMode.FAST else None
+        # fast mode's own kernels (q4.py): projections and attention, one row at a time
+        self.q4: q4.Q4Kernel | None = q4_kernel
+
         def linear(weight: torch.Tensor) -> Linear:
+            if q4_kernel is not None:
+                return q4.Q4Linear(weight, q4_kernel)
             if self.mode == EngineMode.FAST:
                 return Int4Linear(weight)
             return PackedLinear(weight, onednn=onednn)
@@ -250,7 +257,10 @@ class Transformer:
             token_rows.append(tokens[idx])
             positions.append(cache.end + idx)  # [M'] absolute positions
             tiles = _query_tiles(idx + at, group)
-            slots.append(_Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles))
+            limits = (idx + at + 1).repeat_interleave(group)  # keys [0, limit) per query row
+            slots.append(
+                _Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles, limits)
+            )
             offset += rows
         pos = torch.cat(positions)
         cos, sin = self.rope.cos[pos], self.rope.sin[pos]  # [sum M', E]
@@ -299,7 +309,11 @@ class Transformer:
             s.cache.write(layer, s.at, qk[r][:m, n_h:], qk_raw[r][:m, n_h:], v[r][:m])
             # Queries grouped by the kv head they share: [G, M' * group, E].
             q = (qk[r, :n_h] * self.scale).view(rows, n_g, group, e).transpose(0, 1)
-            out = self._attend(layer, s.cache, q.reshape(n_g, rows * group, e), s.tiles)
+            q = q.reshape(n_g, rows * group, e)
+            if self.q4 is not None:
+                out = self._attend_rows(layer, s.cache, q, s.limits)
+            else:
+                out = self._attend(layer, s.cache, q, s.tiles)
             outs.append(out.view(n_g, rows, group * e).transpose(0, 1).reshape(rows, n_h * e))
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
@@ -321,6 +335,20 @@ class Transformer:
             else:
                 outs.append(self._attend_tile(layer, cache, qt, t))
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
+
+    def _attend_rows(
+        self, layer: int, cache: KVCache, q: torch.Tensor, limits: torch.Tensor
+    ) -> torch.Tensor:
+        """Fast mode: q [G, R, E] over keys [0, limits[r]) per row, on the q4 kernel (one row
+        at a time, key blocks aligned to absolute position in a fixed order) -> [G, R, E]."""
+        assert self.q4 is not None
+        end = int(limits.max())
+        keys, vals = [], []
+        for a in range(0, end, ATT_BLOCK):
+            k, v = cache.key_block(layer, a, min(a + ATT_BLOCK, end))
+            keys.append(k)
+            vals.append(v)
+        return self.q4.attend(q.contiguous(), keys, vals, limits, ATT_BLOCK)
 
     def _attend_tile(self, layer: int, cache: KVCache, qt: torch.Tensor, t: _Tile) -> torch.Tensor:
         """One query tile qt [G, R, E] (pre-scaled by log2(e)/sqrt(E)) over keys [0, t.span).
@@ -372,6 +400,7 @@ class _Slot:
     m_new: int
     rows: slice  # its rows [start, start + M') in the batch
     tiles: list[_Tile]
+    limits: torch.Tensor  # [M' * group] keys each query row sees (its cache row + 1)
 
 
 # ---- plain functions over a model and a cache -----------------------------------------------

@@ -202,6 +202,8 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
     thread_failures: list[str] = []
     if all(isinstance(lin, Int4Linear) for lin in linears):
         backend = "int4-bf16"
+    elif all(type(lin).__name__ == "Q4Linear" for lin in linears):
+        backend = "q4-q8"
     elif all(getattr(lin, "onednn", False) for lin in linears):
         backend = "onednn-packed"
     else:

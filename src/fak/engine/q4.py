@@ -1,0 +1,145 @@
+"""Fast mode's own 4-bit x 8-bit kernel, compiled at first use (tier T3).
+
+``q4_kernel.cpp`` multiplies Q4_1-style weights (blocks of 32: 4-bit codes, a step and an
+offset) with activations quantized per row to 8 bits per block of 32 — what llama.cpp does for
+a Q4_1 model — with AVX2 (or AVX512-VNNI) integer dots, parallel over output rows with torch's
+own thread pool. It is compiled once per machine with ``torch.utils.cpp_extension`` (g++ and
+ninja) into a cache directory and loaded as the ``torch.ops.fak_q4`` operators. When it cannot
+be built or the CPU lacks AVX2, ``kernel()`` says why and fast mode keeps torch's int4 kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+__all__ = ["BLOCK", "KERNEL_ENV", "Q4Kernel", "Q4Linear", "kernel", "quantize_q4"]
+
+log = logging.getLogger(__name__)
+
+# FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
+KERNEL_ENV = "FAK_Q4_KERNEL"
+_SOURCE = Path(__file__).with_name("q4_kernel.cpp")
+_NAME = "fak_q4_v2"
+# Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
+BLOCK = 32
+
+
+class Q4Kernel:
+    """The loaded operators; ``vnni`` selects the AVX512-VNNI dot where the CPU has it."""
+
+    __slots__ = ("vnni",)
+
+    def __init__(self, vnni: bool) -> None:
+        self.vnni = vnni
+
+    def linear(
+        self, x: torch.Tensor, wq: torch.Tensor, dw: torch.Tensor, mw: torch.Tensor
+    ) -> torch.Tensor:
+        out: torch.Tensor = torch.ops.fak_q4.linear(x, wq, dw, mw, self.vnni)
+        return out
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        keys: list[torch.Tensor],
+        vals: list[torch.Tensor],
+        limits: torch.Tensor,
+        block: int,
+    ) -> torch.Tensor:
+        """Softmax attention of q [G, R, E] (pre-scaled by log2(e)/sqrt(E)) -> [G, R, E].
+
+        ``keys[i]`` / ``vals[i]`` [G, n, E(+)] hold absolute rows [i * block, ...); row r sees
+        keys [0, limits[r]). Each row is computed alone, in a fixed order: row-invariant.
+        """
+        out: torch.Tensor = torch.ops.fak_q4.attend(q, keys, vals, limits, block)
+        return out
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fak" / "torch_extensions" / f"torch{torch.__version__}"
+
+
+def _ensure_ninja_on_path() -> None:
+    """pip's ninja installs its binary beside the interpreter, which need not be on PATH."""
+    if shutil.which("ninja") is None:
+        here = str(Path(sys.executable).parent)
+        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+
+
+@functools.cache
+def kernel() -> Q4Kernel | None:
+    """The compiled kernel, or None (logged) when it is disabled, unbuildable or unsupported."""
+    if os.environ.get(KERNEL_ENV, "1") == "0":
+        return None
+    try:
+        from torch.utils import cpp_extension
+
+        _ensure_ninja_on_path()
+        build = _cache_dir() / _NAME
+        build.mkdir(parents=True, exist_ok=True)
+        cpp_extension.load(
+            name=_NAME,
+            sources=[str(_SOURCE)],
+            extra_cflags=["-O3", "-fno-math-errno"],
+            build_directory=str(build),
+            is_python_module=False,
+            verbose=False,
+        )
+        features = int(torch.ops.fak_q4.features())
+    except Exception as exc:  # noqa: BLE001 - any build/load failure means: use torch's kernel
+        log.warning("fast-mode q4 kernel unavailable (%s); using torch's int4 kernel", exc)
+        return None
+    if not features & 1:
+        log.warning("fast-mode q4 kernel needs AVX2 + FMA; using torch's int4 kernel")
+        return None
+    return Q4Kernel(vnni=bool(features & 2))
+
+
+def quantize_q4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """W [N, K] -> 4-bit codes [N, K] (int32, 0..15), step and offset [N, K/32] (float32).
+
+    Asymmetric per block, as Q4_1 is: w ~= code * step + offset. A GGUF Q4_1 tensor's blocks
+    (dequantized) come back on their own grid.
+    """
+    n_out, k_in = (int(d) for d in weight.shape)
+    if k_in % BLOCK:
+        raise ValueError(f"4-bit weights need in % {BLOCK} == 0")
+    groups = weight.float().reshape(n_out, k_in // BLOCK, BLOCK)
+    low = groups.amin(-1)
+    step = (groups.amax(-1) - low) / 15
+    step = torch.where(step > 0, step, torch.ones_like(step))
+    q = ((groups - low.unsqueeze(-1)) / step.unsqueeze(-1)).round_().clamp_(0, 15)
+    return q.to(torch.int32).reshape(n_out, k_in), step.contiguous(), low.contiguous()
+
+
+class Q4Linear:
+    """y = x @ W.T with W as 4-bit blocks and x quantized to 8 bits per block, on ``kernel()``.
+
+    Each output value is one fixed sequence of operations on one thread (its token's 8-bit
+    row, its weight row), so a row's bits do not depend on the batch or the thread count; the
+    probe re-checks it. Not exact against float32: that is what fast mode trades.
+    """
+
+    __slots__ = ("_kernel", "_mins", "_packed", "_steps", "in_features", "out_features")
+
+    def __init__(self, weight: torch.Tensor, kern: Q4Kernel) -> None:
+        codes, step, low = quantize_q4(weight)
+        self.out_features, self.in_features = (int(d) for d in codes.shape)
+        blocks = codes.to(torch.uint8).reshape(self.out_features, -1, 2, BLOCK // 2)
+        # byte j of a block holds element j (low nibble) and element j + 16 (high nibble)
+        packed = blocks[:, :, 0] | (blocks[:, :, 1] << 4)
+        self._packed = packed.reshape(self.out_features, self.in_features // 2).contiguous()
+        self._steps, self._mins, self._kernel = step, low, kern
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != torch.float32 or not x.is_contiguous():
+            x = x.float().contiguous()
+        return self._kernel.linear(x, self._packed, self._steps, self._mins)
