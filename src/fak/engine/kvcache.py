@@ -177,6 +177,16 @@ class KVCache:
         self.k_raw[layer, :, at : at + n] = k_raw.transpose(0, 1)
         self.v[layer, :, at : at + n, :hd] = v.transpose(0, 1)
 
+    def row_views(
+        self, layer: int, at: int, n: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Where rows [at, at+n) of one layer live: K, raw K and V views [kv_heads, n, head_dim]
+        (V without its ones column), for a kernel that writes them in place."""
+        at -= self.shared
+        hd = self.head_dim
+        rows = slice(at, at + n)
+        return self.k[layer, :, rows], self.k_raw[layer, :, rows], self.v[layer, :, rows, :hd]
+
     def commit(self, token_ids: torch.Tensor) -> None:
         """Record the tokens whose rows the forward pass just wrote; advances ``length``."""
         n = int(token_ids.shape[0])

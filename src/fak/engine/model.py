@@ -19,6 +19,7 @@ import enum
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -266,7 +267,9 @@ class Transformer:
         cos, sin = self.rope.cos[pos], self.rope.sin[pos]  # [sum M', E]
 
         x = self.embed[torch.cat(token_rows)]  # [sum M', D]
-        for layer, blk in enumerate(self.blocks):
+        if self.q4 is not None:
+            x = self._layers_q4(x, slots, cos, sin)
+        for layer, blk in enumerate(self.blocks if self.q4 is None else ()):
             h = rms_norm(x, blk.attn_norm, cfg.norm_eps)
             x = x + blk.wo(self._attention(layer, blk, h, slots, cos, sin))
             h = rms_norm(x, blk.ffn_norm, cfg.norm_eps)
@@ -277,13 +280,53 @@ class Transformer:
             slot.cache.commit(slot.tokens)
 
         if all_logits:
-            logits = self.head(rms_norm(x, self.norm, cfg.norm_eps))
+            logits = self._head(x)
             return [logits[s.rows.start : s.rows.start + s.m_new] for s in slots]
         last = torch.stack([x[s.rows.start + s.m_new - 1] for s in slots])  # [N, D]
         if last.shape[0] < self.min_rows:
             last = last[torch.arange(self.min_rows).clamp_(max=last.shape[0] - 1)]
-        logits = self.head(rms_norm(last, self.norm, cfg.norm_eps))
+        logits = self._head(last)
         return [logits[i] for i in range(len(slots))]
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        if self.q4 is not None:
+            return cast(q4.Q4Linear, self.head).fused(x, norm=self.norm, eps=self.config.norm_eps)
+        return self.head(rms_norm(x, self.norm, self.config.norm_eps))
+
+    def _layers_q4(
+        self, x: torch.Tensor, slots: list[_Slot], cos: torch.Tensor, sin: torch.Tensor
+    ) -> torch.Tensor:
+        """Fast mode's blocks on the q4 kernels: per layer, four projections that apply their
+        RMSNorm / SwiGLU / residual in the same call, and one rotate-store-attend per session
+        (every step row-wise: the same batch invariance as the plain loop)."""
+        assert self.q4 is not None
+        cfg = self.config
+        eps, n_h = cfg.norm_eps, cfg.n_heads
+        for layer, blk in enumerate(self.blocks):
+            wqkv, wo = cast(q4.Q4Linear, blk.wqkv), cast(q4.Q4Linear, blk.wo)
+            w_gate_up, w_down = cast(q4.Q4Linear, blk.w_gate_up), cast(q4.Q4Linear, blk.w_down)
+            qkv = wqkv.fused(x, norm=blk.attn_norm, eps=eps)  # [sum M', (H + 2G) * E]
+            outs = []
+            for s in slots:
+                r = s.rows
+                end = int(s.at + s.m_new)  # one past the last key any of its rows sees
+                keys, vals = [], []
+                for a in range(0, end, ATT_BLOCK):
+                    k, v = s.cache.key_block(layer, a, min(a + ATT_BLOCK, end))
+                    keys.append(k)
+                    vals.append(v)
+                dest = s.cache.row_views(layer, s.at, s.m_new)
+                outs.append(
+                    self.q4.rope_attend(
+                        qkv[r], cos[r], sin[r], dest, (keys, vals), s.limits, ATT_BLOCK,
+                        self.scale, n_h,
+                    )
+                )
+            att = outs[0] if len(outs) == 1 else torch.cat(outs)  # [sum M', H * E]
+            x = wo.fused(att, residual=x)
+            gate_up = w_gate_up.fused(x, norm=blk.ffn_norm, eps=eps)  # [sum M', 2F]
+            x = w_down.fused(gate_up, swiglu=True, residual=x)
+        return x
 
     def _attention(
         self,
@@ -309,11 +352,7 @@ class Transformer:
             s.cache.write(layer, s.at, qk[r][:m, n_h:], qk_raw[r][:m, n_h:], v[r][:m])
             # Queries grouped by the kv head they share: [G, M' * group, E].
             q = (qk[r, :n_h] * self.scale).view(rows, n_g, group, e).transpose(0, 1)
-            q = q.reshape(n_g, rows * group, e)
-            if self.q4 is not None:
-                out = self._attend_rows(layer, s.cache, q, s.limits)
-            else:
-                out = self._attend(layer, s.cache, q, s.tiles)
+            out = self._attend(layer, s.cache, q.reshape(n_g, rows * group, e), s.tiles)
             outs.append(out.view(n_g, rows, group * e).transpose(0, 1).reshape(rows, n_h * e))
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
@@ -335,20 +374,6 @@ class Transformer:
             else:
                 outs.append(self._attend_tile(layer, cache, qt, t))
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
-
-    def _attend_rows(
-        self, layer: int, cache: KVCache, q: torch.Tensor, limits: torch.Tensor
-    ) -> torch.Tensor:
-        """Fast mode: q [G, R, E] over keys [0, limits[r]) per row, on the q4 kernel (one row
-        at a time, key blocks aligned to absolute position in a fixed order) -> [G, R, E]."""
-        assert self.q4 is not None
-        end = int(limits.max())
-        keys, vals = [], []
-        for a in range(0, end, ATT_BLOCK):
-            k, v = cache.key_block(layer, a, min(a + ATT_BLOCK, end))
-            keys.append(k)
-            vals.append(v)
-        return self.q4.attend(q.contiguous(), keys, vals, limits, ATT_BLOCK)
 
     def _attend_tile(self, layer: int, cache: KVCache, qt: torch.Tensor, t: _Tile) -> torch.Tensor:
         """One query tile qt [G, R, E] (pre-scaled by log2(e)/sqrt(E)) over keys [0, t.span).

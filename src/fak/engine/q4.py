@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 # FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
 KERNEL_ENV = "FAK_Q4_KERNEL"
 _SOURCE = Path(__file__).with_name("q4_kernel.cpp")
-_NAME = "fak_q4_v2"
+_NAME = "fak_q4_v7"
+_PRE_NONE, _PRE_NORM, _PRE_SWIGLU = 0, 1, 2  # the input transforms the C++ linear knows
 # Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
 BLOCK = 32
 
@@ -40,25 +41,47 @@ class Q4Kernel:
         self.vnni = vnni
 
     def linear(
-        self, x: torch.Tensor, wq: torch.Tensor, dw: torch.Tensor, mw: torch.Tensor
+        self,
+        x: torch.Tensor,
+        wq: torch.Tensor,
+        dw: torch.Tensor,
+        mw: torch.Tensor,
+        *,
+        norm: torch.Tensor | None = None,
+        eps: float = 0.0,
+        swiglu: bool = False,
+        residual: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        out: torch.Tensor = torch.ops.fak_q4.linear(x, wq, dw, mw, self.vnni)
+        """x [M, K] -> [M, N]; first RMSNorm(x) * norm (``norm``) or silu(x[:, :K]) * x[:, K:]
+        (``swiglu``, x [M, 2K]) per row, and ``residual`` + the product after."""
+        pre = _PRE_NORM if norm is not None else _PRE_SWIGLU if swiglu else _PRE_NONE
+        out: torch.Tensor = torch.ops.fak_q4.linear(
+            x, wq, dw, mw, norm, eps, pre, residual, self.vnni
+        )
         return out
 
-    def attend(
+    def rope_attend(
         self,
-        q: torch.Tensor,
-        keys: list[torch.Tensor],
-        vals: list[torch.Tensor],
+        qkv: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        dest: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        blocks: tuple[list[torch.Tensor], list[torch.Tensor]],
         limits: torch.Tensor,
         block: int,
+        scale: float,
+        n_heads: int,
     ) -> torch.Tensor:
-        """Softmax attention of q [G, R, E] (pre-scaled by log2(e)/sqrt(E)) -> [G, R, E].
+        """One session's attention step: rotate Q and K of qkv [M, (H + 2G) E], write K, raw K
+        and V into the cache views ``dest`` ([G, m, E] each), attend query row r over keys
+        [0, limits[r]) of ``blocks`` (block i = absolute rows [i * block, ...)) -> [M, H E].
 
-        ``keys[i]`` / ``vals[i]`` [G, n, E(+)] hold absolute rows [i * block, ...); row r sees
-        keys [0, limits[r]). Each row is computed alone, in a fixed order: row-invariant.
+        Each query row is computed alone, in a fixed order: row- and thread-invariant. Keys
+        are rotated with the same roundings as ``rotary.rotate`` (the cache re-rotates with it).
         """
-        out: torch.Tensor = torch.ops.fak_q4.attend(q, keys, vals, limits, block)
+        out: torch.Tensor = torch.ops.fak_q4.rope_attend(
+            qkv, cos, sin, *dest, blocks[0], blocks[1], limits, block, scale, n_heads
+        )
         return out
 
 
@@ -88,7 +111,7 @@ def kernel() -> Q4Kernel | None:
         cpp_extension.load(
             name=_NAME,
             sources=[str(_SOURCE)],
-            extra_cflags=["-O3", "-fno-math-errno"],
+            extra_cflags=["-O3", "-fno-math-errno", "-ffp-contract=off"],
             build_directory=str(build),
             is_python_module=False,
             verbose=False,
@@ -104,10 +127,12 @@ def kernel() -> Q4Kernel | None:
 
 
 def quantize_q4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """W [N, K] -> 4-bit codes [N, K] (int32, 0..15), step and offset [N, K/32] (float32).
+    """W [N, K] -> 4-bit codes [N, K] (int32, 0..15), step and offset [N, K/32] (float16).
 
-    Asymmetric per block, as Q4_1 is: w ~= code * step + offset. A GGUF Q4_1 tensor's blocks
-    (dequantized) come back on their own grid.
+    Asymmetric per block, as Q4_1 is: w ~= code * step + offset, with the step and offset in
+    float16 as Q4_1 stores them (a GGUF Q4_1 tensor's blocks, dequantized, come back on their
+    own grid). Half-precision scales: decode streams every weight once per token, and float32
+    ones were a quarter of the bytes.
     """
     n_out, k_in = (int(d) for d in weight.shape)
     if k_in % BLOCK:
@@ -115,9 +140,10 @@ def quantize_q4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch
     groups = weight.float().reshape(n_out, k_in // BLOCK, BLOCK)
     low = groups.amin(-1)
     step = (groups.amax(-1) - low) / 15
-    step = torch.where(step > 0, step, torch.ones_like(step))
-    q = ((groups - low.unsqueeze(-1)) / step.unsqueeze(-1)).round_().clamp_(0, 15)
-    return q.to(torch.int32).reshape(n_out, k_in), step.contiguous(), low.contiguous()
+    step = torch.where(step > 0, step, torch.ones_like(step)).to(torch.float16)
+    low16 = low.to(torch.float16)
+    q = ((groups - low16.float().unsqueeze(-1)) / step.float().unsqueeze(-1)).round_().clamp_(0, 15)
+    return q.to(torch.int32).reshape(n_out, k_in), step.contiguous(), low16.contiguous()
 
 
 class Q4Linear:
@@ -140,6 +166,22 @@ class Q4Linear:
         self._steps, self._mins, self._kernel = step, low, kern
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != torch.float32 or not x.is_contiguous():
+        return self.fused(x)
+
+    def fused(
+        self,
+        x: torch.Tensor,
+        *,
+        norm: torch.Tensor | None = None,
+        eps: float = 0.0,
+        swiglu: bool = False,
+        residual: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The projection with the row-wise steps around it done in the same call (see
+        ``Q4Kernel.linear``): fewer dispatched ops per layer."""
+        if x.dtype != torch.float32 or x.stride(-1) != 1:
             x = x.float().contiguous()
-        return self._kernel.linear(x, self._packed, self._steps, self._mins)
+        return self._kernel.linear(
+            x, self._packed, self._steps, self._mins,
+            norm=norm, eps=eps, swiglu=swiglu, residual=residual,
+        )

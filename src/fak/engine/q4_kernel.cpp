@@ -8,6 +8,7 @@
 // tile it sits in, or the thread count: row- and thread-invariant by construction.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <c10/util/Half.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -15,6 +16,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <optional>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -22,11 +24,14 @@
 namespace {
 
 constexpr int64_t kBlock = 32;
-constexpr int64_t kTile = 4;  // tokens sharing one unpacked weight block
+constexpr int64_t kTile = 2;  // tokens sharing one unpacked weight block
+constexpr int kChains = 4;  // independent accumulators per token (blocks b % 4): FMA latency
+constexpr int64_t kMaxBlocks = 512;  // K <= 16384
 
 bool cpu_ok() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
 }
 
 bool cpu_vnni() {
@@ -34,33 +39,7 @@ bool cpu_vnni() {
   return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
 }
 
-// x [M, K] float32 -> q [M, K] int8, d [M, K/32], s [M, K/32] (d * sum q). Scalar and
-// per row: a row's bytes do not depend on the other rows.
-void quantize_rows(const float* x, int64_t m_rows, int64_t k, int8_t* q, float* d, float* s) {
-  const int64_t nb = k / kBlock;
-  at::parallel_for(0, m_rows, 16, [&](int64_t lo, int64_t hi) {
-    for (int64_t m = lo; m < hi; ++m) {
-      for (int64_t b = 0; b < nb; ++b) {
-        const float* xb = x + m * k + b * kBlock;
-        float amax = 0.f;
-        for (int64_t j = 0; j < kBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
-        const float db = amax / 127.f;
-        const float inv = db > 0.f ? 1.f / db : 0.f;
-        int32_t sum = 0;
-        int8_t* qb = q + m * k + b * kBlock;
-        for (int64_t j = 0; j < kBlock; ++j) {
-          const int32_t v = static_cast<int32_t>(std::nearbyint(xb[j] * inv));
-          qb[j] = static_cast<int8_t>(v);
-          sum += v;
-        }
-        d[m * nb + b] = db;
-        s[m * nb + b] = db * static_cast<float>(sum);
-      }
-    }
-  });
-}
-
-__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
   const __m128 lo = _mm256_castps256_ps128(v);
   const __m128 hi = _mm256_extractf128_ps(v, 1);
   __m128 r = _mm_add_ps(lo, hi);
@@ -69,110 +48,15 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
   return _mm_cvtss_f32(r);
 }
 
-__attribute__((target("avx2,fma"))) inline __m256i unpack(const uint8_t* w) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+__attribute__((target("avx2,fma,f16c"))) inline __m256i unpack(const uint8_t* w) {
+  // both 128-bit lanes hold the 16 bytes; the upper lane shifted by 4 gives the high nibbles
+  const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  const __m256i both = _mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
   return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
-// int32 lane l = sum of elements 4l .. 4l+3 of w * x (exact)
-__attribute__((target("avx2,fma"))) inline __m256i dot_avx2(__m256i w, __m256i x) {
-  const __m256i pairs = _mm256_maddubs_epi16(w, x);
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-__attribute__((target("avx2,fma,avx512vnni,avx512vl"))) inline __m256i dot_vnni(__m256i w,
-                                                                               __m256i x) {
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
-}
-
-// One weight row against tokens [m0, m0 + T); DOT is the integer dot. Defined once per
-// instruction set so the AVX2 build never contains an AVX-512 instruction.
-#define FAK_ROW_TILE(NAME, TARGET, DOT)                                                        \
-  template <int T>                                                                             \
-  __attribute__((target(TARGET))) inline void NAME(                                            \
-      const uint8_t* wrow, const float* dwr, const float* mwr, const int8_t* q, const float* dx, \
-      const float* sx, int64_t m0, int64_t k, int64_t nb, float* y, int64_t n, int64_t n_out) { \
-    __m256 acc[T];                                                                             \
-    float mins[T];                                                                             \
-    for (int t = 0; t < T; ++t) {                                                              \
-      acc[t] = _mm256_setzero_ps();                                                            \
-      mins[t] = 0.f;                                                                           \
-    }                                                                                          \
-    for (int64_t b = 0; b < nb; ++b) {                                                         \
-      const __m256i w = unpack(wrow + b * (kBlock / 2));                                       \
-      const float dwb = dwr[b];                                                                \
-      const float mwb = mwr[b];                                                                \
-      for (int t = 0; t < T; ++t) {                                                            \
-        const int64_t m = m0 + t;                                                              \
-        const __m256i x =                                                                      \
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + m * k + b * kBlock));      \
-        const __m256i p = DOT(w, x);                                                           \
-        const __m256 scale = _mm256_set1_ps(dwb * dx[m * nb + b]);                             \
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc[t]);                        \
-        mins[t] = std::fma(mwb, sx[m * nb + b], mins[t]);                                      \
-      }                                                                                        \
-    }                                                                                          \
-    for (int t = 0; t < T; ++t) y[(m0 + t) * n_out + n] = hsum(acc[t]) + mins[t];              \
-  }
-
-FAK_ROW_TILE(row_tile_avx2, "avx2,fma", dot_avx2)
-FAK_ROW_TILE(row_tile_vnni, "avx2,fma,avx512vnni,avx512vl", dot_vnni)
-
-#define FAK_MATMUL(NAME, TILE)                                                                 \
-  void NAME(const uint8_t* wq, const float* dw, const float* mw, const int8_t* q,              \
-            const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
-            float* y) {                                                                        \
-    const int64_t nb = k / kBlock;                                                             \
-    at::parallel_for(0, n_out, 16, [&](int64_t lo, int64_t hi) {                               \
-      for (int64_t n = lo; n < hi; ++n) {                                                      \
-        const uint8_t* wrow = wq + n * (k / 2);                                                \
-        const float* dwr = dw + n * nb;                                                        \
-        const float* mwr = mw + n * nb;                                                        \
-        int64_t m = 0;                                                                         \
-        for (; m + kTile <= m_rows; m += kTile)                                                \
-          TILE<kTile>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                       \
-        for (; m < m_rows; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);     \
-      }                                                                                        \
-    });                                                                                        \
-  }
-
-FAK_MATMUL(matmul_avx2, row_tile_avx2)
-FAK_MATMUL(matmul_vnni, row_tile_vnni)
-
-// x [M, K] float32, wq [N, K/2] uint8, dw/mw [N, K/32] float32 -> [M, N] float32
-at::Tensor q4_linear(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& dw,
-                     const at::Tensor& mw, bool vnni) {
-  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat && x.is_contiguous(), "x: [M, K] f32");
-  const int64_t m_rows = x.size(0), k = x.size(1), n_out = wq.size(0);
-  TORCH_CHECK(k % kBlock == 0 && wq.size(1) * 2 == k, "K must be a multiple of 32 matching wq");
-  TORCH_CHECK(wq.is_contiguous() && wq.scalar_type() == at::kByte, "wq: [N, K/2] uint8");
-  TORCH_CHECK(dw.is_contiguous() && mw.is_contiguous(), "scales must be contiguous");
-  TORCH_CHECK(dw.numel() == n_out * (k / kBlock) && mw.numel() == dw.numel(), "scale shapes");
-  TORCH_CHECK(cpu_ok(), "the q4 kernel needs AVX2 and FMA");
-  const int64_t nb = k / kBlock;
-  at::Tensor q = at::empty({m_rows, k}, x.options().dtype(at::kChar));
-  at::Tensor d = at::empty({m_rows, nb}, x.options());
-  at::Tensor s = at::empty({m_rows, nb}, x.options());
-  quantize_rows(x.data_ptr<float>(), m_rows, k, q.data_ptr<int8_t>(), d.data_ptr<float>(),
-                s.data_ptr<float>());
-  at::Tensor y = at::empty({m_rows, n_out}, x.options());
-  const bool use_vnni = vnni && cpu_vnni();
-  auto run = use_vnni ? matmul_vnni : matmul_avx2;
-  run(wq.data_ptr<uint8_t>(), dw.data_ptr<float>(), mw.data_ptr<float>(), q.data_ptr<int8_t>(),
-      d.data_ptr<float>(), s.data_ptr<float>(), m_rows, k, n_out, y.data_ptr<float>());
-  return y;
-}
-
-
-// ---- attention: one query row at a time over its visible keys ------------------------------
-// Keys are read in the blocks the cache hands out (block i holds absolute rows
-// [i * block, (i + 1) * block)), in order from 0, with a running maximum; a row sees keys
-// [0, limit). Every number a row produces is a function of its query, its limit and the keys:
-// the same bits in any batch, tile or thread.
-
 // 2^x for x <= 0 (and -inf): round-to-nearest split, degree-6 polynomial, 0 below -126.
-__attribute__((target("avx2,fma"))) inline __m256 exp2_ps(__m256 x) {
+__attribute__((target("avx2,fma,f16c"))) inline __m256 exp2_ps(__m256 x) {
   const __m256 xi = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(x, xi);
   __m256 p = _mm256_set1_ps(1.5403530e-4f);
@@ -191,6 +75,219 @@ __attribute__((target("avx2,fma"))) inline __m256 exp2_ps(__m256 x) {
   return _mm256_andnot_ps(tiny, r);
 }
 
+// What the linear applies to each input row before quantizing it (all row-wise).
+enum Pre : int64_t { kNone = 0, kRmsNorm = 1, kSwiGlu = 2 };
+
+// Row m of the linear's input into buf [K]: x itself, RMSNorm(x) * w, or silu(gate) * up with
+// gate = x[:, :K] and up = x[:, K:]. Fixed-order float maths on this row alone.
+__attribute__((target("avx2,fma,f16c"))) void prepare_row(const float* xr, int64_t k, Pre pre,
+                                                     const float* w, float eps, float* buf) {
+  if (pre == kRmsNorm) {
+    __m256 ss = _mm256_setzero_ps();
+    for (int64_t j = 0; j < k; j += 8) {
+      const __m256 v = _mm256_loadu_ps(xr + j);
+      ss = _mm256_fmadd_ps(v, v, ss);
+    }
+    const float r = 1.f / std::sqrt(hsum(ss) / static_cast<float>(k) + eps);
+    const __m256 rv = _mm256_set1_ps(r);
+    for (int64_t j = 0; j < k; j += 8)
+      _mm256_storeu_ps(buf + j, _mm256_mul_ps(_mm256_loadu_ps(w + j),
+                                              _mm256_mul_ps(_mm256_loadu_ps(xr + j), rv)));
+  } else if (pre == kSwiGlu) {
+    const __m256 one = _mm256_set1_ps(1.f), nlog2e = _mm256_set1_ps(-1.44269504f);
+    const __m256 cap = _mm256_set1_ps(127.f);
+    for (int64_t j = 0; j < k; j += 8) {
+      const __m256 g = _mm256_loadu_ps(xr + j);
+      const __m256 e = exp2_ps(_mm256_min_ps(_mm256_mul_ps(g, nlog2e), cap));
+      const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, e));
+      _mm256_storeu_ps(buf + j, _mm256_mul_ps(silu, _mm256_loadu_ps(xr + k + j)));
+    }
+  } else {
+    std::copy(xr, xr + k, buf);
+  }
+}
+
+// Input rows -> q [M, K] int8, d [M, K/32], s [M, K/32] (d * sum q), per row: a row's bytes do
+// not depend on the other rows.
+void quantize_rows(const float* x, int64_t x_stride, int64_t m_rows, int64_t k, Pre pre,
+                   const float* w, float eps, int8_t* q, float* d, float* s) {
+  const int64_t nb = k / kBlock;
+  at::parallel_for(0, m_rows, 16, [&](int64_t lo, int64_t hi) {
+    std::vector<float> buf(k);
+    for (int64_t m = lo; m < hi; ++m) {
+      prepare_row(x + m * x_stride, k, pre, w, eps, buf.data());
+      for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = buf.data() + b * kBlock;
+        float amax = 0.f;
+        for (int64_t j = 0; j < kBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+        const float db = amax / 127.f;
+        const float inv = db > 0.f ? 1.f / db : 0.f;
+        int32_t sum = 0;
+        int8_t* qb = q + m * k + b * kBlock;
+        for (int64_t j = 0; j < kBlock; ++j) {
+          const int32_t v = static_cast<int32_t>(std::nearbyint(xb[j] * inv));
+          qb[j] = static_cast<int8_t>(v);
+          sum += v;
+        }
+        d[m * nb + b] = db;
+        s[m * nb + b] = db * static_cast<float>(sum);
+      }
+    }
+  });
+}
+
+// sum_i a[i] * b[i] (a in fp16) in a fixed order: 8 lanes over whole vectors, then the tail
+__attribute__((target("avx2,fma,f16c"))) inline float dot_f32(const uint16_t* a, const float* b,
+                                                              int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(h), _mm256_loadu_ps(b + i), acc);
+  }
+  float r = hsum(acc);
+  for (; i < n; ++i) r = std::fma(_cvtsh_ss(a[i]), b[i], r);
+  return r;
+}
+
+// int32 lane l = sum of elements 4l .. 4l+3 of w * x (exact)
+__attribute__((target("avx2,fma,f16c"))) inline __m256i dot_avx2(__m256i w, __m256i x) {
+  const __m256i pairs = _mm256_maddubs_epi16(w, x);
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+__attribute__((target("avx2,fma,f16c,avx512vnni,avx512vl"))) inline __m256i dot_vnni(__m256i w,
+                                                                               __m256i x) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
+}
+
+// One weight row against tokens [m0, m0 + T); DOT is the integer dot. Defined once per
+// instruction set so the AVX2 build never contains an AVX-512 instruction.
+// sc[b] = dw[b] (fp16) * dx[b]: a token's per-block scales against one weight row
+__attribute__((target("avx2,fma,f16c"))) inline void block_scales(const uint16_t* dw,
+                                                                  const float* dx, int64_t nb,
+                                                                  float* sc) {
+  int64_t i = 0;
+  for (; i + 8 <= nb; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dw + i));
+    _mm256_storeu_ps(sc + i, _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_loadu_ps(dx + i)));
+  }
+  for (; i < nb; ++i) sc[i] = _cvtsh_ss(dw[i]) * dx[i];
+}
+
+// One weight row against tokens [m0, m0 + T); DOT is the integer dot. Defined once per
+// instruction set so the AVX2 build never contains an AVX-512 instruction.
+#define FAK_ROW_TILE(NAME, TARGET, DOT)                                                        \
+  template <int T>                                                                             \
+  __attribute__((target(TARGET))) inline void NAME(                                            \
+      const uint8_t* wrow, const uint16_t* dwr, const uint16_t* mwr, const int8_t* q,          \
+      const float* dx, const float* sx, int64_t m0, int64_t k, int64_t nb, float* y,           \
+      int64_t n, int64_t n_out) {                                                              \
+    alignas(32) float sc[T][kMaxBlocks];                                                       \
+    __m256 acc[T][kChains];                                                                    \
+    for (int t = 0; t < T; ++t) {                                                              \
+      block_scales(dwr, dx + (m0 + t) * nb, nb, sc[t]);                                        \
+      for (int c = 0; c < kChains; ++c) acc[t][c] = _mm256_setzero_ps();                       \
+    }                                                                                          \
+    for (int64_t b0 = 0; b0 < nb; b0 += kChains) {                                             \
+      _Pragma("GCC unroll 4") for (int c = 0; c < kChains; ++c) {                              \
+        const int64_t b = b0 + c;                                                              \
+        if (b >= nb) break;                                                                    \
+        const __m256i w = unpack(wrow + b * (kBlock / 2));                                     \
+        for (int t = 0; t < T; ++t) {                                                          \
+          const int8_t* xb = q + (m0 + t) * k + b * kBlock;                                    \
+          const __m256i p = DOT(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb))); \
+          acc[t][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[t][b]),   \
+                                      acc[t][c]);                                              \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    for (int t = 0; t < T; ++t) {                                                              \
+      const __m256 a01 = _mm256_add_ps(acc[t][0], acc[t][1]);                                  \
+      const __m256 a23 = _mm256_add_ps(acc[t][2], acc[t][3]);                                  \
+      y[(m0 + t) * n_out + n] =                                                                \
+          hsum(_mm256_add_ps(a01, a23)) + dot_f32(mwr, sx + (m0 + t) * nb, nb);                \
+    }                                                                                          \
+  }
+
+FAK_ROW_TILE(row_tile_avx2, "avx2,fma,f16c", dot_avx2)
+FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
+
+#define FAK_MATMUL(NAME, TILE)                                                                 \
+  void NAME(const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,        \
+            const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
+            float* y) {                                                                        \
+    const int64_t nb = k / kBlock;                                                             \
+    at::parallel_for(0, n_out, 16, [&](int64_t lo, int64_t hi) {                               \
+      for (int64_t n = lo; n < hi; ++n) {                                                      \
+        const uint8_t* wrow = wq + n * (k / 2);                                                \
+        const uint16_t* dwr = dw + n * nb;                                                     \
+        const uint16_t* mwr = mw + n * nb;                                                     \
+        int64_t m = 0;                                                                         \
+        for (; m + kTile <= m_rows; m += kTile)                                                \
+          TILE<kTile>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                       \
+        for (; m < m_rows; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);     \
+      }                                                                                        \
+    });                                                                                        \
+  }
+
+FAK_MATMUL(matmul_avx2, row_tile_avx2)
+FAK_MATMUL(matmul_vnni, row_tile_vnni)
+
+// x [M, K] (or [M, 2K] for SwiGLU) float32, wq [N, K/2] uint8, dw/mw [N, K/32] float32
+// -> [M, N] float32, plus ``residual`` [M, N] when given (added after, as torch would).
+at::Tensor q4_linear(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& dw,
+                     const at::Tensor& mw, const std::optional<at::Tensor>& norm, double eps,
+                     int64_t pre, const std::optional<at::Tensor>& residual, bool vnni) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat && x.stride(1) == 1, "x: [M, K] f32");
+  TORCH_CHECK(pre == kNone || pre == kRmsNorm || pre == kSwiGlu, "unknown input transform");
+  const int64_t m_rows = x.size(0), n_out = wq.size(0);
+  const int64_t k = pre == kSwiGlu ? x.size(1) / 2 : x.size(1);
+  TORCH_CHECK(k % kBlock == 0 && wq.size(1) * 2 == k, "K must be a multiple of 32 matching wq");
+  TORCH_CHECK(k / kBlock <= kMaxBlocks, "K is too long for the q4 kernel");
+  TORCH_CHECK(pre != kSwiGlu || x.size(1) == 2 * k, "SwiGLU input is [M, 2K]");
+  TORCH_CHECK(wq.is_contiguous() && wq.scalar_type() == at::kByte, "wq: [N, K/2] uint8");
+  TORCH_CHECK(dw.is_contiguous() && mw.is_contiguous(), "scales must be contiguous");
+  TORCH_CHECK(dw.scalar_type() == at::kHalf && mw.scalar_type() == at::kHalf, "fp16 scales");
+  TORCH_CHECK(dw.numel() == n_out * (k / kBlock) && mw.numel() == dw.numel(), "scale shapes");
+  const float* w = nullptr;
+  if (pre == kRmsNorm) {
+    TORCH_CHECK(norm.has_value() && norm->is_contiguous() && norm->numel() == k, "norm [K]");
+    TORCH_CHECK(norm->scalar_type() == at::kFloat, "norm f32");
+    w = norm->data_ptr<float>();
+  }
+  TORCH_CHECK(cpu_ok(), "the q4 kernel needs AVX2 and FMA");
+  const int64_t nb = k / kBlock;
+  at::Tensor q = at::empty({m_rows, k}, x.options().dtype(at::kChar));
+  at::Tensor d = at::empty({m_rows, nb}, x.options());
+  at::Tensor s = at::empty({m_rows, nb}, x.options());
+  quantize_rows(x.data_ptr<float>(), x.stride(0), m_rows, k, static_cast<Pre>(pre), w,
+                static_cast<float>(eps), q.data_ptr<int8_t>(), d.data_ptr<float>(),
+                s.data_ptr<float>());
+  at::Tensor y = at::empty({m_rows, n_out}, x.options());
+  const bool use_vnni = vnni && cpu_vnni();
+  auto run = use_vnni ? matmul_vnni : matmul_avx2;
+  const auto* dwp = reinterpret_cast<const uint16_t*>(dw.data_ptr<at::Half>());
+  const auto* mwp = reinterpret_cast<const uint16_t*>(mw.data_ptr<at::Half>());
+  run(wq.data_ptr<uint8_t>(), dwp, mwp, q.data_ptr<int8_t>(),
+      d.data_ptr<float>(), s.data_ptr<float>(), m_rows, k, n_out, y.data_ptr<float>());
+  if (residual.has_value()) {
+    const at::Tensor& r = *residual;
+    TORCH_CHECK(r.scalar_type() == at::kFloat && r.is_contiguous(), "residual f32 contiguous");
+    TORCH_CHECK(r.dim() == 2 && r.size(0) == m_rows && r.size(1) == n_out, "residual [M, N]");
+    const float* rp = r.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    for (int64_t i = 0; i < m_rows * n_out; ++i) yp[i] = rp[i] + yp[i];
+  }
+  return y;
+}
+
+// ---- attention: one query row at a time over its visible keys ------------------------------
+// Keys are read in the blocks the cache hands out (block i holds absolute rows
+// [i * block, (i + 1) * block)), in order from 0, with a running maximum; a row sees keys
+// [0, limit). Every number a row produces is a function of its query, its limit and the keys:
+// the same bits in any batch, tile or thread.
+
 struct KeyBlock {
   const float* k;
   const float* v;
@@ -198,7 +295,7 @@ struct KeyBlock {
 };
 
 template <int NV>
-__attribute__((target("avx2,fma"))) void attend_row(const float* q, const KeyBlock* blocks,
+__attribute__((target("avx2,fma,f16c"))) void attend_row(const float* q, const KeyBlock* blocks,
                                                      int64_t n_blocks, int64_t block, int64_t g,
                                                      int64_t limit, float* scores, float* out) {
   __m256 qv[NV], acc[NV];
@@ -260,16 +357,9 @@ __attribute__((target("avx2,fma"))) void attend_row(const float* q, const KeyBlo
   for (int v = 0; v < NV; ++v) _mm256_storeu_ps(out + 8 * v, _mm256_mul_ps(acc[v], inv));
 }
 
-// q [G, R, E] (pre-scaled by log2(e) / sqrt(E)), keys[i] [G, n_i, E], vals[i] [G, n_i, >= E]
-// (row stride free), limits [R] -> [G, R, E]
-at::Tensor attend(const at::Tensor& q, at::TensorList keys, at::TensorList vals,
-                  const at::Tensor& limits, int64_t block) {
-  TORCH_CHECK(cpu_ok(), "the attention kernel needs AVX2 and FMA");
-  TORCH_CHECK(q.dim() == 3 && q.is_contiguous() && q.scalar_type() == at::kFloat, "q: [G, R, E]");
-  const int64_t n_g = q.size(0), n_r = q.size(1), e = q.size(2);
-  TORCH_CHECK(e == 64 || e == 128, "head dim must be 64 or 128");
+std::vector<KeyBlock> key_blocks(at::TensorList keys, at::TensorList vals, int64_t n_g,
+                                 int64_t e, int64_t block) {
   TORCH_CHECK(keys.size() == vals.size() && !keys.empty(), "one value block per key block");
-  TORCH_CHECK(limits.numel() == n_r && limits.scalar_type() == at::kLong, "limits: [R] int64");
   TORCH_CHECK(block > 0 && block <= 4096, "block size");
   std::vector<KeyBlock> blocks;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -283,27 +373,89 @@ at::Tensor attend(const at::Tensor& q, at::TensorList keys, at::TensorList vals,
     blocks.push_back({k.data_ptr<float>(), v.data_ptr<float>(), k.stride(0), k.stride(1),
                       v.stride(0), v.stride(1), k.size(1)});
   }
+  return blocks;
+}
+
+// x * cos + roll(x, E/2) * sin, as separate roundings (what rotary.rotate computes in torch:
+// the cache re-rotates stored raw keys with it, and both must give the same bits).
+void rope(const float* x, const float* cos, const float* sin, int64_t e, float* out) {
+  const int64_t half = e / 2;
+  for (int64_t i = 0; i < e; ++i) {
+    const float a = x[i] * cos[i];
+    const float b = x[i < half ? i + half : i - half] * sin[i];
+    out[i] = a + b;
+  }
+}
+
+// One session's new rows: qkv [M, >= (H + 2G) E] (projections of its tokens), cos/sin [M, E].
+// Rotates Q and K, writes K, raw K and V of the first k_dst.size(1) rows into the cache views
+// k_dst/kraw_dst [G, m, E] and v_dst [G, m, >= E], then attends every row r (query heads in
+// order) over keys [0, limits[r * group + i]) of the key blocks -> [M, H * E].
+at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                       const at::Tensor& k_dst, const at::Tensor& kraw_dst,
+                       const at::Tensor& v_dst, at::TensorList keys, at::TensorList vals,
+                       const at::Tensor& limits, int64_t block, double scale, int64_t n_h) {
+  TORCH_CHECK(cpu_ok(), "the attention kernel needs AVX2 and FMA");
+  const int64_t n_g = k_dst.size(0), e = k_dst.size(2), m_rows = qkv.size(0);
+  const int64_t m_new = k_dst.size(1), group = n_h / n_g, n_r = m_rows * group;
+  TORCH_CHECK(e == 64 || e == 128, "head dim must be 64 or 128");
+  TORCH_CHECK(n_h % n_g == 0 && m_new <= m_rows, "heads / rows");
+  TORCH_CHECK(qkv.dim() == 2 && qkv.stride(1) == 1 && qkv.size(1) >= (n_h + 2 * n_g) * e, "qkv");
+  TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous() && cos.numel() == m_rows * e &&
+                  sin.numel() == m_rows * e, "cos/sin [M, E]");
+  for (const at::Tensor* t : {&qkv, &cos, &sin, &k_dst, &kraw_dst, &v_dst})
+    TORCH_CHECK(t->scalar_type() == at::kFloat, "float32 tensors");
+  for (const at::Tensor* t : {&k_dst, &kraw_dst, &v_dst})
+    TORCH_CHECK(t->dim() == 3 && t->size(0) == n_g && t->size(1) == m_new && t->stride(2) == 1,
+                "cache views [G, m, E]");
+  TORCH_CHECK(kraw_dst.size(2) == e && v_dst.size(2) >= e, "cache views' E");
+  TORCH_CHECK(limits.numel() == n_r && limits.scalar_type() == at::kLong, "limits [M * group]");
+  const std::vector<KeyBlock> blocks = key_blocks(keys, vals, n_g, e, block);
   const int64_t* lim = limits.data_ptr<int64_t>();
-  for (int64_t r = 0; r < n_r; ++r)
-    TORCH_CHECK(lim[r] >= 1 && lim[r] <= block * static_cast<int64_t>(blocks.size()) &&
-                    (lim[r] - 1) / block < static_cast<int64_t>(blocks.size()) &&
-                    lim[r] - (lim[r] - 1) / block * block <= blocks[(lim[r] - 1) / block].rows,
+  const int64_t n_blocks = static_cast<int64_t>(blocks.size());
+  for (int64_t r = 0; r < n_r; ++r) {
+    const int64_t last = (lim[r] - 1) / block;
+    TORCH_CHECK(lim[r] >= 1 && last < n_blocks && lim[r] - last * block <= blocks[last].rows,
                 "a row's limit lies outside the given keys");
-  at::Tensor out = at::empty({n_g, n_r, e}, q.options());
-  const float* qp = q.data_ptr<float>();
+  }
+  // queries [G, R, E], rotated and scaled; K/V rows into the cache
+  at::Tensor q = at::empty({n_g, n_r, e}, qkv.options());
+  float* qp = q.data_ptr<float>();
+  const float* src = qkv.data_ptr<float>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  const float sc = static_cast<float>(scale);
+  std::vector<float> rot(e);
+  for (int64_t m = 0; m < m_rows; ++m) {
+    const float* row = src + m * qkv.stride(0);
+    for (int64_t h = 0; h < n_h; ++h) {
+      float* dst = qp + ((h / group) * n_r + m * group + h % group) * e;
+      rope(row + h * e, cp + m * e, sp + m * e, e, rot.data());
+      for (int64_t i = 0; i < e; ++i) dst[i] = rot[i] * sc;
+    }
+    if (m >= m_new) continue;
+    for (int64_t g = 0; g < n_g; ++g) {
+      const float* kr = row + (n_h + g) * e;
+      const float* vr = row + (n_h + n_g + g) * e;
+      rope(kr, cp + m * e, sp + m * e, e,
+           k_dst.data_ptr<float>() + g * k_dst.stride(0) + m * k_dst.stride(1));
+      std::copy(kr, kr + e, kraw_dst.data_ptr<float>() + g * kraw_dst.stride(0) +
+                                m * kraw_dst.stride(1));
+      std::copy(vr, vr + e, v_dst.data_ptr<float>() + g * v_dst.stride(0) + m * v_dst.stride(1));
+    }
+  }
+  at::Tensor out = at::empty({m_rows, n_h * e}, qkv.options());
   float* op = out.data_ptr<float>();
-  const int64_t span = block * static_cast<int64_t>(blocks.size());
-  const int64_t grain = std::max<int64_t>(1, 65536 / span);
+  const int64_t grain = std::max<int64_t>(1, 65536 / (block * n_blocks));
   at::parallel_for(0, n_g * n_r, grain, [&](int64_t lo, int64_t hi) {
     std::vector<float> scores(block + 8);
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t g = i / n_r, r = i % n_r;
-      const float* qi = qp + i * e;
-      float* oi = op + i * e;
+      float* oi = op + (r / group) * n_h * e + (g * group + r % group) * e;
       if (e == 64)
-        attend_row<8>(qi, blocks.data(), blocks.size(), block, g, lim[r], scores.data(), oi);
+        attend_row<8>(qp + i * e, blocks.data(), n_blocks, block, g, lim[r], scores.data(), oi);
       else
-        attend_row<16>(qi, blocks.data(), blocks.size(), block, g, lim[r], scores.data(), oi);
+        attend_row<16>(qp + i * e, blocks.data(), n_blocks, block, g, lim[r], scores.data(), oi);
     }
   });
   return out;
@@ -314,8 +466,14 @@ int64_t features() { return (cpu_ok() ? 1 : 0) | (cpu_vnni() ? 2 : 0); }
 }  // namespace
 
 TORCH_LIBRARY(fak_q4, m) {
-  m.def("linear(Tensor x, Tensor wq, Tensor dw, Tensor mw, bool vnni) -> Tensor", &q4_linear);
+  m.def(
+      "linear(Tensor x, Tensor wq, Tensor dw, Tensor mw, Tensor? norm, float eps, int pre, "
+      "Tensor? residual, bool vnni) -> Tensor",
+      &q4_linear);
   m.def("features() -> int", &features);
-  m.def("attend(Tensor q, Tensor[] keys, Tensor[] vals, Tensor limits, int block) -> Tensor",
-        &attend);
+  m.def(
+      "rope_attend(Tensor qkv, Tensor cos, Tensor sin, Tensor(a!) k_dst, Tensor(b!) kraw_dst, "
+      "Tensor(c!) v_dst, Tensor[] keys, Tensor[] vals, Tensor limits, int block, float scale, "
+      "int n_heads) -> Tensor",
+      &rope_attend);
 }
