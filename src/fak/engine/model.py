@@ -15,6 +15,7 @@ V = vocabulary.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -188,6 +189,13 @@ class Transformer:
         self.numerics: ProbeReport = probe(
             [first.wqkv, first.wo, first.w_gate_up, first.w_down, self.head]
         )
+        if self.q4 is not None and (bad := q4.probe_attention(self.q4)):
+            self.numerics = dataclasses.replace(
+                self.numerics,
+                ok=False,
+                thread_invariant=False,
+                failures=(*self.numerics.failures, *bad),
+            )
         self.exact = self.numerics.ok
         self.min_rows = self.numerics.min_rows if self.exact else 1
         # Thread count per step (torch's setting at load is the most it uses): adaptive only
@@ -318,8 +326,15 @@ class Transformer:
                 dest = s.cache.row_views(layer, s.at, s.m_new)
                 outs.append(
                     self.q4.rope_attend(
-                        qkv[r], cos[r], sin[r], dest, (keys, vals), s.limits, ATT_BLOCK,
-                        self.scale, n_h,
+                        qkv[r],
+                        cos[r],
+                        sin[r],
+                        dest,
+                        (keys, vals),
+                        s.limits,
+                        ATT_BLOCK,
+                        self.scale,
+                        n_h,
                     )
                 )
             att = outs[0] if len(outs) == 1 else torch.cat(outs)  # [sum M', H * E]

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
 KERNEL_ENV = "FAK_Q4_KERNEL"
 _SOURCE = Path(__file__).with_name("q4_kernel.cpp")
-_NAME = "fak_q4_v7"
+_NAME = "fak_q4_v8"
 _PRE_NONE, _PRE_NORM, _PRE_SWIGLU = 0, 1, 2  # the input transforms the C++ linear knows
 # Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
 BLOCK = 32
@@ -117,7 +117,7 @@ def kernel() -> Q4Kernel | None:
             verbose=False,
         )
         features = int(torch.ops.fak_q4.features())
-    except Exception as exc:  # noqa: BLE001 - any build/load failure means: use torch's kernel
+    except Exception as exc:  # any build or load failure means: keep torch's kernel
         log.warning("fast-mode q4 kernel unavailable (%s); using torch's int4 kernel", exc)
         return None
     if not features & 1:
@@ -182,6 +182,65 @@ class Q4Linear:
         if x.dtype != torch.float32 or x.stride(-1) != 1:
             x = x.float().contiguous()
         return self._kernel.linear(
-            x, self._packed, self._steps, self._mins,
-            norm=norm, eps=eps, swiglu=swiglu, residual=residual,
+            x,
+            self._packed,
+            self._steps,
+            self._mins,
+            norm=norm,
+            eps=eps,
+            swiglu=swiglu,
+            residual=residual,
         )
+
+
+def probe_attention(kern: Q4Kernel, *, seed: int = 99) -> list[str]:
+    """Re-check, on this machine, that ``rope_attend`` gives a query row the same bits alone
+    as in a batch, on one thread as on all, and that it stores the keys ``rotary.rotate``
+    would (the cache re-rotates raw keys with it). Failure names, [] when all hold."""
+    from fak.engine.rotary import RotaryTables, rotate
+
+    gen = torch.Generator().manual_seed(seed)
+    n_h, n_g, e, block, m, at = 6, 2, 64, 128, 40, 150  # keys [0, at) cached, m rows follow
+    rope = RotaryTables.build(e, 1e5, 512)
+    qkv = torch.randn(m, (n_h + 2 * n_g) * e, generator=gen)
+    k = torch.randn(n_g, at + m, e, generator=gen)
+    k_raw, v = torch.zeros_like(k), torch.randn(n_g, at + m, e + 1, generator=gen)
+
+    def run(a: int, b: int) -> torch.Tensor:
+        rows = slice(at + a, at + b)
+        pos = torch.arange(at + a, at + b)
+        ends = range(0, at + b, block)
+        blocks = (
+            [k[:, s : min(s + block, at + b)] for s in ends],
+            [v[:, s : min(s + block, at + b)] for s in ends],
+        )
+        limits = (pos + 1).repeat_interleave(n_h // n_g)
+        return kern.rope_attend(
+            qkv[a:b].contiguous(),
+            rope.cos[pos].contiguous(),
+            rope.sin[pos].contiguous(),
+            (k[:, rows], k_raw[:, rows], v[:, rows, :e]),
+            blocks,
+            limits,
+            block,
+            0.18,
+            n_h,
+        )
+
+    full = run(0, m)  # writes every new row's K, raw K and V
+    failures: list[str] = []
+    pos = torch.arange(at, at + m)
+    raw = qkv[:, n_h * e : (n_h + n_g) * e].view(m, n_g, e)
+    if not torch.equal(k[:, at:].transpose(0, 1), rotate(raw, rope.cos[pos], rope.sin[pos])):
+        failures.append("rope_attend keys differ from rotary.rotate")
+    for a, b in ((0, 1), (7, 8), (3, 9), (20, 40)):
+        if not torch.equal(run(a, b), full[a:b]):
+            failures.append(f"rope_attend rows [{a}:{b}]")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        if not torch.equal(run(0, m), full):
+            failures.append("rope_attend one thread")
+    finally:
+        torch.set_num_threads(threads)
+    return failures

@@ -24,7 +24,6 @@
 namespace {
 
 constexpr int64_t kBlock = 32;
-constexpr int64_t kTile = 2;  // tokens sharing one unpacked weight block
 constexpr int kChains = 4;  // independent accumulators per token (blocks b % 4): FMA latency
 constexpr int64_t kMaxBlocks = 512;  // K <= 16384
 
@@ -213,7 +212,7 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_scales(const uint16_t
 FAK_ROW_TILE(row_tile_avx2, "avx2,fma,f16c", dot_avx2)
 FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
 
-#define FAK_MATMUL(NAME, TILE)                                                                 \
+#define FAK_MATMUL(NAME, TILE, NT)                                                                 \
   void NAME(const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,        \
             const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
             float* y) {                                                                        \
@@ -224,15 +223,15 @@ FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
         const uint16_t* dwr = dw + n * nb;                                                     \
         const uint16_t* mwr = mw + n * nb;                                                     \
         int64_t m = 0;                                                                         \
-        for (; m + kTile <= m_rows; m += kTile)                                                \
-          TILE<kTile>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                       \
+        for (; m + NT <= m_rows; m += NT)                                                      \
+          TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                          \
         for (; m < m_rows; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);     \
       }                                                                                        \
     });                                                                                        \
   }
 
-FAK_MATMUL(matmul_avx2, row_tile_avx2)
-FAK_MATMUL(matmul_vnni, row_tile_vnni)
+FAK_MATMUL(matmul_avx2, row_tile_avx2, 2)  // 16 ymm registers: 2 tokens x 4 chains
+FAK_MATMUL(matmul_vnni, row_tile_vnni, 4)  // AVX-512VL has 32: 4 tokens x 4 chains
 
 // x [M, K] (or [M, 2K] for SwiGLU) float32, wq [N, K/2] uint8, dw/mw [N, K/32] float32
 // -> [M, N] float32, plus ``residual`` [M, N] when given (added after, as torch would).
