@@ -21,6 +21,8 @@ from typing import Protocol
 
 import torch
 
+from fak.engine.q4 import Q4Linear
+
 __all__ = [
     "INT4_GROUP",
     "MAX_K",
@@ -202,7 +204,7 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
     thread_failures: list[str] = []
     if all(isinstance(lin, Int4Linear) for lin in linears):
         backend = "int4-bf16"
-    elif all(type(lin).__name__ == "Q4Linear" for lin in linears):
+    elif all(isinstance(lin, Q4Linear) for lin in linears):
         backend = "q4-q8"
     elif all(getattr(lin, "onednn", False) for lin in linears):
         backend = "onednn-packed"

@@ -26,6 +26,7 @@ namespace {
 constexpr int64_t kBlock = 32;
 constexpr int kChains = 4;  // independent accumulators per token (blocks b % 4): FMA latency
 constexpr int64_t kMaxBlocks = 512;  // K <= 16384
+constexpr int64_t kTokenSpan = 16;  // a multiple of every token tile
 
 bool cpu_ok() {
   __builtin_cpu_init();
@@ -212,20 +213,25 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_scales(const uint16_t
 FAK_ROW_TILE(row_tile_avx2, "avx2,fma,f16c", dot_avx2)
 FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
 
-#define FAK_MATMUL(NAME, TILE, NT)                                                                 \
+// Output rows are split over threads; within a thread, tokens go in spans of kTokenSpan (their
+// 8-bit rows stay in L1 while the thread's weight rows stream past), NT tokens per weight block.
+#define FAK_MATMUL(NAME, TILE, NT)                                                             \
   void NAME(const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,        \
             const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
             float* y) {                                                                        \
     const int64_t nb = k / kBlock;                                                             \
     at::parallel_for(0, n_out, 16, [&](int64_t lo, int64_t hi) {                               \
-      for (int64_t n = lo; n < hi; ++n) {                                                      \
-        const uint8_t* wrow = wq + n * (k / 2);                                                \
-        const uint16_t* dwr = dw + n * nb;                                                     \
-        const uint16_t* mwr = mw + n * nb;                                                     \
-        int64_t m = 0;                                                                         \
-        for (; m + NT <= m_rows; m += NT)                                                      \
-          TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                          \
-        for (; m < m_rows; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);     \
+      for (int64_t m0 = 0; m0 < m_rows; m0 += kTokenSpan) {                                    \
+        const int64_t m1 = std::min(m_rows, m0 + kTokenSpan);                                  \
+        for (int64_t n = lo; n < hi; ++n) {                                                    \
+          const uint8_t* wrow = wq + n * (k / 2);                                              \
+          const uint16_t* dwr = dw + n * nb;                                                   \
+          const uint16_t* mwr = mw + n * nb;                                                   \
+          int64_t m = m0;                                                                      \
+          for (; m + NT <= m1; m += NT)                                                        \
+            TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                        \
+          for (; m < m1; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);       \
+        }                                                                                      \
       }                                                                                        \
     });                                                                                        \
   }
@@ -308,26 +314,24 @@ __attribute__((target("avx2,fma,f16c"))) void attend_row(const float* q, const K
     const int64_t n = std::min(kb.rows, limit - i * block);
     const float* kh = kb.k + g * kb.k_head;
     const float* vh = kb.v + g * kb.v_head;
+    // four keys at a time as independent chains, reduced together (three hadds); past the
+    // end the last key is repeated and its scores are dropped: every key, same arithmetic
     int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {  // four keys' dot products as independent chains
-      __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
+    for (; j < n; j += 4) {
       const float* k0 = kh + j * kb.k_row;
+      const float* k1 = kh + std::min(j + 1, n - 1) * kb.k_row;
+      const float* k2 = kh + std::min(j + 2, n - 1) * kb.k_row;
+      const float* k3 = kh + std::min(j + 3, n - 1) * kb.k_row;
+      __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
       for (int v = 0; v < NV; ++v) {
         d0 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k0 + 8 * v), d0);
-        d1 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k0 + kb.k_row + 8 * v), d1);
-        d2 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k0 + 2 * kb.k_row + 8 * v), d2);
-        d3 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k0 + 3 * kb.k_row + 8 * v), d3);
+        d1 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k1 + 8 * v), d1);
+        d2 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k2 + 8 * v), d2);
+        d3 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k3 + 8 * v), d3);
       }
-      scores[j] = hsum(d0);
-      scores[j + 1] = hsum(d1);
-      scores[j + 2] = hsum(d2);
-      scores[j + 3] = hsum(d3);
-    }
-    for (; j < n; ++j) {
-      __m256 d0 = _mm256_setzero_ps();
-      for (int v = 0; v < NV; ++v)
-        d0 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(kh + j * kb.k_row + 8 * v), d0);
-      scores[j] = hsum(d0);
+      const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(d0, d1), _mm256_hadd_ps(d2, d3));
+      _mm_storeu_ps(scores + j,
+                    _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
     }
     float block_top = scores[0];
     for (j = 1; j < n; ++j) block_top = std::fmax(block_top, scores[j]);
