@@ -99,12 +99,12 @@ def test_rope_attend_is_softmax_attention_and_stores_rotated_keys(kern: q4.Q4Ker
     k_raw, v = torch.zeros_like(k), torch.randn(n_g, at + m, e + 1, generator=gen)
     pos = torch.arange(at, at + m)
     cos, sin = rope.cos[pos].contiguous(), rope.sin[pos].contiguous()
-    blocks = ([k[:, a : min(a + block, at + m)] for a in range(0, at + m, block)],)
-    blocks += ([v[:, a : min(a + block, at + m)] for a in range(0, at + m, block)],)
+    cache = (k.unsqueeze(0), k_raw.unsqueeze(0), v.unsqueeze(0))  # one layer
+    n_blocks = -(-(at + m) // block)
+    sources = ([cache[0]] * n_blocks, [cache[2]] * n_blocks, [i * block for i in range(n_blocks)])
     limits = (pos + 1).repeat_interleave(n_h // n_g)
     scale = math.log2(math.e) / math.sqrt(e)
-    dest = (k[:, at:], k_raw[:, at:], v[:, at:, :e])
-    out = kern.rope_attend(qkv, cos, sin, dest, blocks, limits, block, scale, n_h)
+    out = kern.rope_attend(qkv, (cos, sin), cache, (0, at, m), sources, limits, block, scale, n_h)
 
     heads = qkv.view(m, n_h + 2 * n_g, e)
     qk = rotate(heads[:, : n_h + n_g], cos, sin)

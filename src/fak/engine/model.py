@@ -310,33 +310,33 @@ class Transformer:
         assert self.q4 is not None
         cfg = self.config
         eps, n_h = cfg.norm_eps, cfg.n_heads
+        # per session, once per step: its rows, rotary rows, cache tensors and key sources
+        plans = []
+        for s in slots:
+            own = s.cache
+            end = int(s.at + s.m_new)  # one past the last key any of its rows sees
+            rope = (cos, sin) if len(slots) == 1 else (cos[s.rows], sin[s.rows])
+            plans.append(
+                (s, rope, (own.k, own.k_raw, own.v), own.block_sources(end), s.at - own.shared)
+            )
         for layer, blk in enumerate(self.blocks):
             wqkv, wo = cast(q4.Q4Linear, blk.wqkv), cast(q4.Q4Linear, blk.wo)
             w_gate_up, w_down = cast(q4.Q4Linear, blk.w_gate_up), cast(q4.Q4Linear, blk.w_down)
             qkv = wqkv.fused(x, norm=blk.attn_norm, eps=eps)  # [sum M', (H + 2G) * E]
-            outs = []
-            for s in slots:
-                r = s.rows
-                end = int(s.at + s.m_new)  # one past the last key any of its rows sees
-                keys, vals = [], []
-                for a in range(0, end, ATT_BLOCK):
-                    k, v = s.cache.key_block(layer, a, min(a + ATT_BLOCK, end))
-                    keys.append(k)
-                    vals.append(v)
-                dest = s.cache.row_views(layer, s.at, s.m_new)
-                outs.append(
-                    self.q4.rope_attend(
-                        qkv[r],
-                        cos[r],
-                        sin[r],
-                        dest,
-                        (keys, vals),
-                        s.limits,
-                        ATT_BLOCK,
-                        self.scale,
-                        n_h,
-                    )
+            outs = [
+                self.q4.rope_attend(
+                    qkv if len(slots) == 1 else qkv[s.rows],
+                    rope,
+                    tensors,
+                    (layer, row, s.m_new),
+                    sources,
+                    s.limits,
+                    ATT_BLOCK,
+                    self.scale,
+                    n_h,
                 )
+                for s, rope, tensors, sources, row in plans
+            ]
             att = outs[0] if len(outs) == 1 else torch.cat(outs)  # [sum M', H * E]
             x = wo.fused(att, residual=x)
             gate_up = w_gate_up.fused(x, norm=blk.ffn_norm, eps=eps)  # [sum M', 2F]

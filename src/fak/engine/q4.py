@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
 KERNEL_ENV = "FAK_Q4_KERNEL"
 _SOURCE = Path(__file__).with_name("q4_kernel.cpp")
-_NAME = "fak_q4_v10"
+_NAME = "fak_q4_v12"
 _PRE_NONE, _PRE_NORM, _PRE_SWIGLU = 0, 1, 2  # the input transforms the C++ linear knows
 # Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
 BLOCK = 32
@@ -63,24 +63,26 @@ class Q4Kernel:
     def rope_attend(
         self,
         qkv: torch.Tensor,
-        cos: torch.Tensor,
-        sin: torch.Tensor,
-        dest: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-        blocks: tuple[list[torch.Tensor], list[torch.Tensor]],
+        rope: tuple[torch.Tensor, torch.Tensor],
+        cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        where: tuple[int, int, int],
+        sources: tuple[list[torch.Tensor], list[torch.Tensor], list[int]],
         limits: torch.Tensor,
         block: int,
         scale: float,
         n_heads: int,
     ) -> torch.Tensor:
-        """One session's attention step: rotate Q and K of qkv [M, (H + 2G) E], write K, raw K
-        and V into the cache views ``dest`` ([G, m, E] each), attend query row r over keys
-        [0, limits[r]) of ``blocks`` (block i = absolute rows [i * block, ...)) -> [M, H E].
+        """One session's attention step. Rotates Q and K of qkv [M, (H + 2G) E] by ``rope``
+        (cos, sin [M, E]); writes K, raw K and V of its first ``m_new`` rows into ``cache``
+        (K, raw K, V tensors [layers, G, cap, E(+1)]) at ``where`` = (layer, local row, m_new);
+        attends query row r = token * group + i over keys [0, limits[r]), key block j read
+        from ``sources`` (``KVCache.block_sources``) -> [M, H * E].
 
         Each query row is computed alone, in a fixed order: row- and thread-invariant. Keys
         are rotated with the same roundings as ``rotary.rotate`` (the cache re-rotates with it).
         """
         out: torch.Tensor = torch.ops.fak_q4.rope_attend(
-            qkv, cos, sin, *dest, blocks[0], blocks[1], limits, block, scale, n_heads
+            qkv, *rope, *cache, *where, *sources, limits, block, scale, n_heads
         )
         return out
 
@@ -206,22 +208,20 @@ def probe_attention(kern: Q4Kernel, *, seed: int = 99) -> list[str]:
     k = torch.randn(n_g, at + m, e, generator=gen)
     k_raw, v = torch.zeros_like(k), torch.randn(n_g, at + m, e + 1, generator=gen)
 
+    k = k.unsqueeze(0)  # one layer
+    k_raw, v = k_raw.unsqueeze(0), v.unsqueeze(0)
+
     def run(a: int, b: int) -> torch.Tensor:
-        rows = slice(at + a, at + b)
         pos = torch.arange(at + a, at + b)
-        ends = range(0, at + b, block)
-        blocks = (
-            [k[:, s : min(s + block, at + b)] for s in ends],
-            [v[:, s : min(s + block, at + b)] for s in ends],
-        )
-        limits = (pos + 1).repeat_interleave(n_h // n_g)
+        n_blocks = -(-(at + b) // block)
+        sources = ([k] * n_blocks, [v] * n_blocks, [i * block for i in range(n_blocks)])
         return kern.rope_attend(
             qkv[a:b].contiguous(),
-            rope.cos[pos].contiguous(),
-            rope.sin[pos].contiguous(),
-            (k[:, rows], k_raw[:, rows], v[:, rows, :e]),
-            blocks,
-            limits,
+            (rope.cos[pos].contiguous(), rope.sin[pos].contiguous()),
+            (k, k_raw, v),
+            (0, at + a, b - a),
+            sources,
+            (pos + 1).repeat_interleave(n_h // n_g),
             block,
             0.18,
             n_h,
@@ -231,7 +231,7 @@ def probe_attention(kern: Q4Kernel, *, seed: int = 99) -> list[str]:
     failures: list[str] = []
     pos = torch.arange(at, at + m)
     raw = qkv[:, n_h * e : (n_h + n_g) * e].view(m, n_g, e)
-    if not torch.equal(k[:, at:].transpose(0, 1), rotate(raw, rope.cos[pos], rope.sin[pos])):
+    if not torch.equal(k[0, :, at:].transpose(0, 1), rotate(raw, rope.cos[pos], rope.sin[pos])):
         failures.append("rope_attend keys differ from rotary.rotate")
     for a, b in ((0, 1), (7, 8), (3, 9), (20, 40)):
         if not torch.equal(run(a, b), full[a:b]):

@@ -27,6 +27,9 @@ constexpr int64_t kBlock = 32;
 constexpr int kChains = 4;  // independent accumulators per token (blocks b % 4): FMA latency
 constexpr int64_t kMaxBlocks = 512;  // K <= 16384
 constexpr int64_t kTokenSpan = 16;  // a multiple of every token tile
+// A thread gets at least this many block dots (~30 us): waking a second thread for less costs
+// more than it saves (decode's small projections run on one thread, the big ones split).
+constexpr int64_t kParallelWork = 32768;
 
 bool cpu_ok() {
   __builtin_cpu_init();
@@ -220,7 +223,8 @@ FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
             const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
             float* y) {                                                                        \
     const int64_t nb = k / kBlock;                                                             \
-    at::parallel_for(0, n_out, 16, [&](int64_t lo, int64_t hi) {                               \
+    const int64_t grain = std::max<int64_t>(16, kParallelWork / (nb * m_rows) + 1);            \
+    at::parallel_for(0, n_out, grain, [&](int64_t lo, int64_t hi) {                            \
       for (int64_t m0 = 0; m0 < m_rows; m0 += kTokenSpan) {                                    \
         const int64_t m1 = std::min(m_rows, m0 + kTokenSpan);                                  \
         for (int64_t n = lo; n < hi; ++n) {                                                    \
@@ -360,21 +364,30 @@ __attribute__((target("avx2,fma,f16c"))) void attend_row(const float* q, const K
   for (int v = 0; v < NV; ++v) _mm256_storeu_ps(out + 8 * v, _mm256_mul_ps(acc[v], inv));
 }
 
-std::vector<KeyBlock> key_blocks(at::TensorList keys, at::TensorList vals, int64_t n_g,
-                                 int64_t e, int64_t block) {
-  TORCH_CHECK(keys.size() == vals.size() && !keys.empty(), "one value block per key block");
+// Block i of keys [0, end) (absolute rows [i * block, ...)) lives in src_k[i] / src_v[i]
+// ([layers, G, rows, E] and [layers, G, rows, >= E]) from local row src_row[i].
+std::vector<KeyBlock> key_blocks(at::TensorList src_k, at::TensorList src_v,
+                                 c10::IntArrayRef src_row, int64_t layer, int64_t n_g, int64_t e,
+                                 int64_t block, int64_t end) {
+  const int64_t n_blocks = (end + block - 1) / block;
   TORCH_CHECK(block > 0 && block <= 4096, "block size");
+  TORCH_CHECK(static_cast<int64_t>(src_k.size()) == n_blocks &&
+                  static_cast<int64_t>(src_v.size()) == n_blocks &&
+                  static_cast<int64_t>(src_row.size()) == n_blocks,
+              "one source per key block");
   std::vector<KeyBlock> blocks;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const at::Tensor& k = keys[i];
-    const at::Tensor& v = vals[i];
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const at::Tensor& k = src_k[i];
+    const at::Tensor& v = src_v[i];
+    const int64_t rows = std::min(block, end - i * block), at_row = src_row[i];
     TORCH_CHECK(k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat, "f32 cache");
-    TORCH_CHECK(k.dim() == 3 && v.dim() == 3 && k.size(0) == n_g && v.size(0) == n_g, "shapes");
-    TORCH_CHECK(k.size(2) == e && v.size(2) >= e && k.stride(2) == 1 && v.stride(2) == 1, "E");
-    TORCH_CHECK(k.size(1) == v.size(1) && k.size(1) <= block, "block rows");
-    TORCH_CHECK(i + 1 == keys.size() || k.size(1) == block, "only the last block may be short");
-    blocks.push_back({k.data_ptr<float>(), v.data_ptr<float>(), k.stride(0), k.stride(1),
-                      v.stride(0), v.stride(1), k.size(1)});
+    TORCH_CHECK(k.dim() == 4 && v.dim() == 4 && k.size(1) == n_g && v.size(1) == n_g, "shapes");
+    TORCH_CHECK(k.size(3) == e && v.size(3) >= e && k.stride(3) == 1 && v.stride(3) == 1, "E");
+    TORCH_CHECK(layer >= 0 && layer < k.size(0) && layer < v.size(0), "layer");
+    TORCH_CHECK(at_row >= 0 && at_row + rows <= k.size(2) && at_row + rows <= v.size(2), "rows");
+    blocks.push_back({k.data_ptr<float>() + layer * k.stride(0) + at_row * k.stride(2),
+                      v.data_ptr<float>() + layer * v.stride(0) + at_row * v.stride(2),
+                      k.stride(1), k.stride(2), v.stride(1), v.stride(2), rows});
   }
   return blocks;
 }
@@ -391,36 +404,42 @@ void rope(const float* x, const float* cos, const float* sin, int64_t e, float* 
 }
 
 // One session's new rows: qkv [M, >= (H + 2G) E] (projections of its tokens), cos/sin [M, E].
-// Rotates Q and K, writes K, raw K and V of the first k_dst.size(1) rows into the cache views
-// k_dst/kraw_dst [G, m, E] and v_dst [G, m, >= E], then attends every row r (query heads in
-// order) over keys [0, limits[r * group + i]) of the key blocks -> [M, H * E].
+// Rotates Q and K, writes K, raw K and V of its first m_new rows into layer ``layer`` of the
+// cache tensors k/k_raw [layers, G, cap, E] and v [layers, G, cap, >= E] at local row
+// ``row``, then attends every query row r (heads in order, r = token * group + i) over keys
+// [0, limits[r]) of the key blocks (see key_blocks) -> [M, H * E].
 at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
                        const at::Tensor& k_dst, const at::Tensor& kraw_dst,
-                       const at::Tensor& v_dst, at::TensorList keys, at::TensorList vals,
+                       const at::Tensor& v_dst, int64_t layer, int64_t row, int64_t m_new,
+                       at::TensorList src_k, at::TensorList src_v, c10::IntArrayRef src_row,
                        const at::Tensor& limits, int64_t block, double scale, int64_t n_h) {
   TORCH_CHECK(cpu_ok(), "the attention kernel needs AVX2 and FMA");
-  const int64_t n_g = k_dst.size(0), e = k_dst.size(2), m_rows = qkv.size(0);
-  const int64_t m_new = k_dst.size(1), group = n_h / n_g, n_r = m_rows * group;
+  for (const at::Tensor* t : {&k_dst, &kraw_dst, &v_dst})
+    TORCH_CHECK(t->dim() == 4 && t->scalar_type() == at::kFloat && t->stride(3) == 1,
+                "cache tensors [layers, G, cap, E] f32");
+  const int64_t n_g = k_dst.size(1), e = k_dst.size(3), m_rows = qkv.size(0);
+  const int64_t group = n_h / n_g, n_r = m_rows * group;
   TORCH_CHECK(e == 64 || e == 128, "head dim must be 64 or 128");
-  TORCH_CHECK(n_h % n_g == 0 && m_new <= m_rows, "heads / rows");
+  TORCH_CHECK(n_h % n_g == 0 && m_new >= 1 && m_new <= m_rows, "heads / rows");
+  TORCH_CHECK(kraw_dst.sizes() == k_dst.sizes() && v_dst.size(3) >= e, "cache shapes");
+  TORCH_CHECK(layer >= 0 && layer < k_dst.size(0) && row >= 0 && row + m_new <= k_dst.size(2) &&
+                  row + m_new <= v_dst.size(2), "cache rows");
   TORCH_CHECK(qkv.dim() == 2 && qkv.stride(1) == 1 && qkv.size(1) >= (n_h + 2 * n_g) * e, "qkv");
+  TORCH_CHECK(qkv.scalar_type() == at::kFloat && cos.scalar_type() == at::kFloat &&
+                  sin.scalar_type() == at::kFloat, "float32 tensors");
   TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous() && cos.numel() == m_rows * e &&
                   sin.numel() == m_rows * e, "cos/sin [M, E]");
-  for (const at::Tensor* t : {&qkv, &cos, &sin, &k_dst, &kraw_dst, &v_dst})
-    TORCH_CHECK(t->scalar_type() == at::kFloat, "float32 tensors");
-  for (const at::Tensor* t : {&k_dst, &kraw_dst, &v_dst})
-    TORCH_CHECK(t->dim() == 3 && t->size(0) == n_g && t->size(1) == m_new && t->stride(2) == 1,
-                "cache views [G, m, E]");
-  TORCH_CHECK(kraw_dst.size(2) == e && v_dst.size(2) >= e, "cache views' E");
-  TORCH_CHECK(limits.numel() == n_r && limits.scalar_type() == at::kLong, "limits [M * group]");
-  const std::vector<KeyBlock> blocks = key_blocks(keys, vals, n_g, e, block);
+  TORCH_CHECK(limits.numel() == n_r && limits.scalar_type() == at::kLong &&
+                  limits.is_contiguous(), "limits [M * group]");
   const int64_t* lim = limits.data_ptr<int64_t>();
-  const int64_t n_blocks = static_cast<int64_t>(blocks.size());
+  int64_t end = 0;
   for (int64_t r = 0; r < n_r; ++r) {
-    const int64_t last = (lim[r] - 1) / block;
-    TORCH_CHECK(lim[r] >= 1 && last < n_blocks && lim[r] - last * block <= blocks[last].rows,
-                "a row's limit lies outside the given keys");
+    TORCH_CHECK(lim[r] >= 1, "every query row sees a key");
+    end = std::max(end, lim[r]);
   }
+  const std::vector<KeyBlock> blocks =
+      key_blocks(src_k, src_v, src_row, layer, n_g, e, block, end);
+  const int64_t n_blocks = static_cast<int64_t>(blocks.size());
   // queries [G, R, E], rotated and scaled; K/V rows into the cache
   at::Tensor q = at::empty({n_g, n_r, e}, qkv.options());
   float* qp = q.data_ptr<float>();
@@ -428,23 +447,24 @@ at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::T
   const float* cp = cos.data_ptr<float>();
   const float* sp = sin.data_ptr<float>();
   const float sc = static_cast<float>(scale);
+  float* kd = k_dst.data_ptr<float>() + layer * k_dst.stride(0) + row * k_dst.stride(2);
+  float* krd = kraw_dst.data_ptr<float>() + layer * kraw_dst.stride(0) + row * kraw_dst.stride(2);
+  float* vd = v_dst.data_ptr<float>() + layer * v_dst.stride(0) + row * v_dst.stride(2);
   std::vector<float> rot(e);
   for (int64_t m = 0; m < m_rows; ++m) {
-    const float* row = src + m * qkv.stride(0);
+    const float* x = src + m * qkv.stride(0);
     for (int64_t h = 0; h < n_h; ++h) {
       float* dst = qp + ((h / group) * n_r + m * group + h % group) * e;
-      rope(row + h * e, cp + m * e, sp + m * e, e, rot.data());
+      rope(x + h * e, cp + m * e, sp + m * e, e, rot.data());
       for (int64_t i = 0; i < e; ++i) dst[i] = rot[i] * sc;
     }
     if (m >= m_new) continue;
     for (int64_t g = 0; g < n_g; ++g) {
-      const float* kr = row + (n_h + g) * e;
-      const float* vr = row + (n_h + n_g + g) * e;
-      rope(kr, cp + m * e, sp + m * e, e,
-           k_dst.data_ptr<float>() + g * k_dst.stride(0) + m * k_dst.stride(1));
-      std::copy(kr, kr + e, kraw_dst.data_ptr<float>() + g * kraw_dst.stride(0) +
-                                m * kraw_dst.stride(1));
-      std::copy(vr, vr + e, v_dst.data_ptr<float>() + g * v_dst.stride(0) + m * v_dst.stride(1));
+      const float* kr = x + (n_h + g) * e;
+      const float* vr = x + (n_h + n_g + g) * e;
+      rope(kr, cp + m * e, sp + m * e, e, kd + g * k_dst.stride(1) + m * k_dst.stride(2));
+      std::copy(kr, kr + e, krd + g * kraw_dst.stride(1) + m * kraw_dst.stride(2));
+      std::copy(vr, vr + e, vd + g * v_dst.stride(1) + m * v_dst.stride(2));
     }
   }
   at::Tensor out = at::empty({m_rows, n_h * e}, qkv.options());
@@ -475,8 +495,8 @@ TORCH_LIBRARY(fak_q4, m) {
       &q4_linear);
   m.def("features() -> int", &features);
   m.def(
-      "rope_attend(Tensor qkv, Tensor cos, Tensor sin, Tensor(a!) k_dst, Tensor(b!) kraw_dst, "
-      "Tensor(c!) v_dst, Tensor[] keys, Tensor[] vals, Tensor limits, int block, float scale, "
-      "int n_heads) -> Tensor",
+      "rope_attend(Tensor qkv, Tensor cos, Tensor sin, Tensor(a!) k_cache, Tensor(b!) kraw_cache, "
+      "Tensor(c!) v_cache, int layer, int row, int m_new, Tensor[] src_k, Tensor[] src_v, "
+      "int[] src_row, Tensor limits, int block, float scale, int n_heads) -> Tensor",
       &rope_attend);
 }
