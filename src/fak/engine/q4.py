@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
 KERNEL_ENV = "FAK_Q4_KERNEL"
 _SOURCE = Path(__file__).with_name("q4_kernel.cpp")
-_NAME = "fak_q4_v12"
+_NAME = "fak_q4_v14"
 _PRE_NONE, _PRE_NORM, _PRE_SWIGLU = 0, 1, 2  # the input transforms the C++ linear knows
 # Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
 BLOCK = 32

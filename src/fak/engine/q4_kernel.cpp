@@ -19,6 +19,7 @@
 #include <optional>
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace {
@@ -303,65 +304,101 @@ struct KeyBlock {
   int64_t k_head, k_row, v_head, v_row, rows;
 };
 
+// A query row's running state over the key blocks it has seen: the unnormalised output, the
+// largest score and the sum of probabilities (both relative to that score).
+struct RowState {
+  float* acc;  // [E]
+  float top;
+  float total;
+};
+
+// One key block (its first n keys) folded into a row's state.
 template <int NV>
-__attribute__((target("avx2,fma,f16c"))) void attend_row(const float* q, const KeyBlock* blocks,
-                                                     int64_t n_blocks, int64_t block, int64_t g,
-                                                     int64_t limit, float* scores, float* out) {
+__attribute__((target("avx2,fma,f16c"))) void attend_block(const float* q, const KeyBlock& kb,
+                                                           int64_t g, int64_t n, float* scores,
+                                                           RowState& st) {
   __m256 qv[NV], acc[NV];
   for (int v = 0; v < NV; ++v) {
     qv[v] = _mm256_loadu_ps(q + 8 * v);
-    acc[v] = _mm256_setzero_ps();
+    acc[v] = _mm256_loadu_ps(st.acc + 8 * v);
   }
-  float top = -INFINITY, total = 0.f;
-  for (int64_t i = 0; i < n_blocks && i * block < limit; ++i) {
-    const KeyBlock& kb = blocks[i];
-    const int64_t n = std::min(kb.rows, limit - i * block);
-    const float* kh = kb.k + g * kb.k_head;
-    const float* vh = kb.v + g * kb.v_head;
-    // four keys at a time as independent chains, reduced together (three hadds); past the
-    // end the last key is repeated and its scores are dropped: every key, same arithmetic
-    int64_t j = 0;
-    for (; j < n; j += 4) {
-      const float* k0 = kh + j * kb.k_row;
-      const float* k1 = kh + std::min(j + 1, n - 1) * kb.k_row;
-      const float* k2 = kh + std::min(j + 2, n - 1) * kb.k_row;
-      const float* k3 = kh + std::min(j + 3, n - 1) * kb.k_row;
-      __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
-      for (int v = 0; v < NV; ++v) {
-        d0 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k0 + 8 * v), d0);
-        d1 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k1 + 8 * v), d1);
-        d2 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k2 + 8 * v), d2);
-        d3 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k3 + 8 * v), d3);
-      }
-      const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(d0, d1), _mm256_hadd_ps(d2, d3));
-      _mm_storeu_ps(scores + j,
-                    _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
+  const float* kh = kb.k + g * kb.k_head;
+  const float* vh = kb.v + g * kb.v_head;
+  // four keys at a time as independent chains, reduced together (three hadds); past the
+  // end the last key is repeated and its scores are dropped: every key, same arithmetic
+  int64_t j = 0;
+  for (; j < n; j += 4) {
+    const float* k0 = kh + j * kb.k_row;
+    const float* k1 = kh + std::min(j + 1, n - 1) * kb.k_row;
+    const float* k2 = kh + std::min(j + 2, n - 1) * kb.k_row;
+    const float* k3 = kh + std::min(j + 3, n - 1) * kb.k_row;
+    __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
+    for (int v = 0; v < NV; ++v) {
+      d0 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k0 + 8 * v), d0);
+      d1 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k1 + 8 * v), d1);
+      d2 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k2 + 8 * v), d2);
+      d3 = _mm256_fmadd_ps(qv[v], _mm256_loadu_ps(k3 + 8 * v), d3);
     }
-    float block_top = scores[0];
-    for (j = 1; j < n; ++j) block_top = std::fmax(block_top, scores[j]);
-    const float new_top = std::fmax(top, block_top);
-    const float scale = _mm256_cvtss_f32(exp2_ps(_mm256_set1_ps(top - new_top)));
-    const int64_t padded = (n + 7) & ~int64_t{7};
-    for (j = n; j < padded; ++j) scores[j] = -INFINITY;
-    __m256 sum = _mm256_setzero_ps();
-    const __m256 shift = _mm256_set1_ps(new_top);
-    for (j = 0; j < padded; j += 8) {
-      const __m256 p = exp2_ps(_mm256_sub_ps(_mm256_loadu_ps(scores + j), shift));
-      _mm256_storeu_ps(scores + j, p);
-      sum = _mm256_add_ps(sum, p);
-    }
-    total = std::fma(total, scale, hsum(sum));
-    const __m256 sv = _mm256_set1_ps(scale);
-    for (int v = 0; v < NV; ++v) acc[v] = _mm256_mul_ps(acc[v], sv);
-    for (j = 0; j < n; ++j) {
-      const __m256 p = _mm256_set1_ps(scores[j]);
-      const float* vj = vh + j * kb.v_row;
-      for (int v = 0; v < NV; ++v) acc[v] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * v), acc[v]);
-    }
-    top = new_top;
+    const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(d0, d1), _mm256_hadd_ps(d2, d3));
+    _mm_storeu_ps(scores + j, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
   }
-  const __m256 inv = _mm256_set1_ps(1.f / total);
-  for (int v = 0; v < NV; ++v) _mm256_storeu_ps(out + 8 * v, _mm256_mul_ps(acc[v], inv));
+  // the block's largest score (a maximum does not depend on the order it is taken in)
+  __m256 tops = _mm256_set1_ps(scores[0]);
+  for (j = 0; j + 8 <= n; j += 8) tops = _mm256_max_ps(tops, _mm256_loadu_ps(scores + j));
+  const __m128 t4 = _mm_max_ps(_mm256_castps256_ps128(tops), _mm256_extractf128_ps(tops, 1));
+  const __m128 t2 = _mm_max_ps(t4, _mm_movehl_ps(t4, t4));
+  float block_top = _mm_cvtss_f32(_mm_max_ss(t2, _mm_movehdup_ps(t2)));
+  for (; j < n; ++j) block_top = std::fmax(block_top, scores[j]);
+  const float new_top = std::fmax(st.top, block_top);
+  const float scale = _mm256_cvtss_f32(exp2_ps(_mm256_set1_ps(st.top - new_top)));
+  const int64_t padded = (n + 7) & ~int64_t{7};
+  for (j = n; j < padded; ++j) scores[j] = -INFINITY;
+  __m256 sum = _mm256_setzero_ps();
+  const __m256 shift = _mm256_set1_ps(new_top);
+  for (j = 0; j < padded; j += 8) {
+    const __m256 p = exp2_ps(_mm256_sub_ps(_mm256_loadu_ps(scores + j), shift));
+    _mm256_storeu_ps(scores + j, p);
+    sum = _mm256_add_ps(sum, p);
+  }
+  st.total = std::fma(st.total, scale, hsum(sum));
+  const __m256 sv = _mm256_set1_ps(scale);
+  for (int v = 0; v < NV; ++v) acc[v] = _mm256_mul_ps(acc[v], sv);
+  for (j = 0; j < n; ++j) {
+    const __m256 p = _mm256_set1_ps(scores[j]);
+    const float* vj = vh + j * kb.v_row;
+    for (int v = 0; v < NV; ++v) acc[v] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vj + 8 * v), acc[v]);
+  }
+  for (int v = 0; v < NV; ++v) _mm256_storeu_ps(st.acc + 8 * v, acc[v]);
+  st.top = new_top;
+}
+
+// Query rows [lo, hi) (index g * R + r) over their keys: block by block, and within a block
+// row by row, so a block's keys and values stay in cache while every row that reads them
+// passes. A row's own arithmetic is the same whatever rows share its range.
+void attend_rows(const float* qp, int64_t lo, int64_t hi, int64_t n_r, int64_t e,
+                 const std::vector<KeyBlock>& blocks, int64_t block, const int64_t* lim,
+                 const std::function<float*(int64_t)>& out_row) {
+  const int64_t n = hi - lo;
+  std::vector<float> acc(n * e, 0.f), scores(block + 8);
+  std::vector<RowState> st(n);
+  for (int64_t i = 0; i < n; ++i) st[i] = {acc.data() + i * e, -INFINITY, 0.f};
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const int64_t first = static_cast<int64_t>(b) * block;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t g = (lo + i) / n_r, limit = lim[(lo + i) % n_r];
+      if (first >= limit) continue;
+      const int64_t rows = std::min(blocks[b].rows, limit - first);
+      if (e == 64)
+        attend_block<8>(qp + (lo + i) * e, blocks[b], g, rows, scores.data(), st[i]);
+      else
+        attend_block<16>(qp + (lo + i) * e, blocks[b], g, rows, scores.data(), st[i]);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float* out = out_row(lo + i);
+    const float inv = 1.f / st[i].total;
+    for (int64_t c = 0; c < e; ++c) out[c] = st[i].acc[c] * inv;
+  }
 }
 
 // Block i of keys [0, end) (absolute rows [i * block, ...)) lives in src_k[i] / src_v[i]
@@ -470,16 +507,12 @@ at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::T
   at::Tensor out = at::empty({m_rows, n_h * e}, qkv.options());
   float* op = out.data_ptr<float>();
   const int64_t grain = std::max<int64_t>(1, 65536 / (block * n_blocks));
+  const std::function<float*(int64_t)> out_row = [&](int64_t i) {
+    const int64_t g = i / n_r, r = i % n_r;
+    return op + (r / group) * n_h * e + (g * group + r % group) * e;
+  };
   at::parallel_for(0, n_g * n_r, grain, [&](int64_t lo, int64_t hi) {
-    std::vector<float> scores(block + 8);
-    for (int64_t i = lo; i < hi; ++i) {
-      const int64_t g = i / n_r, r = i % n_r;
-      float* oi = op + (r / group) * n_h * e + (g * group + r % group) * e;
-      if (e == 64)
-        attend_row<8>(qp + i * e, blocks.data(), n_blocks, block, g, lim[r], scores.data(), oi);
-      else
-        attend_row<16>(qp + i * e, blocks.data(), n_blocks, block, g, lim[r], scores.data(), oi);
-    }
+    attend_rows(qp, lo, hi, n_r, e, blocks, block, lim, out_row);
   });
   return out;
 }
