@@ -7,10 +7,12 @@ the context was chunked: projections are oneDNN linears on pre-packed weights, a
 batched MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
 up to the end of its 128-row key tile, one 512-key block at a time with a running maximum and
 exp2 probabilities; the denominator is a row sum of each block's probabilities), and SiLU is
-spelled with exp. Everything is float32 except, in fast
-mode, the projections (4-bit weights on bfloat16 activations, equally row-invariant). Shapes are
-in the comments: M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim,
-V = vocabulary.
+spelled with exp. Everything is float32 except, in fast mode, the projections. Fast mode runs
+its own compiled kernels when they build (``q4.py``: 4-bit weights times 8-bit activations, with
+RMSNorm / SwiGLU / the residual inside the projection calls, and one rotate-store-attend call per
+session that computes every query row alone: ``_layers_q4``), else torch's int4 kernel on
+bfloat16 activations in the plain loop; both are row-invariant. Shapes are in the comments:
+M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ weights give each output row the same bits for any row count (one row included) 
 reduction is at most 1024 long, and MKL's batched GEMMs (``bmm``) do for any row count >= 4 at a
 fixed reduction length (with or without ``MKL_CBWR=AUTO,STRICT``, which fak still requests: plain
 2-D GEMMs of the same shapes were row-dependent without it). Fast mode's int4 weight-only
-kernel (bfloat16 activations) is row-invariant too, at every reduction length the model has.
+kernel (bfloat16 activations) is row-invariant too, at every reduction length the model has, and
+so is its own compiled one (``q4.py``, 8-bit activations).
 ``probe()`` re-checks the shapes the model uses, on this machine, in this process; the engine
 refuses exact (bit-for-bit) reuse when it fails. No model code lives here. Tier T3.
 """
