@@ -138,3 +138,12 @@ def test_disabled_kernel_means_none(monkeypatch: pytest.MonkeyPatch) -> None:
         assert q4.kernel() is None
     finally:
         q4.kernel.cache_clear()
+
+
+def test_the_avx2_and_vnni_dots_give_the_same_bits(kern: q4.Q4Kernel) -> None:
+    """Both integer dots are exact, so the choice of instruction set never changes a result."""
+    gen = torch.Generator().manual_seed(11)
+    w = torch.randn(64, 320, generator=gen)
+    x = torch.randn(9, 320, generator=gen) * 5
+    plain, vnni = q4.Q4Linear(w, q4.Q4Kernel(vnni=False)), q4.Q4Linear(w, q4.Q4Kernel(vnni=True))
+    assert torch.equal(plain(x), vnni(x))
