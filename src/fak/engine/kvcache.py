@@ -177,6 +177,25 @@ class KVCache:
         self.k_raw[layer, :, at : at + n] = k_raw.transpose(0, 1)
         self.v[layer, :, at : at + n, :hd] = v.transpose(0, 1)
 
+    def block_sources(self, end: int) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
+        """Where each ATT_BLOCK of rows [0, end) lives, as ``key_block`` reads it: per block the
+        whole K and V tensors [layers, kv_heads, rows, ...] holding it and the local row it
+        starts at (a kernel indexes them by layer itself, so one list serves every layer)."""
+        ks: list[torch.Tensor] = []
+        vs: list[torch.Tensor] = []
+        rows: list[int] = []
+        for a in range(0, end, ATT_BLOCK):
+            if min(a + ATT_BLOCK, end) <= self.shared:
+                owner, off = self._owners[a // ATT_BLOCK]
+                ks.append(owner.k)
+                vs.append(owner.v)
+                rows.append(a - off)
+            else:
+                ks.append(self.k)
+                vs.append(self.v)
+                rows.append(a - self.shared)
+        return ks, vs, rows
+
     def commit(self, token_ids: torch.Tensor) -> None:
         """Record the tokens whose rows the forward pass just wrote; advances ``length``."""
         n = int(token_ids.shape[0])

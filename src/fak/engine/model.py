@@ -7,21 +7,26 @@ the context was chunked: projections are oneDNN linears on pre-packed weights, a
 batched MKL GEMMs (>= 4 rows) whose reduction length depends only on the query's position (keys
 up to the end of its 128-row key tile, one 512-key block at a time with a running maximum and
 exp2 probabilities; the denominator is a row sum of each block's probabilities), and SiLU is
-spelled with exp. Everything is float32 except, in fast
-mode, the projections (4-bit weights on bfloat16 activations, equally row-invariant). Shapes are
-in the comments: M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim,
-V = vocabulary.
+spelled with exp. Everything is float32 except, in fast mode, the projections. Fast mode runs
+its own compiled kernels when they build (``q4.py``: 4-bit weights times 8-bit activations, with
+RMSNorm / SwiGLU / the residual inside the projection calls, and one rotate-store-attend call per
+session that computes every query row alone: ``_layers_q4``), else torch's int4 kernel on
+bfloat16 activations in the plain loop; both are row-invariant. Shapes are in the comments:
+M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
+from fak.engine import q4
 from fak.engine.kvcache import ATT_BLOCK, KEY_TILE, KVCache
 from fak.engine.numerics import (
     MIN_ROWS_ATTENTION,
@@ -151,7 +156,13 @@ class Transformer:
         self.config: LlamaConfig = cfg
         self.mode = EngineMode(mode)
 
+        q4_kernel = q4.kernel() if self.mode == EngineMode.FAST else None
+        # fast mode's own kernels (q4.py): projections and attention, one row at a time
+        self.q4: q4.Q4Kernel | None = q4_kernel
+
         def linear(weight: torch.Tensor) -> Linear:
+            if q4_kernel is not None:
+                return q4.Q4Linear(weight, q4_kernel)
             if self.mode == EngineMode.FAST:
                 return Int4Linear(weight)
             return PackedLinear(weight, onednn=onednn)
@@ -180,6 +191,13 @@ class Transformer:
         self.numerics: ProbeReport = probe(
             [first.wqkv, first.wo, first.w_gate_up, first.w_down, self.head]
         )
+        if self.q4 is not None and (bad := q4.probe_attention(self.q4)):
+            self.numerics = dataclasses.replace(
+                self.numerics,
+                ok=False,
+                thread_invariant=False,
+                failures=(*self.numerics.failures, *bad),
+            )
         self.exact = self.numerics.ok
         self.min_rows = self.numerics.min_rows if self.exact else 1
         # Thread count per step (torch's setting at load is the most it uses): adaptive only
@@ -250,13 +268,18 @@ class Transformer:
             token_rows.append(tokens[idx])
             positions.append(cache.end + idx)  # [M'] absolute positions
             tiles = _query_tiles(idx + at, group)
-            slots.append(_Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles))
+            limits = (idx + at + 1).repeat_interleave(group)  # keys [0, limit) per query row
+            slots.append(
+                _Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles, limits)
+            )
             offset += rows
         pos = torch.cat(positions)
         cos, sin = self.rope.cos[pos], self.rope.sin[pos]  # [sum M', E]
 
         x = self.embed[torch.cat(token_rows)]  # [sum M', D]
-        for layer, blk in enumerate(self.blocks):
+        if self.q4 is not None:
+            x = self._layers_q4(x, slots, cos, sin)
+        for layer, blk in enumerate(self.blocks if self.q4 is None else ()):
             h = rms_norm(x, blk.attn_norm, cfg.norm_eps)
             x = x + blk.wo(self._attention(layer, blk, h, slots, cos, sin))
             h = rms_norm(x, blk.ffn_norm, cfg.norm_eps)
@@ -267,13 +290,60 @@ class Transformer:
             slot.cache.commit(slot.tokens)
 
         if all_logits:
-            logits = self.head(rms_norm(x, self.norm, cfg.norm_eps))
+            logits = self._head(x)
             return [logits[s.rows.start : s.rows.start + s.m_new] for s in slots]
         last = torch.stack([x[s.rows.start + s.m_new - 1] for s in slots])  # [N, D]
         if last.shape[0] < self.min_rows:
             last = last[torch.arange(self.min_rows).clamp_(max=last.shape[0] - 1)]
-        logits = self.head(rms_norm(last, self.norm, cfg.norm_eps))
+        logits = self._head(last)
         return [logits[i] for i in range(len(slots))]
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        if self.q4 is not None:
+            return cast(q4.Q4Linear, self.head).fused(x, norm=self.norm, eps=self.config.norm_eps)
+        return self.head(rms_norm(x, self.norm, self.config.norm_eps))
+
+    def _layers_q4(
+        self, x: torch.Tensor, slots: list[_Slot], cos: torch.Tensor, sin: torch.Tensor
+    ) -> torch.Tensor:
+        """Fast mode's blocks on the q4 kernels: per layer, four projections that apply their
+        RMSNorm / SwiGLU / residual in the same call, and one rotate-store-attend per session
+        (every step row-wise: the same batch invariance as the plain loop)."""
+        assert self.q4 is not None
+        cfg = self.config
+        eps, n_h = cfg.norm_eps, cfg.n_heads
+        # per session, once per step: its rows, rotary rows, cache tensors and key sources
+        plans = []
+        for s in slots:
+            own = s.cache
+            end = int(s.at + s.m_new)  # one past the last key any of its rows sees
+            rope = (cos, sin) if len(slots) == 1 else (cos[s.rows], sin[s.rows])
+            plans.append(
+                (s, rope, (own.k, own.k_raw, own.v), own.block_sources(end), s.at - own.shared)
+            )
+        for layer, blk in enumerate(self.blocks):
+            wqkv, wo = cast(q4.Q4Linear, blk.wqkv), cast(q4.Q4Linear, blk.wo)
+            w_gate_up, w_down = cast(q4.Q4Linear, blk.w_gate_up), cast(q4.Q4Linear, blk.w_down)
+            qkv = wqkv.fused(x, norm=blk.attn_norm, eps=eps)  # [sum M', (H + 2G) * E]
+            outs = [
+                self.q4.rope_attend(
+                    qkv if len(slots) == 1 else qkv[s.rows],
+                    rope,
+                    tensors,
+                    (layer, row, s.m_new),
+                    sources,
+                    s.limits,
+                    ATT_BLOCK,
+                    self.scale,
+                    n_h,
+                )
+                for s, rope, tensors, sources, row in plans
+            ]
+            att = outs[0] if len(outs) == 1 else torch.cat(outs)  # [sum M', H * E]
+            x = wo.fused(att, residual=x)
+            gate_up = w_gate_up.fused(x, norm=blk.ffn_norm, eps=eps)  # [sum M', 2F]
+            x = w_down.fused(gate_up, swiglu=True, residual=x)
+        return x
 
     def _attention(
         self,
@@ -372,6 +442,7 @@ class _Slot:
     m_new: int
     rows: slice  # its rows [start, start + M') in the batch
     tiles: list[_Tile]
+    limits: torch.Tensor  # [M' * group] keys each query row sees (its cache row + 1)
 
 
 # ---- plain functions over a model and a cache -----------------------------------------------

@@ -6,7 +6,8 @@ weights give each output row the same bits for any row count (one row included) 
 reduction is at most 1024 long, and MKL's batched GEMMs (``bmm``) do for any row count >= 4 at a
 fixed reduction length (with or without ``MKL_CBWR=AUTO,STRICT``, which fak still requests: plain
 2-D GEMMs of the same shapes were row-dependent without it). Fast mode's int4 weight-only
-kernel (bfloat16 activations) is row-invariant too, at every reduction length the model has.
+kernel (bfloat16 activations) is row-invariant too, at every reduction length the model has, and
+so is its own compiled one (``q4.py``, 8-bit activations).
 ``probe()`` re-checks the shapes the model uses, on this machine, in this process; the engine
 refuses exact (bit-for-bit) reuse when it fails. No model code lives here. Tier T3.
 """
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+
+from fak.engine.q4 import Q4Linear
 
 __all__ = [
     "INT4_GROUP",
@@ -202,6 +205,8 @@ def probe(linears: Sequence[Linear], *, tile: int = 128, seed: int = 1234) -> Pr
     thread_failures: list[str] = []
     if all(isinstance(lin, Int4Linear) for lin in linears):
         backend = "int4-bf16"
+    elif all(isinstance(lin, Q4Linear) for lin in linears):
+        backend = "q4-q8"
     elif all(getattr(lin, "onednn", False) for lin in linears):
         backend = "onednn-packed"
     else:
