@@ -127,6 +127,7 @@ def test_splitting_attention_rows_over_threads_changes_no_bit(engine_any_mode: A
         pytest.skip("needs at least two threads to split over")
     rng = random.Random(5)
     ids = [rng.randrange(17, model.config.vocab_size) for _ in range(1100)]
+    assert model.split_rows  # the load-time check saw the same bits on the splitter's threads
     model.threads.adaptive, adaptive = False, model.threads.adaptive
     try:
         model.split_rows = False

@@ -185,9 +185,10 @@ class Transformer:
         # Thread count per step (torch's setting at load is the most it uses): adaptive only
         # when every kernel was proven to give the same bits on one thread as on all.
         self.serial_small_attention = self.numerics.thread_invariant
-        # A big attention tile's query rows are split over the threads (``RowSplitter``).
-        self.split_rows = True
+        # A big attention tile's query rows are split over the threads (``RowSplitter``),
+        # once attention's kernels are seen to give the same bits on its threads.
         self.row_splitter = RowSplitter(torch.get_num_threads())
+        self.split_rows = self.serial_small_attention and _splitter_agrees(self.row_splitter)
         self.threads = ThreadGovernor(
             torch.get_num_threads(), adaptive=adaptive_threads and self.numerics.thread_invariant
         )
@@ -395,6 +396,28 @@ class Transformer:
             total.mul_(scale).add_(probs.sum(-1, keepdim=True))
             top = new_top
         return acc / total
+
+
+def _splitter_agrees(splitter: RowSplitter, seed: int = 4321) -> bool:
+    """Attention's kernels (score and value GEMMs, exp2, row sums) give the same bits on each
+    of the splitter's threads as on torch's own threads (the probe checked one thread on the
+    calling thread; the splitter's are other OS threads with their own MKL state)."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(3, 200, 64, generator=gen)
+    keys = torch.randn(3, ATT_BLOCK, 64, generator=gen)
+    vals = torch.randn(3, ATT_BLOCK, 65, generator=gen)
+
+    def kernels(_: int) -> list[torch.Tensor]:
+        probs = torch.bmm(q, keys.transpose(1, 2)).mul_(0.01).exp2_()
+        return [probs, torch.bmm(probs, vals[..., :64]), probs.sum(-1, keepdim=True)]
+
+    with torch.inference_mode():
+        ref = kernels(0)
+        return all(
+            torch.equal(a, b)
+            for got in splitter.map(kernels, splitter.threads)
+            for a, b in zip(got, ref, strict=True)
+        )
 
 
 @dataclass(frozen=True, slots=True)
