@@ -117,9 +117,7 @@ class RowSplitter:
         self.threads = max(1, int(threads))
         self.splits = 0  # calls that ran on more than one thread
         self._pool = (
-            concurrent.futures.ThreadPoolExecutor(
-                self.threads - 1, thread_name_prefix="fak-rows", initializer=_single_threaded
-            )
+            concurrent.futures.ThreadPoolExecutor(self.threads - 1, thread_name_prefix="fak-rows")
             if self.threads > 1
             else None
         )
@@ -136,11 +134,12 @@ class RowSplitter:
         return [first] + [f.result() for f in futures]
 
 
-def _single_threaded() -> None:
-    torch.set_num_threads(1)
-
-
 def _in_inference_mode(fn: Callable[[int], T], i: int) -> T:
+    # torch sets a new thread's count from its process-wide value at the thread's first
+    # parallel op, which may come after an initializer ran: check it on every task (measured:
+    # a one-time initializer left each pool thread opening 2-thread regions of its own).
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
     with torch.inference_mode():
         return fn(i)
 
