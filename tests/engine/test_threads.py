@@ -125,6 +125,8 @@ def test_splitting_attention_rows_over_threads_changes_no_bit(engine_any_mode: A
     model = engine.model
     if engine.threads < 2:
         pytest.skip("needs at least two threads to split over")
+    if getattr(model, "q4", None) is not None:  # fast mode's own kernels attend row by row
+        pytest.skip("the q4 kernels do not use the torch attention path")
     rng = random.Random(5)
     ids = [rng.randrange(17, model.config.vocab_size) for _ in range(1100)]
     assert model.split_rows  # the load-time check saw the same bits on the splitter's threads
