@@ -114,3 +114,31 @@ def test_switching_threads_between_steps_changes_no_bit(engine_any_mode: Any, se
         engine.model.threads = real
     assert used == {1, engine.threads}
     assert torch.equal(torch.cat(got)[: len(ids)], ref)
+
+
+def test_splitting_attention_rows_over_threads_changes_no_bit(engine_any_mode: Any) -> None:
+    """A long prefill with big attention tiles split by query rows over the threads (each on
+    one torch thread) equals the same prefill with every tile on torch's own threads."""
+    import torch
+
+    engine = engine_any_mode
+    model = engine.model
+    if engine.threads < 2:
+        pytest.skip("needs at least two threads to split over")
+    if getattr(model, "q4", None) is not None:  # fast mode's own kernels attend row by row
+        pytest.skip("the q4 kernels do not use the torch attention path")
+    rng = random.Random(5)
+    ids = [rng.randrange(17, model.config.vocab_size) for _ in range(1100)]
+    assert model.split_rows  # the load-time check saw the same bits on the splitter's threads
+    model.threads.adaptive, adaptive = False, model.threads.adaptive
+    try:
+        model.split_rows = False
+        whole = engine.prefill(engine.new_cache(), ids, all_logits=True)
+        model.split_rows = True
+        before = model.row_splitter.splits
+        split = engine.prefill(engine.new_cache(), ids, all_logits=True)
+        ran = model.row_splitter.splits - before
+    finally:
+        model.threads.adaptive, model.split_rows = adaptive, True
+    assert ran >= 9 * model.config.n_layers  # nine 128-position tiles per layer
+    assert torch.equal(split, whole)

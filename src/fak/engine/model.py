@@ -39,7 +39,7 @@ from fak.engine.numerics import (
     probe,
 )
 from fak.engine.rotary import RotaryTables, rotate
-from fak.engine.threads import ThreadGovernor
+from fak.engine.threads import RowSplitter, ThreadGovernor
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
 
 __all__ = [
@@ -203,6 +203,10 @@ class Transformer:
         # Thread count per step (torch's setting at load is the most it uses): adaptive only
         # when every kernel was proven to give the same bits on one thread as on all.
         self.serial_small_attention = self.numerics.thread_invariant
+        # A big attention tile's query rows are split over the threads (``RowSplitter``),
+        # once attention's kernels are seen to give the same bits on its threads.
+        self.row_splitter = RowSplitter(torch.get_num_threads())
+        self.split_rows = self.serial_small_attention and _splitter_agrees(self.row_splitter)
         self.threads = ThreadGovernor(
             torch.get_num_threads(), adaptive=adaptive_threads and self.numerics.thread_invariant
         )
@@ -385,15 +389,48 @@ class Transformer:
         outs = []
         for t in tiles:
             qt = q[:, t.rows] if t.pad is None else q[:, t.pad]  # [G, R, E], R >= 4
-            if self.serial_small_attention and qt.shape[1] * t.span <= SERIAL_ATTENTION_PAIRS:
+            rows = int(qt.shape[1])
+            parts = self._row_parts(rows)
+            if self.serial_small_attention and rows * t.span <= SERIAL_ATTENTION_PAIRS:
                 with one_thread():
-                    outs.append(self._attend_tile(layer, cache, qt, t))
+                    out = self._attend_tile(layer, cache, qt, t.mask, t.span)
+            elif parts > 1:
+                out = self._attend_rows(layer, cache, qt, t, parts)
             else:
-                outs.append(self._attend_tile(layer, cache, qt, t))
+                out = self._attend_tile(layer, cache, qt, t.mask, t.span)
+            outs.append(out[:, : t.rows.stop - t.rows.start])
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # [G, M' * group, E]
 
-    def _attend_tile(self, layer: int, cache: KVCache, qt: torch.Tensor, t: _Tile) -> torch.Tensor:
-        """One query tile qt [G, R, E] (pre-scaled by log2(e)/sqrt(E)) over keys [0, t.span).
+    def _row_parts(self, rows: int) -> int:
+        """How many threads share a tile of ``rows`` query rows (each part >= 4 rows)."""
+        if not (self.split_rows and self.serial_small_attention):
+            return 1  # threads may only run kernels on their own when the bits cannot differ
+        most = min(torch.get_num_threads(), self.row_splitter.threads)
+        return max(1, min(most, rows // MIN_ROWS_ATTENTION))
+
+    def _attend_rows(
+        self, layer: int, cache: KVCache, qt: torch.Tensor, t: _Tile, parts: int
+    ) -> torch.Tensor:
+        """One tile with its query rows split evenly over ``parts`` threads (one torch
+        thread each): every thread runs the whole flash loop for its rows."""
+        rows = int(qt.shape[1])
+        cuts = [rows * i // parts for i in range(parts + 1)]
+
+        def part(i: int) -> torch.Tensor:
+            a, b = cuts[i], cuts[i + 1]
+            return self._attend_tile(layer, cache, qt[:, a:b], t.mask[a:b], t.span)
+
+        return torch.cat(self.row_splitter.map(part, parts), dim=1)
+
+    def _attend_tile(
+        self,
+        layer: int,
+        cache: KVCache,
+        qt: torch.Tensor,
+        mask: torch.Tensor,
+        span: int,
+    ) -> torch.Tensor:
+        """Query rows qt [G, R, E] (pre-scaled by log2(e)/sqrt(E)) over keys [0, span).
 
         Flash-style: one ATT_BLOCK of keys at a time, a running row maximum, probabilities as
         exp2 (three times cheaper than exp here; the log2(e) is folded into the query scale;
@@ -403,16 +440,16 @@ class Transformer:
         maximum grows. Nothing span-sized is materialised: a block's scores stay in cache,
         where the one-shot softmax streamed [G, R, span] through memory several times. Blocks
         are visited in a fixed order from position 0, so a row's bits depend only on its
-        position and its keys.
+        position and its keys. ``mask`` [R, KEY_TILE] hides the last key tile's future keys.
         """
         e = self.config.head_dim
         acc = total = top = torch.empty(0)
-        for a in range(0, t.span, ATT_BLOCK):
-            b = min(a + ATT_BLOCK, t.span)
+        for a in range(0, span, ATT_BLOCK):
+            b = min(a + ATT_BLOCK, span)
             keys, vals = cache.key_block(layer, a, b)
             scores = torch.bmm(qt, keys.transpose(1, 2))  # [G, R, b - a]
-            if b == t.span:  # only the last key tile can hold keys after a query
-                scores[:, :, b - a - KEY_TILE :].masked_fill_(t.mask, float("-inf"))
+            if b == span:  # only the last key tile can hold keys after a query
+                scores[:, :, b - a - KEY_TILE :].masked_fill_(mask, float("-inf"))
             block_top = scores.amax(-1, keepdim=True)  # [G, R, 1]
             if a == 0:
                 top = block_top
@@ -428,8 +465,29 @@ class Transformer:
             acc.mul_(scale).add_(torch.bmm(probs, vals[..., :e]))
             total.mul_(scale).add_(probs.sum(-1, keepdim=True))
             top = new_top
-        n = t.rows.stop - t.rows.start
-        return acc[:, :n] / total[:, :n]
+        return acc / total
+
+
+def _splitter_agrees(splitter: RowSplitter, seed: int = 4321) -> bool:
+    """Attention's kernels (score and value GEMMs, exp2, row sums) give the same bits on each
+    of the splitter's threads as on torch's own threads (the probe checked one thread on the
+    calling thread; the splitter's are other OS threads with their own MKL state)."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(3, 200, 64, generator=gen)
+    keys = torch.randn(3, ATT_BLOCK, 64, generator=gen)
+    vals = torch.randn(3, ATT_BLOCK, 65, generator=gen)
+
+    def kernels(_: int) -> list[torch.Tensor]:
+        probs = torch.bmm(q, keys.transpose(1, 2)).mul_(0.01).exp2_()
+        return [probs, torch.bmm(probs, vals[..., :64]), probs.sum(-1, keepdim=True)]
+
+    with torch.inference_mode():
+        ref = kernels(0)
+        return all(
+            torch.equal(a, b)
+            for got in splitter.map(kernels, splitter.threads)
+            for a, b in zip(got, ref, strict=True)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,17 @@ sets torch's thread count and times the step.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import torch
 
-__all__ = ["ThreadGovernor"]
+__all__ = ["RowSplitter", "ThreadGovernor"]
+
+T = TypeVar("T")
 
 # Weight of the newest sample in a step-time average.
 _ALPHA = 0.3
@@ -97,3 +101,56 @@ class ThreadGovernor:
         if not self.adaptive or many is None or one is None:
             return self.max_threads
         return 1 if one < many else self.max_threads
+
+
+class RowSplitter:
+    """Runs the parts of one attention tile on N Python threads, one torch thread each.
+
+    torch's own parallelism opens a parallel region per op (a dozen per key block of a tile),
+    and MKL's batched GEMM hands whole kv heads to threads (3 heads on 2 threads split 2:1).
+    Splitting a tile's query rows instead gives every thread the same work and one join per
+    tile. A row's arithmetic does not change: the kernels are row-invariant and give the same
+    bits on one thread as on all (``numerics.probe``), which must hold before this is used.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = max(1, int(threads))
+        self.splits = 0  # calls that ran on more than one thread
+        self._pool = (
+            concurrent.futures.ThreadPoolExecutor(self.threads - 1, thread_name_prefix="fak-rows")
+            if self.threads > 1
+            else None
+        )
+
+    def map(self, fn: Callable[[int], T], parts: int) -> list[T]:
+        """[fn(0), ..., fn(parts - 1)]; part 0 on the calling thread, the rest on the pool."""
+        if self._pool is None or parts == 1:
+            with _calling_thread_alone():
+                return [fn(i) for i in range(parts)]
+        self.splits += 1
+        futures = [self._pool.submit(_in_inference_mode, fn, i) for i in range(1, parts)]
+        with _calling_thread_alone():
+            first = fn(0)
+        return [first] + [f.result() for f in futures]
+
+
+def _in_inference_mode(fn: Callable[[int], T], i: int) -> T:
+    # torch sets a new thread's count from its process-wide value at the thread's first
+    # parallel op, which may come after an initializer ran: check it on every task (measured:
+    # a one-time initializer left each pool thread opening 2-thread regions of its own).
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+    with torch.inference_mode():
+        return fn(i)
+
+
+@contextlib.contextmanager
+def _calling_thread_alone() -> Iterator[None]:
+    n = torch.get_num_threads()
+    if n != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if n != 1:
+            torch.set_num_threads(n)
