@@ -11,7 +11,7 @@ from fak.gateway.state import GatewayOptions
 def test_every_setting_names_its_fak_variable_and_an_empty_environ_gives_the_defaults() -> None:
     names = [f.metadata["env"] for f in fields(Settings)]
     assert all(name.startswith("FAK_") for name in names)
-    assert len(set(names)) == len(names) == 21
+    assert len(set(names)) == len(names) == 22
     assert Settings.from_environ({}) == Settings()
     blank = {name: "" for name in names}
     assert Settings.from_environ(blank) == Settings()

@@ -116,6 +116,7 @@ class Settings:
     # how long a held call can be approved (0 means the default)
     witness_ttl_s: float = _env("FAK_WITNESS_TTL_S", 900.0, _seconds(zero=False))
     hookd_idle_s: float = _env("FAK_HOOKD_IDLE_S", 600.0, _seconds(zero=False))  # hook decider
+    q4_kernel: bool = _env("FAK_Q4_KERNEL", True, _switch)  # off: fast mode on torch's int4
     witness_key: str | None = _env("FAK_WITNESS_KEY", None, _secret)  # approves held calls (MCP)
     cert_key: str | None = _env("FAK_CERT_KEY", None, _text)  # ed25519 key of deletion certs
     # N workers (docs/deploy.md): redis://… holds the CAS, quarantine ledger and vDSO epochs

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from fak.config import Settings, process_environ, user_cache_dir
+
 __all__ = ["BLOCK", "KERNEL_ENV", "Q4Kernel", "Q4Linear", "kernel", "quantize_q4"]
 
 log = logging.getLogger(__name__)
@@ -88,21 +90,21 @@ class Q4Kernel:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fak" / "torch_extensions" / f"torch{torch.__version__}"
+    base = Path(user_cache_dir(process_environ()))
+    return base / "fak" / "torch_extensions" / f"torch{torch.__version__}"
 
 
 def _ensure_ninja_on_path() -> None:
     """pip's ninja installs its binary beside the interpreter, which need not be on PATH."""
     if shutil.which("ninja") is None:
         here = str(Path(sys.executable).parent)
-        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+        os.environ["PATH"] = here + os.pathsep + process_environ().get("PATH", "")
 
 
 @functools.cache
 def kernel() -> Q4Kernel | None:
     """The compiled kernel, or None (logged) when it is disabled, unbuildable or unsupported."""
-    if os.environ.get(KERNEL_ENV, "1") == "0":
+    if not Settings.from_environ(process_environ()).q4_kernel:
         return None
     try:
         from torch.utils import cpp_extension
