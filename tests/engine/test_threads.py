@@ -55,6 +55,26 @@ def test_governor_keeps_step_sizes_apart_and_can_be_fixed() -> None:
     assert ThreadGovernor(1).choose(1) == 1
 
 
+def test_governor_keeps_contexts_apart() -> None:
+    """A prefill chunk deep in a long context costs several times one near its start: a
+    one-thread sample from a short context must not speak for long ones."""
+    from fak.engine.threads import ThreadGovernor
+
+    clock = _Clock()
+    gov = ThreadGovernor(2, explore_every=4, clock=clock)
+
+    def chunk(keys: int, cost: dict[int, float]) -> int:
+        with gov.step(512, keys) as threads:
+            clock.now += cost[threads]
+        return int(threads)
+
+    for _ in range(12):
+        chunk(512, {2: 0.30, 1: 0.25})  # short context: one thread is a little faster
+        chunk(6000, {2: 1.5, 1: 2.8})  # long context: two threads win by far
+    assert gov.preferred(512, 512) == 1 and gov.preferred(512, 6000) == 2
+    assert [chunk(6000, {2: 1.5, 1: 2.8}) for _ in range(3)] == [2, 2, 2]
+
+
 def test_probe_proves_thread_invariance(engine_any_mode: Any) -> None:
     report = engine_any_mode.model.numerics
     assert report.thread_invariant and report.thread_failures == ()
@@ -69,7 +89,7 @@ class _RandomThreads:
         self.rng = random.Random(seed)
         self.used: set[int] = set()
 
-    def step(self, rows: int) -> Any:
+    def step(self, rows: int, keys: int = 0) -> Any:
         import contextlib
 
         import torch

@@ -243,7 +243,8 @@ class Transformer:
         runs at the thread count ``self.threads`` picks (the same bits at any count).
         """
         rows = sum(max(int(tokens.shape[0]), self.min_rows) for _, tokens in items)
-        with self.threads.step(rows):
+        keys = max(cache.end + int(tokens.shape[0]) for cache, tokens in items)
+        with self.threads.step(rows, keys):
             return self._forward_batch(items, all_logits=all_logits)
 
     def _forward_batch(

@@ -28,10 +28,16 @@ T = TypeVar("T")
 _ALPHA = 0.3
 
 
-def _bucket(rows: int) -> int:
+def _bucket(rows: int, keys: int = 0) -> tuple[int, int]:
     """Steps of a similar size share statistics: one bucket per row count up to 8 (decode
-    steps of 1..8 sessions), then one per power of two."""
-    return rows if rows <= 8 else 8 + (rows // 8).bit_length()
+    steps of 1..8 sessions), then one per power of two; and per power of two of the context
+    the rows attend (``keys``, in 512-key blocks). Attention's share of a step grows with the
+    context (at 6,000 tokens it is most of a prefill chunk), so a chunk late in a long prefill
+    costs several times one at its start: compared in one bucket, a one-thread sample taken
+    on a short context looked faster than the two-thread average and held whole prefills at
+    one thread (measured: one round of a quiet benchmark at 191 tok/s instead of 312)."""
+    by_rows = rows if rows <= 8 else 8 + (rows // 8).bit_length()
+    return by_rows, (max(0, keys) // 512).bit_length()
 
 
 class ThreadGovernor:
@@ -54,15 +60,15 @@ class ThreadGovernor:
         self.adaptive = adaptive and self.max_threads > 1
         self.explore_every = max(2, explore_every)
         self._clock = clock
-        self._avg: dict[tuple[int, int], float] = {}
-        self._steps: dict[int, int] = {}
+        self._avg: dict[tuple[tuple[int, int], int], float] = {}
+        self._steps: dict[tuple[int, int], int] = {}
         self.steps_by_threads: dict[int, int] = {}
 
-    def choose(self, rows: int) -> int:
-        """The thread count for the next step of ``rows`` rows."""
+    def choose(self, rows: int, keys: int = 0) -> int:
+        """The thread count for the next step of ``rows`` rows attending ``keys`` keys."""
         if not self.adaptive:
             return self.max_threads
-        bucket = _bucket(rows)
+        bucket = _bucket(rows, keys)
         many = self._avg.get((bucket, self.max_threads))
         one = self._avg.get((bucket, 1))
         n = self._steps.get(bucket, 0)
@@ -75,8 +81,8 @@ class ThreadGovernor:
         best, other = (1, self.max_threads) if one < many else (self.max_threads, 1)
         return other if explore else best
 
-    def record(self, rows: int, threads: int, seconds: float) -> None:
-        bucket = _bucket(rows)
+    def record(self, rows: int, threads: int, seconds: float, keys: int = 0) -> None:
+        bucket = _bucket(rows, keys)
         key = (bucket, threads)
         old = self._avg.get(key)
         self._avg[key] = seconds if old is None else old + _ALPHA * (seconds - old)
@@ -84,18 +90,20 @@ class ThreadGovernor:
         self.steps_by_threads[threads] = self.steps_by_threads.get(threads, 0) + 1
 
     @contextlib.contextmanager
-    def step(self, rows: int) -> Iterator[int]:
-        """Run one forward step of ``rows`` rows at the chosen thread count, and time it."""
-        threads = self.choose(rows)
+    def step(self, rows: int, keys: int = 0) -> Iterator[int]:
+        """Run one forward step of ``rows`` rows (attending up to ``keys`` keys) at the chosen
+        thread count, and time it."""
+        threads = self.choose(rows, keys)
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         start = self._clock()
         yield threads
-        self.record(rows, threads, self._clock() - start)
+        self.record(rows, threads, self._clock() - start, keys)
 
-    def preferred(self, rows: int) -> int:
-        """The count the averages favour for steps of ``rows`` rows (``max_threads`` if unsure)."""
-        bucket = _bucket(rows)
+    def preferred(self, rows: int, keys: int = 0) -> int:
+        """The count the averages favour for steps of ``rows`` rows attending ``keys`` keys
+        (``max_threads`` if unsure)."""
+        bucket = _bucket(rows, keys)
         many = self._avg.get((bucket, self.max_threads))
         one = self._avg.get((bucket, 1))
         if not self.adaptive or many is None or one is None:
@@ -129,9 +137,14 @@ class RowSplitter:
                 return [fn(i) for i in range(parts)]
         self.splits += 1
         futures = [self._pool.submit(_in_inference_mode, fn, i) for i in range(1, parts)]
+        # The calling thread goes back to its own thread count only after every part is done:
+        # torch's set_num_threads also sets MKL's process-wide count, and a part still running
+        # on the pool would then open 2-thread GEMMs of its own (measured: a 2-thread split ran
+        # no faster than one thread, its parts at half speed and started late).
         with _calling_thread_alone():
             first = fn(0)
-        return [first] + [f.result() for f in futures]
+            rest = [f.result() for f in futures]
+        return [first, *rest]
 
 
 def _in_inference_mode(fn: Callable[[int], T], i: int) -> T:
