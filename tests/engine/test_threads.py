@@ -75,6 +75,33 @@ def test_governor_keeps_contexts_apart() -> None:
     assert [chunk(6000, {2: 1.5, 1: 2.8}) for _ in range(3)] == [2, 2, 2]
 
 
+@pytest.mark.parametrize(
+    ("imports", "preset", "sleeping"),
+    [
+        ("import fak.engine, torch", None, True),  # fak.engine sets PASSIVE before torch loads
+        ("import torch, fak.engine", None, False),  # too late: libgomp read it at torch's load
+        ("import torch, fak.engine", "passive", True),  # the user's own setting counts
+        ("import fak.engine", "active", False),
+    ],
+)
+def test_engine_knows_whether_idle_openmp_threads_sleep(
+    imports: str, preset: str | None, sleeping: bool
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if preset is not None:
+        env["OMP_WAIT_POLICY"] = preset
+    code = f"{imports}; import fak.config as c; print(c.engine_workers_sleep())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(sleeping)
+
+
 def test_probe_proves_thread_invariance(engine_any_mode: Any) -> None:
     report = engine_any_mode.model.numerics
     assert report.thread_invariant and report.thread_failures == ()

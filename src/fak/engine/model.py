@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import cast
 
 import torch
 
+from fak.config import engine_workers_sleep
 from fak.engine import q4
 from fak.engine.kvcache import ATT_BLOCK, KEY_TILE, KVCache
 from fak.engine.numerics import (
@@ -41,6 +43,8 @@ from fak.engine.numerics import (
 from fak.engine.rotary import RotaryTables, rotate
 from fak.engine.threads import RowSplitter, ThreadGovernor
 from fak.engine.weights import GGUFCheckpoint, LlamaConfig
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "Block",
@@ -205,8 +209,20 @@ class Transformer:
         self.serial_small_attention = self.numerics.thread_invariant
         # A big attention tile's query rows are split over the threads (``RowSplitter``),
         # once attention's kernels are seen to give the same bits on its threads.
+        # Only when torch's idle OpenMP threads sleep: a spinning one takes the core a part
+        # needs (``fak.config.engine_workers_sleep``).
         self.row_splitter = RowSplitter(torch.get_num_threads())
-        self.split_rows = self.serial_small_attention and _splitter_agrees(self.row_splitter)
+        sleeping = engine_workers_sleep()
+        if not sleeping and torch.get_num_threads() > 1:
+            log.warning(
+                "torch was imported before fak.engine, so OMP_WAIT_POLICY=PASSIVE did not take "
+                "effect: idle OpenMP threads spin, long prefills do not split attention over "
+                "threads, and a busy core slows every step. Import fak.engine before torch, or "
+                "start the process with OMP_WAIT_POLICY=PASSIVE."
+            )
+        self.split_rows = (
+            self.serial_small_attention and sleeping and _splitter_agrees(self.row_splitter)
+        )
         self.threads = ThreadGovernor(
             torch.get_num_threads(), adaptive=adaptive_threads and self.numerics.thread_invariant
         )
