@@ -55,6 +55,25 @@ def test_governor_keeps_step_sizes_apart_and_can_be_fixed() -> None:
     assert ThreadGovernor(1).choose(1) == 1
 
 
+def test_governor_explores_less_while_the_other_count_keeps_losing() -> None:
+    """Every exploration runs a step at the slower count: while it keeps losing clearly the
+    governor tries it more and more rarely, and still notices within the longest wait when
+    the machine changes."""
+    from fak.engine.threads import ThreadGovernor
+
+    clock = _Clock()
+    gov = ThreadGovernor(2, explore_every=4, clock=clock)
+    quiet = {2: 0.010, 1: 0.018}  # two threads win clearly
+    used = [_run(gov, clock, 1, quiet) for _ in range(400)]
+    assert used.count(1) == gov.explorations
+    assert 4 <= gov.explorations <= 400 // 32 + 4  # was one step in four at a fixed interval
+    loaded = {2: 0.030, 1: 0.018}  # a core got busy: two threads now lose
+    used = [_run(gov, clock, 1, loaded) for _ in range(64)]
+    assert used[-16:].count(1) >= 14  # the favourite's own average moved: no wait needed
+    used = [_run(gov, clock, 1, quiet) for _ in range(64)]  # and back
+    assert used[-16:].count(2) >= 14  # found at the next exploration, within 32 steps
+
+
 def test_governor_keeps_contexts_apart() -> None:
     """A prefill chunk deep in a long context costs several times one near its start: a
     one-thread sample from a short context must not speak for long ones."""
