@@ -317,38 +317,68 @@ class Transformer:
         assert self.q4 is not None
         cfg = self.config
         eps, n_h = cfg.norm_eps, cfg.n_heads
-        # per session, once per step: its rows, rotary rows, cache tensors and key sources
-        plans = []
-        for s in slots:
+        if len(slots) == 1:  # per step: the session's cache tensors and key sources
+            s = slots[0]
             own = s.cache
-            end = int(s.at + s.m_new)  # one past the last key any of its rows sees
-            rope = (cos, sin) if len(slots) == 1 else (cos[s.rows], sin[s.rows])
-            plans.append(
-                (s, rope, (own.k, own.k_raw, own.v), own.block_sources(end), s.at - own.shared)
-            )
+            tensors = (own.k, own.k_raw, own.v)
+            sources = own.block_sources(int(s.at + s.m_new))  # keys up to its last row
+            where = (s.at - own.shared, s.m_new)
+        else:
+            plan = self._batch_plan(slots)
         for layer, blk in enumerate(self.blocks):
             wqkv, wo = cast(q4.Q4Linear, blk.wqkv), cast(q4.Q4Linear, blk.wo)
             w_gate_up, w_down = cast(q4.Q4Linear, blk.w_gate_up), cast(q4.Q4Linear, blk.w_down)
             qkv = wqkv.fused(x, norm=blk.attn_norm, eps=eps)  # [sum M', (H + 2G) * E]
-            outs = [
-                self.q4.rope_attend(
-                    qkv if len(slots) == 1 else qkv[s.rows],
-                    rope,
+            if len(slots) == 1:
+                att = self.q4.rope_attend(
+                    qkv,
+                    (cos, sin),
                     tensors,
-                    (layer, row, s.m_new),
+                    (layer, *where),
                     sources,
                     s.limits,
                     ATT_BLOCK,
                     self.scale,
                     n_h,
                 )
-                for s, rope, tensors, sources, row in plans
-            ]
-            att = outs[0] if len(outs) == 1 else torch.cat(outs)  # [sum M', H * E]
+            else:  # every session's rows in one call, split over threads together
+                att = self.q4.rope_attend_batch(
+                    qkv, (cos, sin), plan, layer, ATT_BLOCK, self.scale, n_h
+                )  # [sum M', H * E]
             x = wo.fused(att, residual=x)
             gate_up = w_gate_up.fused(x, norm=blk.ffn_norm, eps=eps)  # [sum M', 2F]
             x = w_down.fused(gate_up, swiglu=True, residual=x)
         return x
+
+    @staticmethod
+    def _batch_plan(slots: list[_Slot]) -> q4.BatchPlan:
+        """Every session's cache tensors, rows, key sources and limits, for one batched step."""
+        ks, kraws, vs = [], [], []
+        at, m_new, starts, counts = [], [], [], []
+        src_k: list[torch.Tensor] = []
+        src_v: list[torch.Tensor] = []
+        src_row: list[int] = []
+        n_src: list[int] = []
+        for s in slots:
+            own = s.cache
+            ks.append(own.k)
+            kraws.append(own.k_raw)
+            vs.append(own.v)
+            at.append(s.at - own.shared)
+            m_new.append(s.m_new)
+            starts.append(s.rows.start)
+            counts.append(s.rows.stop - s.rows.start)
+            bk, bv, brow = own.block_sources(int(s.at + s.m_new))  # keys up to its last row
+            src_k += bk
+            src_v += bv
+            src_row += brow
+            n_src.append(len(brow))
+        return q4.BatchPlan(
+            (ks, kraws, vs),
+            (at, m_new, starts, counts),
+            (src_k, src_v, src_row, n_src),
+            torch.cat([s.limits for s in slots]),
+        )
 
     def _attention(
         self,
