@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 # FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
 KERNEL_ENV = "FAK_Q4_KERNEL"
 _SOURCE = Path(__file__).with_name("q4_kernel.cpp")
-_NAME = "fak_q4_v15b"
+_NAME = "fak_q4_v15j"
 _PRE_NONE, _PRE_NORM, _PRE_SWIGLU = 0, 1, 2  # the input transforms the C++ linear knows
 # Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
 BLOCK = 32
@@ -163,7 +163,7 @@ def kernel() -> Q4Kernel | None:
             # -fopenmp: at::parallel_for is a header template that only runs in parallel when
             # _OPENMP is defined where it is compiled; the link resolves to the libgomp.so.1
             # torch has already loaded (one OpenMP runtime, one thread count)
-            extra_cflags=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fopenmp"],
+            extra_cflags=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-falign-loops=64"],
             extra_ldflags=["-fopenmp"],
             build_directory=str(build),
             is_python_module=False,

@@ -26,11 +26,13 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 constexpr int kChains = 4;  // independent accumulators per token (blocks b % 4): FMA latency
+// (the row tiles below spell out chains 0..3)
 constexpr int64_t kMaxBlocks = 512;  // K <= 16384
 constexpr int64_t kTokenSpan = 16;  // a multiple of every token tile
-// A thread gets at least this many block dots (~30 us): waking a second thread for less costs
-// more than it saves (decode's small projections run on one thread, the big ones split).
-constexpr int64_t kParallelWork = 32768;
+// A projection is split over threads only past this many (token, block) dots (~90 us): waking
+// a sleeping thread (OMP_WAIT_POLICY=PASSIVE) costs ~40-50 us here, so a split must save more
+// (one decode row's small projections run on one thread; the head and batched steps split).
+constexpr int64_t kParallelWork = 98304;
 
 bool cpu_ok() {
   __builtin_cpu_init();
@@ -181,37 +183,49 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_scales(const uint16_t
 
 // One weight row against tokens [m0, m0 + T); DOT is the integer dot. Defined once per
 // instruction set so the AVX2 build never contains an AVX-512 instruction.
+// Token t's chain c takes block b: acc_tc += float(dot(w, x_t[b])) * sc[t][b]. The
+// accumulators are named variables (not an array), so they live in registers: an array of
+// them was kept in memory (a store, and often a reload, per token and block).
+#define FAK_TOK(DOT, t, c)                                                                     \
+  if constexpr (T > t) {                                                                       \
+    const __m256i p = DOT(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(             \
+                                 q + (m0 + t) * k + b * kBlock)));                             \
+    a##t##c = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[t][b]), a##t##c); \
+  }
+#define FAK_CHAIN(DOT, c)                                                                      \
+  if (b0 + c < nb) {                                                                           \
+    const int64_t b = b0 + c;                                                                  \
+    const __m256i w = unpack(wrow + b * (kBlock / 2));                                         \
+    FAK_TOK(DOT, 0, c) FAK_TOK(DOT, 1, c) FAK_TOK(DOT, 2, c) FAK_TOK(DOT, 3, c)                \
+    FAK_TOK(DOT, 4, c)                                                                         \
+  }
+#define FAK_OUT(t)                                                                             \
+  if constexpr (T > t) {                                                                       \
+    y[(m0 + t) * n_out + n] = hsum(_mm256_add_ps(_mm256_add_ps(a##t##0, a##t##1),              \
+                                                 _mm256_add_ps(a##t##2, a##t##3))) +           \
+                              dot_f32(mwr, sx + (m0 + t) * nb, nb);                            \
+  }
+
+// One weight row against tokens [m0, m0 + T) (T <= 5), four accumulator chains per token
+// (block b on chain b % 4); DOT is the integer dot. Defined once per instruction set so the
+// AVX2 build never contains an AVX-512 instruction.
 #define FAK_ROW_TILE(NAME, TARGET, DOT)                                                        \
   template <int T>                                                                             \
   __attribute__((target(TARGET))) inline void NAME(                                            \
       const uint8_t* wrow, const uint16_t* dwr, const uint16_t* mwr, const int8_t* q,          \
       const float* dx, const float* sx, int64_t m0, int64_t k, int64_t nb, float* y,           \
       int64_t n, int64_t n_out) {                                                              \
+    static_assert(T >= 1 && T <= 5, "tiles of 1 to 5 tokens");                                 \
     alignas(32) float sc[T][kMaxBlocks];                                                       \
-    __m256 acc[T][kChains];                                                                    \
-    for (int t = 0; t < T; ++t) {                                                              \
-      block_scales(dwr, dx + (m0 + t) * nb, nb, sc[t]);                                        \
-      for (int c = 0; c < kChains; ++c) acc[t][c] = _mm256_setzero_ps();                       \
-    }                                                                                          \
+    for (int t = 0; t < T; ++t) block_scales(dwr, dx + (m0 + t) * nb, nb, sc[t]);             \
+    const __m256 z = _mm256_setzero_ps();                                                      \
+    __m256 a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;             \
+    __m256 a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;             \
+    __m256 a40 = z, a41 = z, a42 = z, a43 = z;                                                 \
     for (int64_t b0 = 0; b0 < nb; b0 += kChains) {                                             \
-      _Pragma("GCC unroll 4") for (int c = 0; c < kChains; ++c) {                              \
-        const int64_t b = b0 + c;                                                              \
-        if (b >= nb) break;                                                                    \
-        const __m256i w = unpack(wrow + b * (kBlock / 2));                                     \
-        for (int t = 0; t < T; ++t) {                                                          \
-          const int8_t* xb = q + (m0 + t) * k + b * kBlock;                                    \
-          const __m256i p = DOT(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb))); \
-          acc[t][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[t][b]),   \
-                                      acc[t][c]);                                              \
-        }                                                                                      \
-      }                                                                                        \
+      FAK_CHAIN(DOT, 0) FAK_CHAIN(DOT, 1) FAK_CHAIN(DOT, 2) FAK_CHAIN(DOT, 3)                  \
     }                                                                                          \
-    for (int t = 0; t < T; ++t) {                                                              \
-      const __m256 a01 = _mm256_add_ps(acc[t][0], acc[t][1]);                                  \
-      const __m256 a23 = _mm256_add_ps(acc[t][2], acc[t][3]);                                  \
-      y[(m0 + t) * n_out + n] =                                                                \
-          hsum(_mm256_add_ps(a01, a23)) + dot_f32(mwr, sx + (m0 + t) * nb, nb);                \
-    }                                                                                          \
+    FAK_OUT(0) FAK_OUT(1) FAK_OUT(2) FAK_OUT(3) FAK_OUT(4)                                     \
   }
 
 FAK_ROW_TILE(row_tile_avx2, "avx2,fma,f16c", dot_avx2)
@@ -219,30 +233,48 @@ FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
 
 // Output rows are split over threads; within a thread, tokens go in spans of kTokenSpan (their
 // 8-bit rows stay in L1 while the thread's weight rows stream past), NT tokens per weight block.
+// Output rows [lo, hi): a plain function of its arguments (not a closure over the caller's
+// locals), so the loop keeps them in registers whether or not the call below runs on threads.
 #define FAK_MATMUL(NAME, TILE, NT)                                                             \
+  __attribute__((noinline)) void NAME##_rows(                                                  \
+      const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,              \
+      const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out, float* y,    \
+      int64_t lo, int64_t hi) {                                                                \
+    const int64_t nb = k / kBlock;                                                             \
+    for (int64_t m0 = 0; m0 < m_rows; m0 += kTokenSpan) {                                      \
+      const int64_t m1 = std::min(m_rows, m0 + kTokenSpan);                                    \
+      for (int64_t n = lo; n < hi; ++n) {                                                      \
+        const uint8_t* wrow = wq + n * (k / 2);                                                \
+        const uint16_t* dwr = dw + n * nb;                                                     \
+        const uint16_t* mwr = mw + n * nb;                                                     \
+        int64_t m = m0;                                                                        \
+        /* NT at a time (but 8 as 4 + 4) */                                                    \
+        for (; m + NT <= m1 && (NT != 5 || m1 - m != 8); m += NT)                              \
+          TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                          \
+        if (NT > 4 && m1 - m == 8) {                                                           \
+          TILE<(NT > 4 ? 4 : 1)>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);            \
+          m += NT > 4 ? 4 : 1;                                                                 \
+        }                                                                                      \
+        if (NT > 4 && m1 - m == 4) { /* a row's arithmetic is the same in any tile */         \
+          TILE<(NT > 4 ? 4 : 1)>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);            \
+          m += NT > 4 ? 4 : 1;                                                                 \
+        }                                                                                      \
+        for (; m < m1; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);         \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
   void NAME(const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,        \
             const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
             float* y) {                                                                        \
     const int64_t nb = k / kBlock;                                                             \
     const int64_t grain = std::max<int64_t>(16, kParallelWork / (nb * m_rows) + 1);            \
-    at::parallel_for(0, n_out, grain, [&](int64_t lo, int64_t hi) {                            \
-      for (int64_t m0 = 0; m0 < m_rows; m0 += kTokenSpan) {                                    \
-        const int64_t m1 = std::min(m_rows, m0 + kTokenSpan);                                  \
-        for (int64_t n = lo; n < hi; ++n) {                                                    \
-          const uint8_t* wrow = wq + n * (k / 2);                                              \
-          const uint16_t* dwr = dw + n * nb;                                                   \
-          const uint16_t* mwr = mw + n * nb;                                                   \
-          int64_t m = m0;                                                                      \
-          for (; m + NT <= m1; m += NT)                                                        \
-            TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                        \
-          for (; m < m1; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);       \
-        }                                                                                      \
-      }                                                                                        \
+    at::parallel_for(0, n_out, grain, [=](int64_t lo, int64_t hi) {                            \
+      NAME##_rows(wq, dw, mw, q, dx, sx, m_rows, k, n_out, y, lo, hi);                         \
     });                                                                                        \
   }
 
 FAK_MATMUL(matmul_avx2, row_tile_avx2, 2)  // 16 ymm registers: 2 tokens x 4 chains
-FAK_MATMUL(matmul_vnni, row_tile_vnni, 4)  // AVX-512VL has 32: 4 tokens x 4 chains
+FAK_MATMUL(matmul_vnni, row_tile_vnni, 5)  // AVX-512VL has 32: 5 tokens x 4 chains
 
 // x [M, K] (or [M, 2K] for SwiGLU) float32, wq [N, K/2] uint8, dw/mw [N, K/32] float32
 // -> [M, N] float32, plus ``residual`` [M, N] when given (added after, as torch would).
