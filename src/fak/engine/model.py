@@ -9,10 +9,11 @@ up to the end of its 128-row key tile, one 512-key block at a time with a runnin
 exp2 probabilities; the denominator is a row sum of each block's probabilities), and SiLU is
 spelled with exp. Everything is float32 except, in fast mode, the projections. Fast mode runs
 its own compiled kernels when they build (``q4.py``: 4-bit weights times 8-bit activations, with
-RMSNorm / SwiGLU / the residual inside the projection calls, and one rotate-store-attend call per
-session that computes every query row alone: ``_layers_q4``), else torch's int4 kernel on
-bfloat16 activations in the plain loop; both are row-invariant. Shapes are in the comments:
-M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
+RMSNorm / SwiGLU / the residual inside the projection calls, and one rotate-store-attend call a
+layer for all sessions that computes every query row alone: ``_layers_q4``), else torch's int4
+kernel on bfloat16 activations in the plain loop; both are row-invariant. Shapes are in the
+comments: M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim,
+V = vocabulary.
 """
 
 from __future__ import annotations
@@ -312,8 +313,8 @@ class Transformer:
         self, x: torch.Tensor, slots: list[_Slot], cos: torch.Tensor, sin: torch.Tensor
     ) -> torch.Tensor:
         """Fast mode's blocks on the q4 kernels: per layer, four projections that apply their
-        RMSNorm / SwiGLU / residual in the same call, and one rotate-store-attend per session
-        (every step row-wise: the same batch invariance as the plain loop)."""
+        RMSNorm / SwiGLU / residual in the same call, and one rotate-store-attend call for all
+        sessions (every step row-wise: the same batch invariance as the plain loop)."""
         assert self.q4 is not None
         cfg = self.config
         eps, n_h = cfg.norm_eps, cfg.n_heads

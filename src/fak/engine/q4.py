@@ -163,7 +163,13 @@ def kernel() -> Q4Kernel | None:
             # -fopenmp: at::parallel_for is a header template that only runs in parallel when
             # _OPENMP is defined where it is compiled; the link resolves to the libgomp.so.1
             # torch has already loaded (one OpenMP runtime, one thread count)
-            extra_cflags=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fopenmp", "-falign-loops=64"],
+            extra_cflags=[
+                "-O3",
+                "-fno-math-errno",
+                "-ffp-contract=off",
+                "-fopenmp",
+                "-falign-loops=64",
+            ],
             extra_ldflags=["-fopenmp"],
             build_directory=str(build),
             is_python_module=False,
