@@ -273,7 +273,8 @@ class Transformer:
             idx = torch.arange(rows).clamp_(max=m_new - 1)
             token_rows.append(tokens[idx])
             positions.append(cache.end + idx)  # [M'] absolute positions
-            tiles = _query_tiles(idx + at, group)
+            # the torch attention's query tiles (the q4 kernels attend row by row without them)
+            tiles = _query_tiles(idx + at, group) if self.q4 is None else []
             limits = (idx + at + 1).repeat_interleave(group)  # keys [0, limit) per query row
             slots.append(
                 _Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles, limits)
