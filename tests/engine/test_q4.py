@@ -147,3 +147,76 @@ def test_the_avx2_and_vnni_dots_give_the_same_bits(kern: q4.Q4Kernel) -> None:
     x = torch.randn(9, 320, generator=gen) * 5
     plain, vnni = q4.Q4Linear(w, q4.Q4Kernel(vnni=False)), q4.Q4Linear(w, q4.Q4Kernel(vnni=True))
     assert torch.equal(plain(x), vnni(x))
+
+
+def test_every_token_tile_and_a_split_over_threads_give_a_row_its_own_bits(
+    kern: q4.Q4Kernel, two_threads: None
+) -> None:
+    """1..16 rows cover every token tile (5, 4, 4 + 4, the single rows); the projection is
+    big enough to be split over the two threads."""
+    gen = torch.Generator().manual_seed(13)
+    lin = q4.Q4Linear(torch.randn(2048, 576, generator=gen), kern)
+    x = torch.randn(16, 576, generator=gen)
+    alone = torch.cat([lin(x[i : i + 1]) for i in range(16)])
+    for m in range(1, 17):
+        assert torch.equal(lin(x[:m]), alone[:m]), m
+
+
+def test_rope_attend_batch_gives_each_session_its_own_bits(
+    kern: q4.Q4Kernel, two_threads: None
+) -> None:
+    """Three sessions (different lengths, several key blocks, one with two new rows) in one
+    call: each session's output and cache rows equal its own ``rope_attend`` call's."""
+    gen = torch.Generator().manual_seed(17)
+    n_h, n_g, e, block = 6, 2, 64, 128
+    rope = RotaryTables.build(e, 1e4, 1024)
+    group = n_h // n_g
+    sessions = [(300, 1), (517, 2), (40, 1)]  # (keys already cached, new rows)
+    qkv = torch.randn(sum(m for _, m in sessions), (n_h + 2 * n_g) * e, generator=gen)
+    caches = []
+    for at, m in sessions:
+        k = torch.randn(1, n_g, at + m, e, generator=gen)
+        caches.append((k, torch.zeros_like(k), torch.randn(1, n_g, at + m, e + 1, generator=gen)))
+    pos = torch.cat([torch.arange(at, at + m) for at, m in sessions])
+    cos, sin = rope.cos[pos].contiguous(), rope.sin[pos].contiguous()
+
+    def sources(
+        cache: tuple[torch.Tensor, ...], end: int
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
+        n = -(-end // block)
+        return [cache[0]] * n, [cache[2]] * n, [i * block for i in range(n)]
+
+    def limits(at: int, m: int) -> torch.Tensor:
+        return torch.arange(at + 1, at + m + 1).repeat_interleave(group)
+
+    batch_caches = [tuple(t.clone() for t in c) for c in caches]
+    starts = [0, 1, 3]
+    src = [sources(c, at + m) for c, (at, m) in zip(batch_caches, sessions, strict=True)]
+    plan = q4.BatchPlan(
+        ([c[0] for c in batch_caches], [c[1] for c in batch_caches], [c[2] for c in batch_caches]),
+        ([at for at, _ in sessions], [m for _, m in sessions], starts, [m for _, m in sessions]),
+        (
+            [t for s in src for t in s[0]],
+            [t for s in src for t in s[1]],
+            [r for s in src for r in s[2]],
+            [len(s[2]) for s in src],
+        ),
+        torch.cat([limits(at, m) for at, m in sessions]),
+    )
+    together = kern.rope_attend_batch(qkv, (cos, sin), plan, 0, block, 0.18, n_h)
+    for (at, m), a, cache, mine in zip(sessions, starts, caches, batch_caches, strict=True):
+        rows = slice(a, a + m)
+        alone = kern.rope_attend(
+            qkv[rows].contiguous(),
+            (cos[rows].contiguous(), sin[rows].contiguous()),
+            cache,
+            (0, at, m),
+            sources(cache, at + m),
+            limits(at, m),
+            block,
+            0.18,
+            n_h,
+        )
+        assert torch.equal(together[rows], alone)
+        for t_alone, t_batch in zip(cache, mine, strict=True):
+            assert torch.equal(t_alone, t_batch)

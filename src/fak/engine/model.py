@@ -9,10 +9,11 @@ up to the end of its 128-row key tile, one 512-key block at a time with a runnin
 exp2 probabilities; the denominator is a row sum of each block's probabilities), and SiLU is
 spelled with exp. Everything is float32 except, in fast mode, the projections. Fast mode runs
 its own compiled kernels when they build (``q4.py``: 4-bit weights times 8-bit activations, with
-RMSNorm / SwiGLU / the residual inside the projection calls, and one rotate-store-attend call per
-session that computes every query row alone: ``_layers_q4``), else torch's int4 kernel on
-bfloat16 activations in the plain loop; both are row-invariant. Shapes are in the comments:
-M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim, V = vocabulary.
+RMSNorm / SwiGLU / the residual inside the projection calls, and one rotate-store-attend call a
+layer for all sessions that computes every query row alone: ``_layers_q4``), else torch's int4
+kernel on bfloat16 activations in the plain loop; both are row-invariant. Shapes are in the
+comments: M = new tokens, D = model dim, H/G = query/kv heads, E = head dim, F = MLP dim,
+V = vocabulary.
 """
 
 from __future__ import annotations
@@ -288,7 +289,8 @@ class Transformer:
             idx = torch.arange(rows).clamp_(max=m_new - 1)
             token_rows.append(tokens[idx])
             positions.append(cache.end + idx)  # [M'] absolute positions
-            tiles = _query_tiles(idx + at, group)
+            # the torch attention's query tiles (the q4 kernels attend row by row without them)
+            tiles = _query_tiles(idx + at, group) if self.q4 is None else []
             limits = (idx + at + 1).repeat_interleave(group)  # keys [0, limit) per query row
             slots.append(
                 _Slot(cache, tokens, at, m_new, slice(offset, offset + rows), tiles, limits)
@@ -328,43 +330,73 @@ class Transformer:
         self, x: torch.Tensor, slots: list[_Slot], cos: torch.Tensor, sin: torch.Tensor
     ) -> torch.Tensor:
         """Fast mode's blocks on the q4 kernels: per layer, four projections that apply their
-        RMSNorm / SwiGLU / residual in the same call, and one rotate-store-attend per session
-        (every step row-wise: the same batch invariance as the plain loop)."""
+        RMSNorm / SwiGLU / residual in the same call, and one rotate-store-attend call for all
+        sessions (every step row-wise: the same batch invariance as the plain loop)."""
         assert self.q4 is not None
         cfg = self.config
         eps, n_h = cfg.norm_eps, cfg.n_heads
-        # per session, once per step: its rows, rotary rows, cache tensors and key sources
-        plans = []
-        for s in slots:
+        if len(slots) == 1:  # per step: the session's cache tensors and key sources
+            s = slots[0]
             own = s.cache
-            end = int(s.at + s.m_new)  # one past the last key any of its rows sees
-            rope = (cos, sin) if len(slots) == 1 else (cos[s.rows], sin[s.rows])
-            plans.append(
-                (s, rope, (own.k, own.k_raw, own.v), own.block_sources(end), s.at - own.shared)
-            )
+            tensors = (own.k, own.k_raw, own.v)
+            sources = own.block_sources(int(s.at + s.m_new))  # keys up to its last row
+            where = (s.at - own.shared, s.m_new)
+        else:
+            plan = self._batch_plan(slots)
         for layer, blk in enumerate(self.blocks):
             wqkv, wo = cast(q4.Q4Linear, blk.wqkv), cast(q4.Q4Linear, blk.wo)
             w_gate_up, w_down = cast(q4.Q4Linear, blk.w_gate_up), cast(q4.Q4Linear, blk.w_down)
             qkv = wqkv.fused(x, norm=blk.attn_norm, eps=eps)  # [sum M', (H + 2G) * E]
-            outs = [
-                self.q4.rope_attend(
-                    qkv if len(slots) == 1 else qkv[s.rows],
-                    rope,
+            if len(slots) == 1:
+                att = self.q4.rope_attend(
+                    qkv,
+                    (cos, sin),
                     tensors,
-                    (layer, row, s.m_new),
+                    (layer, *where),
                     sources,
                     s.limits,
                     ATT_BLOCK,
                     self.scale,
                     n_h,
                 )
-                for s, rope, tensors, sources, row in plans
-            ]
-            att = outs[0] if len(outs) == 1 else torch.cat(outs)  # [sum M', H * E]
+            else:  # every session's rows in one call, split over threads together
+                att = self.q4.rope_attend_batch(
+                    qkv, (cos, sin), plan, layer, ATT_BLOCK, self.scale, n_h
+                )  # [sum M', H * E]
             x = wo.fused(att, residual=x)
             gate_up = w_gate_up.fused(x, norm=blk.ffn_norm, eps=eps)  # [sum M', 2F]
             x = w_down.fused(gate_up, swiglu=True, residual=x)
         return x
+
+    @staticmethod
+    def _batch_plan(slots: list[_Slot]) -> q4.BatchPlan:
+        """Every session's cache tensors, rows, key sources and limits, for one batched step."""
+        ks, kraws, vs = [], [], []
+        at, m_new, starts, counts = [], [], [], []
+        src_k: list[torch.Tensor] = []
+        src_v: list[torch.Tensor] = []
+        src_row: list[int] = []
+        n_src: list[int] = []
+        for s in slots:
+            own = s.cache
+            ks.append(own.k)
+            kraws.append(own.k_raw)
+            vs.append(own.v)
+            at.append(s.at - own.shared)
+            m_new.append(s.m_new)
+            starts.append(s.rows.start)
+            counts.append(s.rows.stop - s.rows.start)
+            bk, bv, brow = own.block_sources(int(s.at + s.m_new))  # keys up to its last row
+            src_k += bk
+            src_v += bv
+            src_row += brow
+            n_src.append(len(brow))
+        return q4.BatchPlan(
+            (ks, kraws, vs),
+            (at, m_new, starts, counts),
+            (src_k, src_v, src_row, n_src),
+            torch.cat([s.limits for s in slots]),
+        )
 
     def _attention(
         self,

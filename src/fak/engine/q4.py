@@ -15,20 +15,21 @@ import logging
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from fak.config import Settings, process_environ, user_cache_dir
 
-__all__ = ["BLOCK", "KERNEL_ENV", "Q4Kernel", "Q4Linear", "kernel", "quantize_q4"]
+__all__ = ["BLOCK", "KERNEL_ENV", "BatchPlan", "Q4Kernel", "Q4Linear", "kernel", "quantize_q4"]
 
 log = logging.getLogger(__name__)
 
 # FAK_Q4_KERNEL=0 keeps fast mode on torch's int4 kernel (=1, the default, builds ours).
 KERNEL_ENV = "FAK_Q4_KERNEL"
 _SOURCE = Path(__file__).with_name("q4_kernel.cpp")
-_NAME = "fak_q4_v14"
+_NAME = "fak_q4_v15"
 _PRE_NONE, _PRE_NORM, _PRE_SWIGLU = 0, 1, 2  # the input transforms the C++ linear knows
 # Weights and activations are quantized in blocks of this many inputs (a Q4_1 block's size).
 BLOCK = 32
@@ -88,6 +89,50 @@ class Q4Kernel:
         )
         return out
 
+    def rope_attend_batch(
+        self,
+        qkv: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        plan: BatchPlan,
+        layer: int,
+        block: int,
+        scale: float,
+        n_heads: int,
+    ) -> torch.Tensor:
+        """``rope_attend`` for several sessions in one call: session s owns rows
+        ``plan.starts[s]`` .. + ``plan.counts[s]`` of qkv [sum M, (H + 2G) E], cos/sin and the
+        result [sum M, H * E]. Every row goes through the arithmetic ``rope_attend`` gives it
+        (same bits); the query rows of all sessions are split over threads together."""
+        out: torch.Tensor = torch.ops.fak_q4.rope_attend_batch(
+            qkv,
+            *rope,
+            *plan.caches,
+            layer,
+            *plan.rows,
+            *plan.sources,
+            plan.limits,
+            block,
+            scale,
+            n_heads,
+        )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """What ``rope_attend_batch`` needs of a step's sessions, built once per step.
+
+    ``caches``: K, raw K and V tensors per session; ``rows``: (local cache row, m_new, first
+    row in the batch, rows in the batch) per session; ``sources``: every session's key blocks
+    (``KVCache.block_sources``) concatenated, with the number per session; ``limits``: every
+    session's query-row limits concatenated.
+    """
+
+    caches: tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]
+    rows: tuple[list[int], list[int], list[int], list[int]]
+    sources: tuple[list[torch.Tensor], list[torch.Tensor], list[int], list[int]]
+    limits: torch.Tensor
+
 
 def _cache_dir() -> Path:
     base = Path(user_cache_dir(process_environ()))
@@ -115,7 +160,17 @@ def kernel() -> Q4Kernel | None:
         cpp_extension.load(
             name=_NAME,
             sources=[str(_SOURCE)],
-            extra_cflags=["-O3", "-fno-math-errno", "-ffp-contract=off"],
+            # -fopenmp: at::parallel_for is a header template that only runs in parallel when
+            # _OPENMP is defined where it is compiled; the link resolves to the libgomp.so.1
+            # torch has already loaded (one OpenMP runtime, one thread count)
+            extra_cflags=[
+                "-O3",
+                "-fno-math-errno",
+                "-ffp-contract=off",
+                "-fopenmp",
+                "-falign-loops=64",
+            ],
+            extra_ldflags=["-fopenmp"],
             build_directory=str(build),
             is_python_module=False,
             verbose=False,

@@ -26,11 +26,13 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 constexpr int kChains = 4;  // independent accumulators per token (blocks b % 4): FMA latency
+// (the row tiles below spell out chains 0..3)
 constexpr int64_t kMaxBlocks = 512;  // K <= 16384
 constexpr int64_t kTokenSpan = 16;  // a multiple of every token tile
-// A thread gets at least this many block dots (~30 us): waking a second thread for less costs
-// more than it saves (decode's small projections run on one thread, the big ones split).
-constexpr int64_t kParallelWork = 32768;
+// A projection is split over threads only past this many (token, block) dots (~90 us): waking
+// a sleeping thread (OMP_WAIT_POLICY=PASSIVE) costs ~40-50 us here, so a split must save more
+// (one decode row's small projections run on one thread; the head and batched steps split).
+constexpr int64_t kParallelWork = 98304;
 
 bool cpu_ok() {
   __builtin_cpu_init();
@@ -181,37 +183,49 @@ __attribute__((target("avx2,fma,f16c"))) inline void block_scales(const uint16_t
 
 // One weight row against tokens [m0, m0 + T); DOT is the integer dot. Defined once per
 // instruction set so the AVX2 build never contains an AVX-512 instruction.
+// Token t's chain c takes block b: acc_tc += float(dot(w, x_t[b])) * sc[t][b]. The
+// accumulators are named variables (not an array), so they live in registers: an array of
+// them was kept in memory (a store, and often a reload, per token and block).
+#define FAK_TOK(DOT, t, c)                                                                     \
+  if constexpr (T > t) {                                                                       \
+    const __m256i p = DOT(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(             \
+                                 q + (m0 + t) * k + b * kBlock)));                             \
+    a##t##c = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[t][b]), a##t##c); \
+  }
+#define FAK_CHAIN(DOT, c)                                                                      \
+  if (b0 + c < nb) {                                                                           \
+    const int64_t b = b0 + c;                                                                  \
+    const __m256i w = unpack(wrow + b * (kBlock / 2));                                         \
+    FAK_TOK(DOT, 0, c) FAK_TOK(DOT, 1, c) FAK_TOK(DOT, 2, c) FAK_TOK(DOT, 3, c)                \
+    FAK_TOK(DOT, 4, c)                                                                         \
+  }
+#define FAK_OUT(t)                                                                             \
+  if constexpr (T > t) {                                                                       \
+    y[(m0 + t) * n_out + n] = hsum(_mm256_add_ps(_mm256_add_ps(a##t##0, a##t##1),              \
+                                                 _mm256_add_ps(a##t##2, a##t##3))) +           \
+                              dot_f32(mwr, sx + (m0 + t) * nb, nb);                            \
+  }
+
+// One weight row against tokens [m0, m0 + T) (T <= 5), four accumulator chains per token
+// (block b on chain b % 4); DOT is the integer dot. Defined once per instruction set so the
+// AVX2 build never contains an AVX-512 instruction.
 #define FAK_ROW_TILE(NAME, TARGET, DOT)                                                        \
   template <int T>                                                                             \
   __attribute__((target(TARGET))) inline void NAME(                                            \
       const uint8_t* wrow, const uint16_t* dwr, const uint16_t* mwr, const int8_t* q,          \
       const float* dx, const float* sx, int64_t m0, int64_t k, int64_t nb, float* y,           \
       int64_t n, int64_t n_out) {                                                              \
+    static_assert(T >= 1 && T <= 5, "tiles of 1 to 5 tokens");                                 \
     alignas(32) float sc[T][kMaxBlocks];                                                       \
-    __m256 acc[T][kChains];                                                                    \
-    for (int t = 0; t < T; ++t) {                                                              \
-      block_scales(dwr, dx + (m0 + t) * nb, nb, sc[t]);                                        \
-      for (int c = 0; c < kChains; ++c) acc[t][c] = _mm256_setzero_ps();                       \
-    }                                                                                          \
+    for (int t = 0; t < T; ++t) block_scales(dwr, dx + (m0 + t) * nb, nb, sc[t]);             \
+    const __m256 z = _mm256_setzero_ps();                                                      \
+    __m256 a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;             \
+    __m256 a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;             \
+    __m256 a40 = z, a41 = z, a42 = z, a43 = z;                                                 \
     for (int64_t b0 = 0; b0 < nb; b0 += kChains) {                                             \
-      _Pragma("GCC unroll 4") for (int c = 0; c < kChains; ++c) {                              \
-        const int64_t b = b0 + c;                                                              \
-        if (b >= nb) break;                                                                    \
-        const __m256i w = unpack(wrow + b * (kBlock / 2));                                     \
-        for (int t = 0; t < T; ++t) {                                                          \
-          const int8_t* xb = q + (m0 + t) * k + b * kBlock;                                    \
-          const __m256i p = DOT(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb))); \
-          acc[t][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sc[t][b]),   \
-                                      acc[t][c]);                                              \
-        }                                                                                      \
-      }                                                                                        \
+      FAK_CHAIN(DOT, 0) FAK_CHAIN(DOT, 1) FAK_CHAIN(DOT, 2) FAK_CHAIN(DOT, 3)                  \
     }                                                                                          \
-    for (int t = 0; t < T; ++t) {                                                              \
-      const __m256 a01 = _mm256_add_ps(acc[t][0], acc[t][1]);                                  \
-      const __m256 a23 = _mm256_add_ps(acc[t][2], acc[t][3]);                                  \
-      y[(m0 + t) * n_out + n] =                                                                \
-          hsum(_mm256_add_ps(a01, a23)) + dot_f32(mwr, sx + (m0 + t) * nb, nb);                \
-    }                                                                                          \
+    FAK_OUT(0) FAK_OUT(1) FAK_OUT(2) FAK_OUT(3) FAK_OUT(4)                                     \
   }
 
 FAK_ROW_TILE(row_tile_avx2, "avx2,fma,f16c", dot_avx2)
@@ -219,30 +233,48 @@ FAK_ROW_TILE(row_tile_vnni, "avx2,fma,f16c,avx512vnni,avx512vl", dot_vnni)
 
 // Output rows are split over threads; within a thread, tokens go in spans of kTokenSpan (their
 // 8-bit rows stay in L1 while the thread's weight rows stream past), NT tokens per weight block.
+// Output rows [lo, hi): a plain function of its arguments (not a closure over the caller's
+// locals), so the loop keeps them in registers whether or not the call below runs on threads.
 #define FAK_MATMUL(NAME, TILE, NT)                                                             \
+  __attribute__((noinline)) void NAME##_rows(                                                  \
+      const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,              \
+      const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out, float* y,    \
+      int64_t lo, int64_t hi) {                                                                \
+    const int64_t nb = k / kBlock;                                                             \
+    for (int64_t m0 = 0; m0 < m_rows; m0 += kTokenSpan) {                                      \
+      const int64_t m1 = std::min(m_rows, m0 + kTokenSpan);                                    \
+      for (int64_t n = lo; n < hi; ++n) {                                                      \
+        const uint8_t* wrow = wq + n * (k / 2);                                                \
+        const uint16_t* dwr = dw + n * nb;                                                     \
+        const uint16_t* mwr = mw + n * nb;                                                     \
+        int64_t m = m0;                                                                        \
+        /* NT at a time (but 8 as 4 + 4) */                                                    \
+        for (; m + NT <= m1 && (NT != 5 || m1 - m != 8); m += NT)                              \
+          TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                          \
+        if (NT > 4 && m1 - m == 8) {                                                           \
+          TILE<(NT > 4 ? 4 : 1)>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);            \
+          m += NT > 4 ? 4 : 1;                                                                 \
+        }                                                                                      \
+        if (NT > 4 && m1 - m == 4) { /* a row's arithmetic is the same in any tile */         \
+          TILE<(NT > 4 ? 4 : 1)>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);            \
+          m += NT > 4 ? 4 : 1;                                                                 \
+        }                                                                                      \
+        for (; m < m1; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);         \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
   void NAME(const uint8_t* wq, const uint16_t* dw, const uint16_t* mw, const int8_t* q,        \
             const float* dx, const float* sx, int64_t m_rows, int64_t k, int64_t n_out,        \
             float* y) {                                                                        \
     const int64_t nb = k / kBlock;                                                             \
     const int64_t grain = std::max<int64_t>(16, kParallelWork / (nb * m_rows) + 1);            \
-    at::parallel_for(0, n_out, grain, [&](int64_t lo, int64_t hi) {                            \
-      for (int64_t m0 = 0; m0 < m_rows; m0 += kTokenSpan) {                                    \
-        const int64_t m1 = std::min(m_rows, m0 + kTokenSpan);                                  \
-        for (int64_t n = lo; n < hi; ++n) {                                                    \
-          const uint8_t* wrow = wq + n * (k / 2);                                              \
-          const uint16_t* dwr = dw + n * nb;                                                   \
-          const uint16_t* mwr = mw + n * nb;                                                   \
-          int64_t m = m0;                                                                      \
-          for (; m + NT <= m1; m += NT)                                                        \
-            TILE<NT>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);                        \
-          for (; m < m1; ++m) TILE<1>(wrow, dwr, mwr, q, dx, sx, m, k, nb, y, n, n_out);       \
-        }                                                                                      \
-      }                                                                                        \
+    at::parallel_for(0, n_out, grain, [=](int64_t lo, int64_t hi) {                            \
+      NAME##_rows(wq, dw, mw, q, dx, sx, m_rows, k, n_out, y, lo, hi);                         \
     });                                                                                        \
   }
 
 FAK_MATMUL(matmul_avx2, row_tile_avx2, 2)  // 16 ymm registers: 2 tokens x 4 chains
-FAK_MATMUL(matmul_vnni, row_tile_vnni, 4)  // AVX-512VL has 32: 4 tokens x 4 chains
+FAK_MATMUL(matmul_vnni, row_tile_vnni, 5)  // AVX-512VL has 32: 5 tokens x 4 chains
 
 // x [M, K] (or [M, 2K] for SwiGLU) float32, wq [N, K/2] uint8, dw/mw [N, K/32] float32
 // -> [M, N] float32, plus ``residual`` [M, N] when given (added after, as torch would).
@@ -440,32 +472,39 @@ void rope(const float* x, const float* cos, const float* sin, int64_t e, float* 
   }
 }
 
-// One session's new rows: qkv [M, >= (H + 2G) E] (projections of its tokens), cos/sin [M, E].
-// Rotates Q and K, writes K, raw K and V of its first m_new rows into layer ``layer`` of the
-// cache tensors k/k_raw [layers, G, cap, E] and v [layers, G, cap, >= E] at local row
-// ``row``, then attends every query row r (heads in order, r = token * group + i) over keys
-// [0, limits[r]) of the key blocks (see key_blocks) -> [M, H * E].
-at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
-                       const at::Tensor& k_dst, const at::Tensor& kraw_dst,
-                       const at::Tensor& v_dst, int64_t layer, int64_t row, int64_t m_new,
-                       at::TensorList src_k, at::TensorList src_v, c10::IntArrayRef src_row,
-                       const at::Tensor& limits, int64_t block, double scale, int64_t n_h) {
-  TORCH_CHECK(cpu_ok(), "the attention kernel needs AVX2 and FMA");
+// One session's step after its rotations and cache writes: its scaled queries [G, R, E]
+// (r = token * group + i), the key blocks and limits its rows attend with, and where its rows
+// go in the output.
+struct SessionAttention {
+  at::Tensor q;
+  std::vector<KeyBlock> blocks;
+  const int64_t* lim;
+  int64_t n_r;
+  float* out;  // its first output row [M, H * E]
+};
+
+// One session's new rows: qkv rows [M, >= (H + 2G) E] at ``src`` (row stride ``ld``) and
+// cos/sin [M, E]. Rotates Q and K, writes K, raw K and V of its first m_new rows into layer
+// ``layer`` of the cache tensors k/k_raw [layers, G, cap, E] and v [layers, G, cap, >= E] at
+// local row ``row``; the query rows r (heads in order, r = token * group + i) will attend over
+// keys [0, limits[r]) of the key blocks (see key_blocks).
+SessionAttention rotate_store(const float* src, int64_t ld, int64_t m_rows, const float* cp,
+                              const float* sp, const at::Tensor& k_dst,
+                              const at::Tensor& kraw_dst, const at::Tensor& v_dst, int64_t layer,
+                              int64_t row, int64_t m_new, at::TensorList src_k,
+                              at::TensorList src_v, c10::IntArrayRef src_row,
+                              const at::Tensor& limits, int64_t block, double scale, int64_t n_h,
+                              float* out) {
   for (const at::Tensor* t : {&k_dst, &kraw_dst, &v_dst})
     TORCH_CHECK(t->dim() == 4 && t->scalar_type() == at::kFloat && t->stride(3) == 1,
                 "cache tensors [layers, G, cap, E] f32");
-  const int64_t n_g = k_dst.size(1), e = k_dst.size(3), m_rows = qkv.size(0);
+  const int64_t n_g = k_dst.size(1), e = k_dst.size(3);
   const int64_t group = n_h / n_g, n_r = m_rows * group;
   TORCH_CHECK(e == 64 || e == 128, "head dim must be 64 or 128");
   TORCH_CHECK(n_h % n_g == 0 && m_new >= 1 && m_new <= m_rows, "heads / rows");
   TORCH_CHECK(kraw_dst.sizes() == k_dst.sizes() && v_dst.size(3) >= e, "cache shapes");
   TORCH_CHECK(layer >= 0 && layer < k_dst.size(0) && row >= 0 && row + m_new <= k_dst.size(2) &&
                   row + m_new <= v_dst.size(2), "cache rows");
-  TORCH_CHECK(qkv.dim() == 2 && qkv.stride(1) == 1 && qkv.size(1) >= (n_h + 2 * n_g) * e, "qkv");
-  TORCH_CHECK(qkv.scalar_type() == at::kFloat && cos.scalar_type() == at::kFloat &&
-                  sin.scalar_type() == at::kFloat, "float32 tensors");
-  TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous() && cos.numel() == m_rows * e &&
-                  sin.numel() == m_rows * e, "cos/sin [M, E]");
   TORCH_CHECK(limits.numel() == n_r && limits.scalar_type() == at::kLong &&
                   limits.is_contiguous(), "limits [M * group]");
   const int64_t* lim = limits.data_ptr<int64_t>();
@@ -474,22 +513,18 @@ at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::T
     TORCH_CHECK(lim[r] >= 1, "every query row sees a key");
     end = std::max(end, lim[r]);
   }
-  const std::vector<KeyBlock> blocks =
-      key_blocks(src_k, src_v, src_row, layer, n_g, e, block, end);
-  const int64_t n_blocks = static_cast<int64_t>(blocks.size());
+  SessionAttention sa{at::empty({n_g, n_r, e}, k_dst.options()),
+                      key_blocks(src_k, src_v, src_row, layer, n_g, e, block, end), lim, n_r,
+                      out};
   // queries [G, R, E], rotated and scaled; K/V rows into the cache
-  at::Tensor q = at::empty({n_g, n_r, e}, qkv.options());
-  float* qp = q.data_ptr<float>();
-  const float* src = qkv.data_ptr<float>();
-  const float* cp = cos.data_ptr<float>();
-  const float* sp = sin.data_ptr<float>();
+  float* qp = sa.q.data_ptr<float>();
   const float sc = static_cast<float>(scale);
   float* kd = k_dst.data_ptr<float>() + layer * k_dst.stride(0) + row * k_dst.stride(2);
   float* krd = kraw_dst.data_ptr<float>() + layer * kraw_dst.stride(0) + row * kraw_dst.stride(2);
   float* vd = v_dst.data_ptr<float>() + layer * v_dst.stride(0) + row * v_dst.stride(2);
   std::vector<float> rot(e);
   for (int64_t m = 0; m < m_rows; ++m) {
-    const float* x = src + m * qkv.stride(0);
+    const float* x = src + m * ld;
     for (int64_t h = 0; h < n_h; ++h) {
       float* dst = qp + ((h / group) * n_r + m * group + h % group) * e;
       rope(x + h * e, cp + m * e, sp + m * e, e, rot.data());
@@ -504,15 +539,110 @@ at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::T
       std::copy(vr, vr + e, vd + g * v_dst.stride(1) + m * v_dst.stride(2));
     }
   }
-  at::Tensor out = at::empty({m_rows, n_h * e}, qkv.options());
-  float* op = out.data_ptr<float>();
-  const int64_t grain = std::max<int64_t>(1, 65536 / (block * n_blocks));
+  return sa;
+}
+
+// Query rows [lo, hi) (index g * R + r) of one session, each into its output row.
+void attend_session(const SessionAttention& sa, int64_t lo, int64_t hi, int64_t n_h, int64_t e,
+                    int64_t block) {
+  const int64_t group = n_h / (sa.q.size(0)), n_r = sa.n_r;
+  float* op = sa.out;
   const std::function<float*(int64_t)> out_row = [&](int64_t i) {
     const int64_t g = i / n_r, r = i % n_r;
     return op + (r / group) * n_h * e + (g * group + r % group) * e;
   };
-  at::parallel_for(0, n_g * n_r, grain, [&](int64_t lo, int64_t hi) {
-    attend_rows(qp, lo, hi, n_r, e, blocks, block, lim, out_row);
+  attend_rows(sa.q.data_ptr<float>(), lo, hi, n_r, e, sa.blocks, block, sa.lim, out_row);
+}
+
+void check_qkv_rope(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                    int64_t n_h, int64_t n_g, int64_t e) {
+  TORCH_CHECK(cpu_ok(), "the attention kernel needs AVX2 and FMA");
+  const int64_t m_rows = qkv.size(0);
+  TORCH_CHECK(qkv.dim() == 2 && qkv.stride(1) == 1 && qkv.size(1) >= (n_h + 2 * n_g) * e, "qkv");
+  TORCH_CHECK(qkv.scalar_type() == at::kFloat && cos.scalar_type() == at::kFloat &&
+                  sin.scalar_type() == at::kFloat, "float32 tensors");
+  TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous() && cos.numel() == m_rows * e &&
+                  sin.numel() == m_rows * e, "cos/sin [M, E]");
+}
+
+// One session's rows: qkv [M, >= (H + 2G) E] (projections of its tokens), cos/sin [M, E];
+// see rotate_store -> [M, H * E].
+at::Tensor rope_attend(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                       const at::Tensor& k_dst, const at::Tensor& kraw_dst,
+                       const at::Tensor& v_dst, int64_t layer, int64_t row, int64_t m_new,
+                       at::TensorList src_k, at::TensorList src_v, c10::IntArrayRef src_row,
+                       const at::Tensor& limits, int64_t block, double scale, int64_t n_h) {
+  TORCH_CHECK(k_dst.dim() == 4, "cache tensors [layers, G, cap, E] f32");
+  const int64_t n_g = k_dst.size(1), e = k_dst.size(3), m_rows = qkv.size(0);
+  check_qkv_rope(qkv, cos, sin, n_h, n_g, e);
+  at::Tensor out = at::empty({m_rows, n_h * e}, qkv.options());
+  const SessionAttention sa = rotate_store(
+      qkv.data_ptr<float>(), qkv.stride(0), m_rows, cos.data_ptr<float>(),
+      sin.data_ptr<float>(), k_dst, kraw_dst, v_dst, layer, row, m_new, src_k, src_v, src_row,
+      limits, block, scale, n_h, out.data_ptr<float>());
+  const int64_t n_blocks = static_cast<int64_t>(sa.blocks.size());
+  const int64_t grain = std::max<int64_t>(1, 65536 / (block * n_blocks));
+  at::parallel_for(0, n_g * sa.n_r, grain, [&](int64_t lo, int64_t hi) {
+    attend_session(sa, lo, hi, n_h, e, block);
+  });
+  return out;
+}
+
+// A batch's rope_attend in one call: session s owns rows [starts[s], starts[s] + counts[s]) of
+// qkv [sum M, ...], cos, sin and the output, its cache tensors are k/kraw/v_dst[s], its key
+// blocks are n_src[s] consecutive entries of src_k / src_v / src_row, its limits the next
+// counts[s] * group entries of ``limits``. Every query row of every session goes through the
+// same arithmetic as in rope_attend (one row on one thread, blocks in order), so the bits are a
+// session's own; the rows of all sessions are split over threads together.
+at::Tensor rope_attend_batch(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                             at::TensorList k_dst, at::TensorList kraw_dst, at::TensorList v_dst,
+                             int64_t layer, c10::IntArrayRef rows, c10::IntArrayRef m_new,
+                             c10::IntArrayRef starts, c10::IntArrayRef counts,
+                             at::TensorList src_k, at::TensorList src_v,
+                             c10::IntArrayRef src_row, c10::IntArrayRef n_src,
+                             const at::Tensor& limits, int64_t block, double scale, int64_t n_h) {
+  const int64_t n_s = static_cast<int64_t>(k_dst.size());
+  TORCH_CHECK(n_s >= 1 && static_cast<int64_t>(kraw_dst.size()) == n_s &&
+                  static_cast<int64_t>(v_dst.size()) == n_s &&
+                  static_cast<int64_t>(rows.size()) == n_s &&
+                  static_cast<int64_t>(m_new.size()) == n_s &&
+                  static_cast<int64_t>(starts.size()) == n_s &&
+                  static_cast<int64_t>(counts.size()) == n_s &&
+                  static_cast<int64_t>(n_src.size()) == n_s, "one entry per session");
+  TORCH_CHECK(k_dst[0].dim() == 4, "cache tensors [layers, G, cap, E] f32");
+  const int64_t n_g = k_dst[0].size(1), e = k_dst[0].size(3), group = n_h / n_g;
+  check_qkv_rope(qkv, cos, sin, n_h, n_g, e);
+  TORCH_CHECK(limits.scalar_type() == at::kLong && limits.is_contiguous(), "limits");
+  at::Tensor out = at::empty({qkv.size(0), n_h * e}, qkv.options());
+  std::vector<SessionAttention> sessions;
+  std::vector<int64_t> first_item{0};  // session s's query rows are items [first, next first)
+  int64_t src_at = 0, lim_at = 0, max_blocks = 1;
+  for (int64_t s = 0; s < n_s; ++s) {
+    const int64_t a = starts[s], m = counts[s], n = n_src[s];
+    TORCH_CHECK(a >= 0 && m >= 1 && a + m <= qkv.size(0), "session rows");
+    TORCH_CHECK(n >= 1 && src_at + n <= static_cast<int64_t>(src_k.size()), "key sources");
+    TORCH_CHECK(lim_at + m * group <= limits.numel(), "limits");
+    sessions.push_back(rotate_store(
+        qkv.data_ptr<float>() + a * qkv.stride(0), qkv.stride(0), m,
+        cos.data_ptr<float>() + a * e, sin.data_ptr<float>() + a * e, k_dst[s], kraw_dst[s],
+        v_dst[s], layer, rows[s], m_new[s], src_k.slice(src_at, n),
+        src_v.slice(src_at, n), src_row.slice(src_at, n),
+        limits.narrow(0, lim_at, m * group), block, scale, n_h,
+        out.data_ptr<float>() + a * n_h * e));
+    src_at += n;
+    lim_at += m * group;
+    first_item.push_back(first_item.back() + n_g * m * group);
+    max_blocks = std::max<int64_t>(max_blocks, n);
+  }
+  TORCH_CHECK(src_at == static_cast<int64_t>(src_k.size()), "key sources");
+  // a chunk of items is worth a thread at ~8k (row, key) pairs (a decode step's rows of two
+  // sessions at a few hundred keys): below that, waking a thread costs more than it saves
+  const int64_t grain = std::max<int64_t>(1, 8192 / (block * max_blocks));
+  at::parallel_for(0, first_item.back(), grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t s = 0; s < n_s; ++s) {
+      const int64_t a = std::max(lo, first_item[s]), b = std::min(hi, first_item[s + 1]);
+      if (a < b) attend_session(sessions[s], a - first_item[s], b - first_item[s], n_h, e, block);
+    }
   });
   return out;
 }
@@ -532,4 +662,10 @@ TORCH_LIBRARY(fak_q4, m) {
       "Tensor(c!) v_cache, int layer, int row, int m_new, Tensor[] src_k, Tensor[] src_v, "
       "int[] src_row, Tensor limits, int block, float scale, int n_heads) -> Tensor",
       &rope_attend);
+  m.def(
+      "rope_attend_batch(Tensor qkv, Tensor cos, Tensor sin, Tensor(a!)[] k_caches, "
+      "Tensor(b!)[] kraw_caches, Tensor(c!)[] v_caches, int layer, int[] rows, int[] m_new, "
+      "int[] starts, int[] counts, Tensor[] src_k, Tensor[] src_v, int[] src_row, int[] n_src, "
+      "Tensor limits, int block, float scale, int n_heads) -> Tensor",
+      &rope_attend_batch);
 }
