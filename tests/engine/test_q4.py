@@ -220,3 +220,23 @@ def test_rope_attend_batch_gives_each_session_its_own_bits(
         assert torch.equal(together[rows], alone)
         for t_alone, t_batch in zip(cache, mine, strict=True):
             assert torch.equal(t_alone, t_batch)
+
+
+def test_ninja_goes_on_path_for_the_build_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip's ninja sits beside the interpreter: its directory leads PATH during the build and
+    the user's PATH comes back unchanged after it (even when the build fails)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from fak.engine import q4
+
+    monkeypatch.setattr(q4.shutil, "which", lambda _name: None)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    here = str(Path(sys.executable).parent)
+    with q4._ninja_on_path():
+        assert os.environ["PATH"].split(os.pathsep)[0] == here
+    assert os.environ["PATH"] == "/usr/bin:/bin"
+    with pytest.raises(RuntimeError), q4._ninja_on_path():
+        raise RuntimeError("build failed")
+    assert os.environ["PATH"] == "/usr/bin:/bin"

@@ -10,11 +10,13 @@ be built or the CPU lacks AVX2, ``kernel()`` says why and fast mode keeps torch'
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,11 +141,24 @@ def _cache_dir() -> Path:
     return base / "fak" / "torch_extensions" / f"torch{torch.__version__}"
 
 
-def _ensure_ninja_on_path() -> None:
-    """pip's ninja installs its binary beside the interpreter, which need not be on PATH."""
-    if shutil.which("ninja") is None:
-        here = str(Path(sys.executable).parent)
-        os.environ["PATH"] = here + os.pathsep + process_environ().get("PATH", "")
+@contextlib.contextmanager
+def _ninja_on_path() -> Iterator[None]:
+    """pip's ninja installs its binary beside the interpreter, which need not be on PATH;
+    torch's build runs ``ninja`` from the process environment's PATH, so the interpreter's
+    directory goes in front for the build only and PATH is put back after it."""
+    if shutil.which("ninja") is not None:
+        yield
+        return
+    before = process_environ().get("PATH")
+    here = str(Path(sys.executable).parent)
+    os.environ["PATH"] = here + os.pathsep + (before or "")
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
 
 
 @functools.cache
@@ -154,27 +169,27 @@ def kernel() -> Q4Kernel | None:
     try:
         from torch.utils import cpp_extension
 
-        _ensure_ninja_on_path()
         build = _cache_dir() / _NAME
         build.mkdir(parents=True, exist_ok=True)
-        cpp_extension.load(
-            name=_NAME,
-            sources=[str(_SOURCE)],
-            # -fopenmp: at::parallel_for is a header template that only runs in parallel when
-            # _OPENMP is defined where it is compiled; the link resolves to the libgomp.so.1
-            # torch has already loaded (one OpenMP runtime, one thread count)
-            extra_cflags=[
-                "-O3",
-                "-fno-math-errno",
-                "-ffp-contract=off",
-                "-fopenmp",
-                "-falign-loops=64",
-            ],
-            extra_ldflags=["-fopenmp"],
-            build_directory=str(build),
-            is_python_module=False,
-            verbose=False,
-        )
+        with _ninja_on_path():
+            cpp_extension.load(
+                name=_NAME,
+                sources=[str(_SOURCE)],
+                # -fopenmp: at::parallel_for is a header template that only runs in parallel when
+                # _OPENMP is defined where it is compiled; the link resolves to the libgomp.so.1
+                # torch has already loaded (one OpenMP runtime, one thread count)
+                extra_cflags=[
+                    "-O3",
+                    "-fno-math-errno",
+                    "-ffp-contract=off",
+                    "-fopenmp",
+                    "-falign-loops=64",
+                ],
+                extra_ldflags=["-fopenmp"],
+                build_directory=str(build),
+                is_python_module=False,
+                verbose=False,
+            )
         features = int(torch.ops.fak_q4.features())
     except Exception as exc:  # any build or load failure means: keep torch's kernel
         log.warning("fast-mode q4 kernel unavailable (%s); using torch's int4 kernel", exc)

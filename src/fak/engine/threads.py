@@ -42,7 +42,8 @@ def _bucket(rows: int, keys: int = 0) -> tuple[int, int]:
     context (at 6,000 tokens it is most of a prefill chunk), so a chunk late in a long prefill
     costs several times one at its start: compared in one bucket, a one-thread sample taken
     on a short context looked faster than the two-thread average and held whole prefills at
-    one thread (measured: one round of a quiet benchmark at 191 tok/s instead of 312)."""
+    one thread (one round of a quiet benchmark at ~191 tok/s instead of 312: inferred from
+    its two rounds' median 251 and best 312)."""
     by_rows = rows if rows <= 8 else 8 + (rows // 8).bit_length()
     return by_rows, (max(0, keys) // 512).bit_length()
 
