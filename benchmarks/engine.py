@@ -27,6 +27,11 @@ host, ``fak serve``'s own screen pool). Both tables come from the same run, roun
 
     .venv/bin/python benchmarks/engine.py [--rounds 5] [--threads 1 2] [--llama-cpp] [--load 0 1]
 
+With more than one ``--threads`` value the report adds fak at N threads over fak at one
+thread in each phase, and every engine at the thread count that served it best (the goals'
+ratios over those bests, so a reference whose pool collapses at N threads is met at its best).
+``--report benchmarks/results/engine.json`` prints the tables again from a results file.
+
 Prints a table and writes benchmarks/results/engine.json. Not a test.
 """
 
@@ -512,6 +517,8 @@ def _report(
                 )
     _policy_lines(rows, threads, loads, ratios)
     _goal_table(ratios, lengths, threads, loads)
+    if len(threads) > 1:
+        _thread_choice(rows, lengths, threads, loads, ratios)
     base = loads[0]
     for load in loads[1:]:
         print(f"\nratios under --load {load} / under --load {base} (1.00 = no relative loss):")
@@ -521,6 +528,71 @@ def _report(
                 ratios[f"{key}_vs_load{base}"] = ratios[key] / ref
                 print(f"  {key[: -len(f'_load{load}')]:<40} {ratios[key] / ref:6.2f}")
     return ratios
+
+
+def _thread_choice(
+    rows: list[dict[str, Any]],
+    lengths: list[int],
+    threads: list[int],
+    loads: list[int],
+    ratios: dict[str, float],
+) -> None:
+    """Two readings that need more than one thread count in the run.
+
+    fak at each count against fak at one thread under the same load (the issue: a loaded engine
+    at N threads is never slower than at one), and every engine at the count that served it best
+    in each phase (what its user would configure on that machine), with the goals' ratios over
+    those bests. A reference whose pool collapses at N threads under load is then compared at
+    the count it does best with, which is the harder comparison for fak.
+    """
+    longest = max(lengths) if lengths else None
+
+    def value(row: dict[str, Any], key: str) -> float:
+        if key.startswith("prefill@"):
+            return float(row["long_prefill_tok_s"][key[len("prefill@") :]]["median"])
+        return _med(row, f"{key}_tok_s")
+
+    keys = ["decode", "prefill"] + ([f"prefill@{longest}"] if longest else [])
+    print("\nfak at N threads / fak at 1 thread, same phase (goal: never below 1.00):")
+    for load in loads:
+        for mode in ("exact", "fast"):
+            same = [r for r in rows if r["engine"] == mode and r["load"] == load]
+            one = next((r for r in same if r["threads"] == 1), None)
+            if one is None:
+                continue
+            for row in same:
+                if row["threads"] == 1:
+                    continue
+                parts = []
+                for key in keys:
+                    ratio = value(row, key) / value(one, key)
+                    ratios[f"{mode}_{row['threads']}t_over_1t_{key}_load{load}"] = ratio
+                    parts.append(f"{key} {ratio:.2f}x")
+                print(f"  load {load} {mode} {row['threads']}t/1t: " + ", ".join(parts))
+    print("\neach engine at its best thread count in the phase (medians, tok/s [threads]):")
+    best: dict[tuple[int, str, str], float] = {}
+    for load in loads:
+        for engine in ("exact", "fast", "hf", "llama"):
+            mine = [r for r in rows if r["engine"] == engine and r["load"] == load]
+            if not mine:
+                continue
+            parts = []
+            for key in keys:
+                top = max(mine, key=lambda r, k=key: value(r, k))
+                best[(load, engine, key)] = value(top, key)
+                parts.append(f"{key} {value(top, key):.1f} [{top['threads']}]")
+            print(f"  load {load} {engine:<6} " + ", ".join(parts))
+    goals = [("fast", "llama", "decode"), ("exact", "hf", "decode")]
+    if longest:
+        goals.append(("exact", "hf", f"prefill@{longest}"))
+    for load in loads:
+        for mine, other, key in goals:
+            if (load, mine, key) in best and (load, other, key) in best:
+                ratio = best[(load, mine, key)] / best[(load, other, key)]
+                ratios[f"{mine}_over_{other}_{key}_best_load{load}"] = ratio
+                base = ratios.get(f"{mine}_over_{other}_{key}_best_load{loads[0]}")
+                vs = f"  ({ratio / base:.2f} of the load {loads[0]} ratio)" if base else ""
+                print(f"  load {load} {mine}/{other} {key} at best counts: {ratio:.2f}x{vs}")
 
 
 def _goal_table(
@@ -616,7 +688,22 @@ def main() -> None:
     )
     parser.add_argument("--worker-threads", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--gguf", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--report",
+        metavar="ENGINE_JSON",
+        help="print the tables again from a results file this script wrote (runs nothing)",
+    )
     args = parser.parse_args()
+    if args.report:
+        record = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        rows = record["results"]
+        _report(
+            rows,
+            list(record["prefill_lengths"]),
+            sorted({int(r["threads"]) for r in rows}),
+            list(record["busy_loads"]),
+        )
+        return
     lengths = list(args.prefill_lengths)
     if args.clock == "cpu":
         global _now
