@@ -14,12 +14,9 @@ that cannot be journaled is refused. The policy state is swapped atomically, nev
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -40,19 +37,18 @@ from fak.abi import (
 from fak.cas import MemoryStore
 from fak.journal import JournalKind
 from fak.kernel.audit import AuditWriter
-from fak.kernel.evidence import NOTES, EvidenceBook, HoldEvidence, QuarantineNote, gather, note_of
+from fak.kernel.evidence import EvidenceBook, HoldEvidence, QuarantineNote, gather
+from fak.kernel.gate import ResultGate, result_of
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_HELD_BYTES,
     OVERSIZE_BYTES,
     Admission,
-    PageInRefused,
     QuarantineLedger,
     screen_policy_for,
 )
 from fak.kernel.vdso import DEFAULT_CAPACITY, SharedEpochs, VdsoCache, VdsoEntry, VdsoKey
-from fak.kernel.views import decoded_view, json_text_view, serialized
 from fak.kernel.witness import DEFAULT_TTL_S, Hold, HoldState, WitnessBook, WitnessError
 from fak.policy import (
     Chain,
@@ -190,7 +186,7 @@ class Kernel:
         self._witness = witness_book or WitnessBook(self._clock.now, ttl_s=witness_ttl_s)
         self._cleared_under: dict[str, set[str]] = {}  # witness id -> quarantine ids it cleared
         self._evidence = EvidenceBook()  # what each hold of this process was opened on
-        self._notes: deque[QuarantineNote] = deque(maxlen=NOTES)  # the newest held results
+        self._gate = ResultGate(self._ledger, self._audit, self._count)
         self._state = self._build_state(policy or Policy.default(), {}, {}, 0)
         self._epochs = epochs  # N workers: the world/trust epochs every vDSO key is stamped with
         self._epoch_nonce = ""
@@ -399,9 +395,6 @@ class Kernel:
         self, kind: JournalKind, call: ToolCall, verdict: Verdict, by: str = ""
     ) -> bool:
         return self._audit.call(kind, call, verdict, self._state.policy.version, by)
-
-    def _journal_result(self, kind: JournalKind, result: ToolResult, admission: Admission) -> bool:
-        return self._audit.result(kind, result, admission.verdict, admission.digest)
 
     # -- decide -----------------------------------------------------------------------------
     def _settle(self, call: ToolCall, verdict: Verdict) -> Verdict:
@@ -682,52 +675,19 @@ class Kernel:
 
     # -- results ----------------------------------------------------------------------------
     def admit_result(self, result: ToolResult) -> Admission:
-        """Screen a tool result before it may enter a model's context (the wall). A text result
-        that is JSON with escapes is screened decoded as well (``fak.kernel.views``)."""
-        if result.view is None:
-            view = json_text_view(bytes(result.payload))
-            if view is not None:
-                result = dataclasses.replace(result, view=view)
-        admission = self._ledger.admit(result)
-        match admission.verdict.kind:
-            case VerdictKind.ALLOW:
-                self._count("admitted")
-                if not self._journal_result(JournalKind.ADMIT, result, admission):
-                    return _unaudited(admission)
-            case VerdictKind.TRANSFORM:
-                self._count("paged")
-                if not self._journal_result(JournalKind.PAGE_OUT, result, admission):
-                    return _unaudited(admission)
-            case VerdictKind.DENY:
-                self._count("result_denies")
-                self._journal_result(JournalKind.RESULT_DENY, result, admission)
-                self._notes.append(note_of(result, admission))
-            case _:
-                self._count("quarantined")
-                self._journal_result(JournalKind.QUARANTINE, result, admission)
-                for span in admission.spans:  # a span hold: one row per span, its own digest
-                    self._audit.span(result, span.reason, span.digest)
-                self._notes.append(note_of(result, admission))
-        return admission
+        """Screen a tool result before it may enter a model's context (the wall; see
+        ``fak.kernel.gate``)."""
+        return self._gate.admit(result)
 
     def quarantine_notes(self) -> list[QuarantineNote]:
         """The results this process held out most recently, oldest first (no held bytes)."""
-        return list(self._notes)
+        return self._gate.notes()
 
     def admit_value(
         self, tool: str, value: object, *, call_id: str = "", trace_id: str = ""
     ) -> Admission:
-        """The one admission of a result of any shape: text, bytes or a JSON value. A JSON
-        value travels as its canonical serialization and is screened as that and as what the
-        model reads of it (every key and string leaf decoded, base64 text leaves opened)."""
-        if isinstance(value, bytes | bytearray | memoryview):
-            payload, view = bytes(value), None
-        elif isinstance(value, str):
-            payload, view = value.encode("utf-8", "replace"), None
-        else:
-            payload = serialized(value)
-            view = decoded_view(value).encode("utf-8", "replace")
-        return self.admit_result(ToolResult(tool, payload, call_id, trace_id, view=view))
+        """The one admission of a result of any shape: text, bytes or a JSON value."""
+        return self.admit_result(result_of(tool, value, call_id=call_id, trace_id=trace_id))
 
     def clear(self, qid: str, witness: str = "") -> None:
         """Record a witness clearance for a held result (unknown ids raise LookupError).
@@ -746,27 +706,7 @@ class Kernel:
     def page_in(self, qid_or_ref: str, operator: str = "") -> bytes:
         """The original bytes of a cleared or paged-out result, re-screened first. An
         ``operator``'s page-in (the console's) is journaled as PAGE_IN, allowed or refused."""
-        try:
-            data = self._ledger.page_in(qid_or_ref)
-        except PageInRefused:
-            if operator:
-                self._audit.page_in(qid_or_ref, "REFUSED", "", operator)
-            raise
-        self._count("paged_in")
-        if operator:
-            digest = hashlib.sha256(data).hexdigest()
-            self._audit.page_in(qid_or_ref, str(VerdictKind.ALLOW), digest, operator)
-        return data
-
-
-def _unaudited(admission: Admission) -> Admission:
-    """A result the journal could not record does not enter the model's context: the audit
-    trail must know everything the model was shown (the stub carries no byte of it)."""
-    stub = orjson.dumps(
-        {"_withheld": True, "reason": "audit journal unavailable", "len": len(admission.payload)},
-        option=orjson.OPT_SORT_KEYS,
-    )
-    return Admission(_UNAUDITED, stub, digest=admission.digest)
+        return self._gate.page_in(qid_or_ref, operator)
 
 
 def _witness_by(verdict: Verdict) -> str:
