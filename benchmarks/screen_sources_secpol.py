@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import os
 import random
 import re
 import subprocess
@@ -115,8 +116,10 @@ json.dump(out, sys.stdout)
 
 def generate(python: Path, jobs: list[tuple[str, int]]) -> list[str | None]:
     """One string per (pattern, seed), by ``rstr`` in the corpus venv's interpreter."""
+    # rstr draws a negated class from a set: string hashing must not vary between runs
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run([str(python), "-c", _GENERATE], input=json.dumps(jobs), check=True,
-                          capture_output=True, text=True)  # fmt: skip
+                          capture_output=True, text=True, env=env)  # fmt: skip
     return list(json.loads(done.stdout))
 
 
