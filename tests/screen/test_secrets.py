@@ -63,6 +63,10 @@ CASES: dict[str, str] = {
     "huggingface_token": "HF_TOKEN=hf_" + rand(ALNUM, 34),
     "npm_token": "//registry.npmjs.org/:_authToken=npm_" + rand(ALNUM, 36),
     "pypi_token": "password = pypi-AgEIcHlwaS5vcmc" + rand(ALNUM, 60),
+    "artifactory_key": "X-JFrog-Art-Api: AKCp" + rand(ALNUM, 69),
+    "square_token": "square: sq0csp-" + rand(ALNUM + "-_", 43),
+    "twilio_key": "sid = AC" + rand("0123456789abcdef", 32),
+    "telegram_bot_token": "bot 123456789:AA" + rand(ALNUM + "-_", 33),
     "digitalocean_token": "dop_v1_" + rand("0123456789abcdef", 64),
     "azure_storage_key": "AccountKey=" + base64.b64encode(RNG.randbytes(64)).decode() + ";",
     "url_credentials": "DATABASE_URL=postgresql://app:" + rand(ALNUM, 20) + "@db:5432/app",
@@ -136,6 +140,12 @@ PLACEHOLDERS = [
     b"stripe.api_key = 'sk_test_4eC39HqLyjWDarjtT1zdp7dc'",
     b"curl -H 'Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a'",
     b'"api_key": "0123456789abcdef0123456789abcdef"',
+    # the formats added from detect-secrets' rules (issue 25): their documentation placeholders
+    b"TWILIO_ACCOUNT_SID=ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    b"square: sq0atp-XXXXXXXXXXXXXXXXXXXXXX",
+    b"X-JFrog-Art-Api: AKCpYOUR_API_KEY_HERE_0000",
+    b"bot 123456789:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghi",
+    b"https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
 ]
 
 
@@ -157,6 +167,10 @@ LOOKALIKES = [
     b"pk_live_" + rand(ALNUM, 24).encode() + b" is the publishable key",
     b"The password policy requires 12 characters.",
     b"token_count: 1234, api_key_id: 77",
+    # near the new formats: a timestamp before a colon, an md5 after a word, a dotted name
+    b"1700000000:build-and-test-the-whole-project-now",
+    b"ACTION" + hashlib.md5(b"x").hexdigest().encode(),
+    b"see gitlab-ci.yml and glpat-docs for the token format",
 ]
 
 
