@@ -179,6 +179,19 @@ def test_public_material_hashes_ids_and_data_uris_are_admitted(text: bytes) -> N
     assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
 
 
+def test_short_prefix_formats_do_not_fire_inside_base64() -> None:
+    """``AKC`` / ``AC`` + base64 characters occur by chance in certificates and data URIs."""
+    rng = random.Random(25)
+    for prefix in (b"AKC", b"ACab12cd34ef56", b"SK00ff"):
+        for _ in range(50):
+            blob = base64.b64encode(rng.randbytes(300))
+            at = rng.randrange(8, 300)
+            body = blob[:at] + rng.choice([b"+", b"/"]) + prefix + blob[at:]
+            pem = b"-----BEGIN CERTIFICATE-----\n" + body + b"\n-----END CERTIFICATE-----"
+            kinds = {h.kind for h in find_secrets(pem)}
+            assert not kinds & {"artifactory_key", "twilio_key", "square_token"}, body
+
+
 def test_is_placeholder() -> None:
     assert is_placeholder(b"xxxxxxxx")
     assert is_placeholder(b"<YOUR_KEY>")

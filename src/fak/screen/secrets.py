@@ -253,9 +253,13 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             return None
         case "artifactory_key" | "square_token":
             stop = _token_end(text, start, _TOKEN_CHARS)
+            if _inside_base64(text, start, stop):
+                return None
             body = text[start + 3 : stop] if kind == "artifactory_key" else text[start + 7 : stop]
             return (start, stop) if _random_looking(body, min_len=10, bits=3.2) else None
         case "twilio_key":
+            if _inside_base64(text, start, end):
+                return None
             return (start, end) if _random_looking(text[start + 2 : end], bits=3.5) else None
         case "telegram_bot_token":
             colon = text.index(b":", start)
@@ -320,6 +324,12 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+def _inside_base64(text: bytes, start: int, stop: int) -> bool:
+    """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
+    ``+`` or ``/`` touches it on either side."""
+    return (start > 0 and text[start - 1] in b"+/") or text[stop : stop + 1] in (b"+", b"/")
 
 
 _KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
