@@ -71,7 +71,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
     ("npm_token", rb"npm_[A-Za-z0-9]{36}\b"),
     ("pypi_token", rb"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50}"),  # test.pypi
-    ("artifactory_key", rb"AKC[A-Za-z0-9]{10}"),
+    ("artifactory_key", rb"AKCp[A-Za-z0-9]{10}"),  # JFrog API keys; a bare AKC slows the DFA
     ("square_token", rb"sq0(?:csp|atp)-[0-9A-Za-z_-]{22}"),
     ("twilio_key", rb"(?:AC|SK)[a-z0-9]{32}\b"),
     ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
@@ -433,7 +433,7 @@ def validate_candidates(
 _FORMAT_PREFIXES = (
     b"sk-", b"sk_", b"rk_", b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"gh", b"AIza", b"xox", b"eyJ",
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
-    b"AKC", b"sq0", b"AC", b"SK", b"A3T",
+    b"AKCp", b"sq0", b"AC", b"SK", b"A3T",
 )  # fmt: skip
 
 
