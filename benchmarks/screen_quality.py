@@ -83,6 +83,7 @@ def evaluate(items: list[dict[str, str]], judge: Callable[[dict[str, str]], tupl
 
 
 SOURCES = ROOT / "benchmarks" / "results" / "screen_sources.jsonl"
+SECPOL = ROOT / "benchmarks" / "results" / "screen_sources_secpol.jsonl"  # secrets, pollution
 SOURCES_OUT = ROOT / "benchmarks" / "results" / "screen_quality_sources.json"
 
 
@@ -91,6 +92,10 @@ def by_source(layer: str, families: bool, misses: bool) -> None:
     if not SOURCES.exists():
         raise SystemExit(f"no {SOURCES.relative_to(ROOT)}: run benchmarks/screen_sources.py first")
     items = [json.loads(line) for line in SOURCES.read_text(encoding="utf-8").split("\n") if line]
+    if SECPOL.exists():  # written beside it by screen_sources.py (kept apart from screen_train)
+        items += [
+            json.loads(line) for line in SECPOL.read_text(encoding="utf-8").split("\n") if line
+        ]
     judge = LAYERS[layer]()
     cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     wrong: list[str] = []

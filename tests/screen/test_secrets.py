@@ -63,6 +63,10 @@ CASES: dict[str, str] = {
     "huggingface_token": "HF_TOKEN=hf_" + rand(ALNUM, 34),
     "npm_token": "//registry.npmjs.org/:_authToken=npm_" + rand(ALNUM, 36),
     "pypi_token": "password = pypi-AgEIcHlwaS5vcmc" + rand(ALNUM, 60),
+    "artifactory_key": "X-JFrog-Art-Api: AKCp" + rand(ALNUM, 69),
+    "square_token": "square: sq0csp-" + rand(ALNUM + "-_", 43),
+    "twilio_key": "sid = AC" + rand("0123456789abcdef", 32),
+    "telegram_bot_token": "bot 123456789:AA" + rand(ALNUM + "-_", 33),
     "digitalocean_token": "dop_v1_" + rand("0123456789abcdef", 64),
     "azure_storage_key": "AccountKey=" + base64.b64encode(RNG.randbytes(64)).decode() + ";",
     "url_credentials": "DATABASE_URL=postgresql://app:" + rand(ALNUM, 20) + "@db:5432/app",
@@ -136,6 +140,12 @@ PLACEHOLDERS = [
     b"stripe.api_key = 'sk_test_4eC39HqLyjWDarjtT1zdp7dc'",
     b"curl -H 'Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a'",
     b'"api_key": "0123456789abcdef0123456789abcdef"',
+    # the formats added from detect-secrets' rules (issue 25): their documentation placeholders
+    b"TWILIO_ACCOUNT_SID=ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    b"square: sq0atp-XXXXXXXXXXXXXXXXXXXXXX",
+    b"X-JFrog-Art-Api: AKCpYOUR_API_KEY_HERE_0000",
+    b"bot 123456789:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghi",
+    b"https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
 ]
 
 
@@ -157,12 +167,29 @@ LOOKALIKES = [
     b"pk_live_" + rand(ALNUM, 24).encode() + b" is the publishable key",
     b"The password policy requires 12 characters.",
     b"token_count: 1234, api_key_id: 77",
+    # near the new formats: a timestamp before a colon, an md5 after a word, a dotted name
+    b"1700000000:build-and-test-the-whole-project-now",
+    b"ACTION" + hashlib.md5(b"x").hexdigest().encode(),
+    b"see gitlab-ci.yml and glpat-docs for the token format",
 ]
 
 
 @pytest.mark.parametrize("text", LOOKALIKES)
 def test_public_material_hashes_ids_and_data_uris_are_admitted(text: bytes) -> None:
     assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
+def test_short_prefix_formats_do_not_fire_inside_base64() -> None:
+    """``AKC`` / ``AC`` + base64 characters occur by chance in certificates and data URIs."""
+    rng = random.Random(25)
+    for prefix in (b"AKCp", b"ACab12cd34ef56", b"SK00ff"):
+        for _ in range(50):
+            blob = base64.b64encode(rng.randbytes(300))
+            at = rng.randrange(8, 300)
+            body = blob[:at] + rng.choice([b"+", b"/"]) + prefix + blob[at:]
+            pem = b"-----BEGIN CERTIFICATE-----\n" + body + b"\n-----END CERTIFICATE-----"
+            kinds = {h.kind for h in find_secrets(pem)}
+            assert not kinds & {"artifactory_key", "twilio_key", "square_token"}, body
 
 
 def test_is_placeholder() -> None:

@@ -52,21 +52,29 @@ _B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
     ("anthropic_key", rb"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{60}"),
-    ("openai_legacy", rb"sk-[A-Za-z0-9]{20}"),
-    ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"),
-    ("github_token", rb"gh[pousr]_[A-Za-z0-9]{36}\b"),
+    # a legacy key, or any key holding OpenAI's base64 marker (``T3BlbkFJ``)
+    ("openai_legacy", rb"sk-(?:[A-Za-z0-9]{20}|[A-Za-z0-9_-]*T3BlbkFJ)"),
+    # key ids are base32 (A-Z, 2-7); fixtures and docs write any digit, scanners accept it
+    ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+    ("github_token", rb"gh[pousr]_[A-Za-z0-9_]{36}\b"),
     ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
     ("slack_token", rb"xox[abposre]-[0-9A-Za-z-]{10}"),
-    ("slack_webhook", rb"hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20}"),
+    ("slack_webhook",
+     rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
     ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
     ("sendgrid_key", rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
-    ("gitlab_token", rb"glpat-[A-Za-z0-9_-]{20}"),
+    ("gitlab_token",  # personal, deploy, feed, OAuth, runner, CI-job, ... tokens
+     rb"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941)[A-Za-z0-9_-]{20}"),
     ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
     ("npm_token", rb"npm_[A-Za-z0-9]{36}\b"),
-    ("pypi_token", rb"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50}"),
+    ("pypi_token", rb"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50}"),  # test.pypi
+    ("artifactory_key", rb"AKCp[A-Za-z0-9]{10}"),  # JFrog API keys; a bare AKC slows the DFA
+    ("square_token", rb"sq0(?:csp|atp)-[0-9A-Za-z_-]{22}"),
+    ("twilio_key", rb"(?:AC|SK)[a-z0-9]{32}\b"),
+    ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
     # scheme://user:password@host — the password is judged below
@@ -243,6 +251,21 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             if _github_crc_ok(body) or _random_looking(body, bits=3.5):
                 return start, end
             return None
+        case "artifactory_key" | "square_token":
+            stop = _token_end(text, start, _TOKEN_CHARS)
+            if _inside_base64(text, start, stop):
+                return None
+            body = text[start + 3 : stop] if kind == "artifactory_key" else text[start + 7 : stop]
+            return (start, stop) if _random_looking(body, min_len=10, bits=3.2) else None
+        case "twilio_key":
+            if _inside_base64(text, start, end):
+                return None
+            return (start, end) if _random_looking(text[start + 2 : end], bits=3.5) else None
+        case "telegram_bot_token":
+            colon = text.index(b":", start)
+            stop = _token_end(text, colon + 1, _TOKEN_CHARS)
+            tail = text[colon + 1 : stop]
+            return (start, stop) if len(tail) == 35 and _random_looking(tail, bits=3.5) else None
         case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token" | "sendgrid_key":
             stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
             tail = text[start:stop][-20:]  # past every fixed prefix
@@ -301,6 +324,12 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+def _inside_base64(text: bytes, start: int, stop: int) -> bool:
+    """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
+    ``+`` or ``/`` touches it on either side."""
+    return (start > 0 and text[start - 1] in b"+/") or text[stop : stop + 1] in (b"+", b"/")
 
 
 _KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
@@ -403,7 +432,8 @@ def validate_candidates(
 
 _FORMAT_PREFIXES = (
     b"sk-", b"sk_", b"rk_", b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"gh", b"AIza", b"xox", b"eyJ",
-    b"-----", b"SG.", b"glpat-", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
+    b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
+    b"AKCp", b"sq0", b"AC", b"SK", b"A3T",
 )  # fmt: skip
 
 

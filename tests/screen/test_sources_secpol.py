@@ -1,0 +1,107 @@
+"""The secrets / pollution corpus reader's pure parts: rules lifted from others' code, keys and
+their public neighbours told apart, carriers that keep the secret verbatim, and labels."""
+
+from __future__ import annotations
+
+import importlib
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def secpol() -> ModuleType:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module("screen_sources_secpol")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+BUNDLE = r"""
+var reRegExpChar = /[\\^$.*+?()[\]{}|]/g;
+const helperPattern = /^\/(.+)\/([gimsuy]*)$/;
+const messages$2 = {};
+    const NPM_ACCESS_TOKEN_PATTERN = /(?<!\p{L})npm_[A-Za-z0-9_]{36}(?![A-Za-z0-9_])/gu;
+        id: "@secretlint/secretlint-rule-npm",
+const messages$1 = {};
+    const XOAuthPattern = /https?:\/\/(.{1,256}):x-oauth-basic@github.com\//g;
+        id: "@secretlint/secretlint-rule-stripe",
+    const pattern = /(?<!\p{L})(?<prefix>sk_live|rk_test)_[a-zA-Z0-9]{24,99}(?![a-z])/gu;
+const messages = {};
+        id: "@secretlint/secretlint-rule-preset-recommend",
+"""
+
+
+def test_secretlint_rules_are_lifted_with_python_syntax(secpol: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "secretlint" / "package" / "module" / "index.js"
+    path.parent.mkdir(parents=True)
+    path.write_text(BUNDLE, encoding="utf-8")
+    assert secpol.secretlint_rules(tmp_path) == [
+        ("npm", "npm_[A-Za-z0-9_]{36}"),
+        ("stripe", "https?://(.{1,256}):x-oauth-basic@github.com/"),
+        ("stripe", "(?P<prefix>sk_live|rk_test)_[a-zA-Z0-9]{24,99}"),
+    ]
+
+
+def test_detect_secrets_rules_skip_what_is_not_one_format(
+    secpol: ModuleType, tmp_path: Path
+) -> None:
+    plugins = tmp_path / "detect_secrets" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "x.py").write_text(
+        "import re\nPREFIX = 'tok_'\n"
+        "class TokDetector:\n"
+        "    denylist = [re.compile(PREFIX + r'[a-z]{8}'), re.compile(f'{PREFIX}')]\n"
+        "class IPPublicDetector:\n    denylist = [re.compile(r'[0-9]+')]\n",
+        encoding="utf-8",
+    )
+    assert secpol.detect_secrets_rules(tmp_path) == [("TokDetector", "tok_[a-z]{8}")]
+
+
+def test_pem_blocks_split_into_keys_and_public_material(secpol: ModuleType, tmp_path: Path) -> None:
+    base = tmp_path / "cryptography_vectors" / "asymmetric"
+    base.mkdir(parents=True)
+    (base / "k.pem").write_text(
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nabc\n"
+        "-----END RSA PRIVATE KEY-----\n"
+        "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n",
+        encoding="ascii",
+    )
+    (base / "id.pub").write_text("ssh-ed25519 AAAAC3Nza test@host\n", encoding="ascii")
+    got = [(label, family) for label, family, _ in secpol.crypto_vectors(tmp_path)]
+    assert got == [("benign", "ssh_public_key"), ("secret", "rsa_private_key_encrypted"),
+                   ("benign", "public_key")]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_carrier_keeps_the_secret_verbatim(secpol: ModuleType, seed: int) -> None:
+    secret = "ghp_" + "aB3" * 12
+    kind, text = secpol.carry(secret, ["first line\nsecond line"], random.Random(seed))
+    assert kind in {"line", "env", "json", "log", "code"}
+    assert secret in text
+
+
+def test_vendor_examples_are_benign_other_found_values_secrets(
+    secpol: ModuleType, tmp_path: Path
+) -> None:
+    (tmp_path / "doc.md").write_text(
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\nbackup: ghp_" + "Zq9" * 12 + "\n",
+        encoding="utf-8",
+    )
+    got = sorted((label, family) for label, family, _ in secpol.found_credentials([tmp_path]))
+    assert got == [("benign", "vendor_example"), ("secret", "ghp")]
+
+
+def test_a_diverged_reply_repeats_the_word_then_may_leave_it(secpol: ModuleType) -> None:
+    for seed in range(20):
+        reply = secpol.diverged("poem", ["tail text"], random.Random(seed))
+        words = reply.split(" ")
+        k = next((i for i, w in enumerate(words) if w != "poem"), len(words))
+        assert secpol.BUDGET // 4 <= k <= secpol.BUDGET
+        assert "tail text".startswith(" ".join(words[k:]))
