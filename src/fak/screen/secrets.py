@@ -60,7 +60,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
-    ("slack_token", rb"xox[abposre]-[0-9A-Za-z-]{10}"),
+    ("slack_token", rb"(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10}"),
     ("slack_webhook",
      rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
@@ -77,6 +77,29 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
+    # vendor prefixes (whispers' known-key list): the prefix, then a random-looking token (vendors'
+    # alphabets differ: any token character is allowed, the validator judges the randomness)
+    ("contentful_token", rb"CFPAT-?[A-Za-z0-9_.=-]{12}"),
+    ("clojars_token", rb"CLOJARS_?[A-Za-z0-9_.=-]{12}"),
+    ("doppler_token", rb"dp\.(?:pt|ct|st|sa|scim|audit)\.[A-Za-z0-9_.=-]{12}"),
+    ("dynatrace_token", rb"dt0c01\.[A-Za-z0-9_.=-]{12}"),
+    ("facebook_token", rb"EAACEdEose0cBA[A-Za-z0-9_.=-]{12}"),
+    ("flutterwave_key", rb"FLWSECK(?:_TEST)?-[A-Za-z0-9_.=-]{12}"),
+    ("frameio_token", rb"fio-u-[A-Za-z0-9_.=-]{12}"),
+    ("grafana_token", rb"(?:glsa_|glc_|eyJrIjoi)[A-Za-z0-9_.=+/-]{12}"),
+    ("linear_key", rb"lin_(?:api|oauth)_[A-Za-z0-9_.=-]{12}"),
+    ("newrelic_key", rb"NR(?:AA|AK|II|IQ|JS|RA|SP)-[A-Za-z0-9_.=-]{12}"),
+    ("postman_key", rb"PMAK-[A-Za-z0-9_.=-]{12}"),
+    ("stripe_webhook_secret", rb"whsec_[A-Za-z0-9_.=-]{12}"),
+    ("mws_key", rb"amzn\.mws\.[A-Za-z0-9_.=-]{12}"),
+    ("mapbox_secret", rb"(?i:sk\.eyj1ijoi)[A-Za-z0-9_.=-]{12}"),
+    ("akamai_token", rb"akab-?[A-Za-z0-9_.=-]{12}"),
+    # the random part comes first: matched at the marker, the validator reads back
+    ("terraform_token", rb"\.atlasv1\.[A-Za-z0-9_=-]{12}"),
+    ("fcm_server_key", rb":APA91b[A-Za-z0-9_-]{12}"),
+    ("webhook_url",
+     rb"(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
+     rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{8}"),
     # scheme://user:password@host — the password is judged below
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
@@ -270,6 +293,20 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
             tail = text[start:stop][-20:]  # past every fixed prefix
             return (start, stop) if _random_looking(tail, min_len=16, bits=3.0) else None
+        case kind if kind in _VENDOR_PREFIXED:
+            return _vendor_token(text, start, _VENDOR_PREFIXED[kind])
+        case "terraform_token" | "fcm_server_key":
+            head = start
+            while head > max(0, start - 64) and text[head - 1] in _TOKEN_CHARS:
+                head -= 1
+            stop = _token_end(text, end, _TOKEN_CHARS | frozenset(b"=."))
+            if start - head < 4 or is_placeholder(text[head:stop]):
+                return None
+            return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
+        case "webhook_url":
+            stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
+            tail = text[start:stop].rsplit(b"/", 1)[-1]
+            return (start, stop) if _random_looking(tail, min_len=8, bits=2.8) else None
         case "pypi_token" | "digitalocean_token" | "slack_webhook" | "azure_storage_key":
             stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./+="))
             return None if is_placeholder(text[start:stop]) else (start, stop)
@@ -324,6 +361,37 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+# kind -> how many bytes of fixed prefix precede the random part (the longest spelling)
+_VENDOR_PREFIXED = {
+    "contentful_token": b"CFPAT", "clojars_token": b"CLOJARS", "doppler_token": b"dp.",
+    "dynatrace_token": b"dt0c01.", "facebook_token": b"EAACEdEose0cBA",
+    "flutterwave_key": b"FLWSECK", "frameio_token": b"fio-u-", "grafana_token": b"",
+    "linear_key": b"lin_", "newrelic_key": b"NR", "postman_key": b"PMAK-",
+    "stripe_webhook_secret": b"whsec_", "mws_key": b"amzn.mws.", "mapbox_secret": b"sk.eyj1ijoi",
+    "akamai_token": b"akab",
+}  # fmt: skip
+_VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
+
+
+def _vendor_token(text: bytes, start: int, prefix: bytes) -> tuple[int, int] | None:
+    """A vendor-prefixed token: its random part (past the prefix and any ``-``, ``_``, ``.``
+    word it names) is long, mixes letters and digits, and is not a placeholder."""
+    stop = _token_end(text, start, _VENDOR_CHARS)
+    while stop > start and text[stop - 1] in b"./+":  # a sentence's full stop, a path's slash
+        stop -= 1
+    body = text[start + len(prefix) : stop].lstrip(b"-_.")
+    if text[start : start + 8] == b"eyJrIjoi":
+        body = text[start + 8 : stop]  # base64 JSON: the key's own bytes follow the marker
+    if _alnum_kinds(body) < 2 or is_placeholder(text[start:stop]):
+        return None
+    if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
+        return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
+    return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
+
+
+_NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
 
 
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
@@ -388,7 +456,8 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
 
 _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
-_ANYWHERE = frozenset({"assignment", "url_credentials"})  # matched inside a longer key / URL
+_ANYWHERE = frozenset({"assignment", "url_credentials", "webhook_url", "terraform_token",
+                       "fcm_server_key"})  # fmt: skip  # matched inside a longer key / URL
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -433,7 +502,8 @@ def validate_candidates(
 _FORMAT_PREFIXES = (
     b"sk-", b"sk_", b"rk_", b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"gh", b"AIza", b"xox", b"eyJ",
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
-    b"AKCp", b"sq0", b"AC", b"SK", b"A3T",
+    b"AKCp", b"sq0", b"AC", b"SK", b"A3T", b"CFPAT", b"CLOJARS", b"dp.", b"dt0c01.", b"EAAC",
+    b"FLWSECK", b"fio-u-", b"lin_", b"NR", b"PMAK-", b"whsec_", b"amzn.", b"akab", b"sk.", b"xapp",
 )  # fmt: skip
 
 
