@@ -73,8 +73,13 @@ CASES: dict[str, str] = {
     "auth_header": "Authorization: Bearer " + rand(ALNUM + "-._", 40),
     "bearer": "curl -H 'x: bearer " + rand(ALNUM, 32) + "'",
     "assignment": 'client_secret: "' + rand(ALNUM + "~-", 34) + '"',
-    # vendor prefixes from whispers' known-key list (issue 25, a second train source)
-    "contentful_token": "CONTENTFUL=CFPAT-" + rand(ALNUM + "_-", 43),
+    "vendor_token": "CONTENTFUL=CFPAT-" + rand(ALNUM + "_-", 43),
+}
+
+# vendor prefixes from whispers' known-key list (issue 25, a second train source): the
+# ``vendor_token`` kind, one example in each vendor's documented shape
+VENDOR_CASES: dict[str, str] = {
+    "contentful": "token: CFPAT-" + rand(ALNUM + "_-", 43),
     "clojars_token": "clojars: CLOJARS_" + rand("abcdef0123456789", 60),
     "doppler_token": "DOPPLER_TOKEN=dp.pt." + rand(ALNUM, 43),
     "dynatrace_token": "Api-Token dt0c01." + rand(ALNUM, 24) + "." + rand(ALNUM, 64),
@@ -91,6 +96,7 @@ CASES: dict[str, str] = {
     "akamai_token": "client_token = akab-" + rand("abcdefghij0123456789", 33),
     "terraform_token": "credentials: " + rand(ALNUM, 14) + ".atlasv1." + rand(ALNUM + "-_", 67),
     "fcm_server_key": "key=AAAA" + rand(ALNUM, 7) + ":APA91b" + rand(ALNUM + "-_", 134),
+    "zapier_hook": "https://hooks.zapier.com/hooks/catch/4821937/" + rand(ALNUM, 7) + "/",
     "webhook_url": "POST https://discord.com/api/webhooks/1098765432109876543/"
     + rand(ALNUM + "-_", 68),
 }
@@ -98,6 +104,12 @@ CASES: dict[str, str] = {
 
 def test_every_kind_has_a_case() -> None:
     assert set(CASES) == set(SECRET_KINDS)
+
+
+@pytest.mark.parametrize("vendor", sorted(VENDOR_CASES))
+def test_each_vendor_prefix_is_caught(vendor: str) -> None:
+    text = ("ok: build 4471 finished\n" + VENDOR_CASES[vendor] + "\nbye\n").encode()
+    assert "vendor_token" in {h.kind for h in find_secrets(text)}, vendor
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
