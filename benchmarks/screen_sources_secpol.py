@@ -7,7 +7,8 @@ beside the main one, so ``screen_train.py``'s injection model never sees these i
 - **secrets** (label ``secret``, family = the rule or key format): private keys from
   ``cryptography_vectors`` (the cryptography project's test vectors: PEM, PKCS#8, encrypted,
   OpenSSH); strings generated from other projects' secret *rules* — Yelp's detect-secrets plugin
-  regexes and secretlint's recommended preset (npm) — by ``rstr`` (a regex-to-string generator,
+  regexes, Skyscanner's whispers rule files (YAML, read as data) and secretlint's recommended
+  preset (npm) — by ``rstr`` (a regex-to-string generator,
   run by the corpus venv's interpreter, never imported here), regenerated at build time;
   credential-shaped values found in the installed packages' files.
 - **benign near-misses** (label ``benign``): public keys, certificates and parameters, CA
@@ -48,12 +49,15 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     ),
     "detect_secrets": ("detect-secrets==1.5.0", "Apache-2.0", "train"),
     "secretlint": ("npm:@secretlint/secretlint-rule-preset-recommend@13.0.7", "MIT", "heldout"),
+    "whispers": ("whispers==2.4.0", "BSD-3-Clause", "train"),
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
 }  # fmt: skip
 
 # source: (what and whose, label, split)
 SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
     "detect_secrets": ("strings generated from detect-secrets' plugin regexes", "secret", "train"),
+    "whispers": ("strings generated from whispers' value rules (keys, webhooks)", "secret",
+                 "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -166,6 +170,59 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
                     and (source := _literal(node.args[0], names)) is not None
                 ):
                     rules.append((cls.name, _LOOKAROUND.sub("", source)))  # guards only
+    return rules
+
+
+# whispers' rules that judge a value alone; keyed ones (``password``, ``apikey``) need the key,
+# and ``creditcard`` is personal data, not a credential
+_WHISPERS_VALUE_RULES = ("apikey-known", "aws-id", "privatekey", "webhook")
+
+
+def _top_level(source: str, at: int) -> tuple[int, list[str]]:
+    """The end of the group opening at ``source[at]`` and its top-level alternatives."""
+    depth, start, parts, i = 0, at + 1, [], at
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = source.index("]", i + 2 if source[i + 1] == "^" else i + 1) + 1
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i, [*parts, source[start:i]]
+        elif char == "|" and depth == 1:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    raise ValueError(f"unbalanced group in {source!r}")
+
+
+def whispers_rules(site: Path) -> list[tuple[str, str]]:
+    """(rule:alternative, regex) of whispers' value rules. A rule whose regex is one group of
+    alternatives (``apikey-known``: ~40 vendor prefixes, then a shared tail) is split into one
+    pattern per alternative, so each vendor format is a family of its own."""
+    import yaml
+
+    rules: list[tuple[str, str]] = []
+    for path in sorted((site / "whispers" / "rules").glob("*.yml")):
+        for rule in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
+            source = (rule.get("value") or {}).get("regex")
+            if rule.get("id") not in _WHISPERS_VALUE_RULES or not source or "key" in rule:
+                continue
+            source = _LOOKAROUND.sub("", source).strip("^$")
+            at = source.find("(")
+            end, parts = _top_level(source, at) if at >= 0 else (-1, [])
+            if len(parts) < 3 or source[end + 1 : end + 2] in ("?", "*", "+", "{"):
+                rules.append((rule["id"], source))
+                continue
+            for part in parts:
+                name = re.sub(r"[^A-Za-z0-9]+", "_", part).strip("_")[:16] or "other"
+                rules.append((f"{rule['id']}:{name}", source[:at] + part + source[end + 1 :]))
     return rules
 
 
@@ -455,6 +512,8 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     rows: list[tuple[str, str, str, str]] = []  # source, label, family, text
     ds = detect_secrets_rules(corpus_site)
     rows += [("detect_secrets", "secret", f, t) for f, t in generated(corpus_python, "ds", ds, 12)]
+    wh = whispers_rules(corpus_site)
+    rows += [("whispers", "secret", f, t) for f, t in generated(corpus_python, "wh", wh, 12)]
     sl = secretlint_rules(CORPUS_NPM)
     rows += [("secretlint", "secret", f, t) for f, t in generated(corpus_python, "sl", sl, 10)]
     keys = list(crypto_vectors(corpus_site))

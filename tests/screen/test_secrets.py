@@ -73,11 +73,43 @@ CASES: dict[str, str] = {
     "auth_header": "Authorization: Bearer " + rand(ALNUM + "-._", 40),
     "bearer": "curl -H 'x: bearer " + rand(ALNUM, 32) + "'",
     "assignment": 'client_secret: "' + rand(ALNUM + "~-", 34) + '"',
+    "vendor_token": "CONTENTFUL=CFPAT-" + rand(ALNUM + "_-", 43),
+}
+
+# vendor prefixes from whispers' known-key list (issue 25, a second train source): the
+# ``vendor_token`` kind, one example in each vendor's documented shape
+VENDOR_CASES: dict[str, str] = {
+    "contentful": "token: CFPAT-" + rand(ALNUM + "_-", 43),
+    "clojars_token": "clojars: CLOJARS_" + rand("abcdef0123456789", 60),
+    "doppler_token": "DOPPLER_TOKEN=dp.pt." + rand(ALNUM, 43),
+    "dynatrace_token": "Api-Token dt0c01." + rand(ALNUM, 24) + "." + rand(ALNUM, 64),
+    "facebook_token": "fb = EAACEdEose0cBA" + rand(ALNUM, 60),
+    "flutterwave_key": "FLWSECK_TEST-" + rand("abcdef0123456789", 32) + "-X",
+    "frameio_token": "frame: fio-u-" + rand(ALNUM + "_-", 64),
+    "grafana_token": "Authorization: glsa_" + rand(ALNUM, 32) + "_" + rand("abcdef0123456789", 8),
+    "linear_key": "LINEAR=lin_api_" + rand(ALNUM, 40),
+    "newrelic_key": "license NRAK-" + rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 27),
+    "postman_key": "x-api-key: PMAK-" + rand("abcdef0123456789", 24) + "-" + rand("abcdef0123", 34),
+    "stripe_webhook_secret": "endpoint_secret = 'whsec_" + rand(ALNUM, 32) + "'",
+    "mws_key": "mws: amzn.mws." + str(uuid.UUID(int=RNG.getrandbits(128))),
+    "mapbox_secret": "MAPBOX=sk.eyJ1IjoiZGV2IiwiYSI6I" + rand(ALNUM, 20) + "." + rand(ALNUM, 22),
+    "akamai_token": "client_token = akab-" + rand("abcdefghij0123456789", 33),
+    "terraform_token": "credentials: " + rand(ALNUM, 14) + ".atlasv1." + rand(ALNUM + "-_", 67),
+    "fcm_server_key": "key=AAAA" + rand(ALNUM, 7) + ":APA91b" + rand(ALNUM + "-_", 134),
+    "zapier_hook": "https://hooks.zapier.com/hooks/catch/4821937/" + rand(ALNUM, 7) + "/",
+    "webhook_url": "POST https://discord.com/api/webhooks/1098765432109876543/"
+    + rand(ALNUM + "-_", 68),
 }
 
 
 def test_every_kind_has_a_case() -> None:
     assert set(CASES) == set(SECRET_KINDS)
+
+
+@pytest.mark.parametrize("vendor", sorted(VENDOR_CASES))
+def test_each_vendor_prefix_is_caught(vendor: str) -> None:
+    text = ("ok: build 4471 finished\n" + VENDOR_CASES[vendor] + "\nbye\n").encode()
+    assert "vendor_token" in {h.kind for h in find_secrets(text)}, vendor
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
@@ -146,6 +178,16 @@ PLACEHOLDERS = [
     b"X-JFrog-Art-Api: AKCpYOUR_API_KEY_HERE_0000",
     b"bot 123456789:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghi",
     b"https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    # the vendor-prefixed formats from whispers' list: placeholders and names, not keys
+    b"CONTENTFUL_MANAGEMENT_TOKEN=CFPAT-your-personal-access-token",
+    b"CLOJARS_USERNAME=alice CLOJARS_PASSWORD=${CLOJARS_DEPLOY_TOKEN}",
+    b"DOPPLER_TOKEN=dp.st.xxxxxxxxxxxxxxxxxxxxxxxx",
+    b"endpoint_secret = 'whsec_...'",
+    b"stripe listen prints whsec_YOUR_WEBHOOK_SIGNING_SECRET",
+    b"POSTMAN_API_KEY=PMAK-XXXXXXXXXXXXXXXXXXXXXXXX-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    b"https://discord.com/api/webhooks/{webhook.id}/{webhook.token}",
+    b"NEW_RELIC_LICENSE_KEY=NRAK-<your license key>",
+    b"see the lin_api_version field and the akab-settings page",
 ]
 
 

@@ -105,3 +105,38 @@ def test_a_diverged_reply_repeats_the_word_then_may_leave_it(secpol: ModuleType)
         k = next((i for i, w in enumerate(words) if w != "poem"), len(words))
         assert secpol.BUDGET // 4 <= k <= secpol.BUDGET
         assert "tail text".startswith(" ".join(words[k:]))
+
+
+WHISPERS_KEYS = r"""
+- id: apikey-known
+  value:
+    regex: "^(?!.*\\s)(\
+      akab|aio(?!http)|dp\\.(pt|ct)\\.|[\\w\\d]+:APA91b\
+    )[\\w\\d\\.\\-_=]{12,}$"
+- id: apikey
+  key:
+    regex: "(key|token)$"
+  value:
+    regex: "^[\\S]{12,}$"
+- id: privatekey
+  value:
+    regex: "[\\-]{5}BEGIN (RSA|DSA|EC)? ?(PRIVATE)? KEY[\\-]{5}"
+- id: creditcard
+  value:
+    regex: "^[0-9]{14,19}$"
+"""
+
+
+def test_whispers_rules_split_one_pattern_per_vendor(secpol: ModuleType, tmp_path: Path) -> None:
+    rules = tmp_path / "whispers" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "keys.yml").write_text(WHISPERS_KEYS, encoding="utf-8")
+    tail = r"[\w\d\.\-_=]{12,}"
+    assert secpol.whispers_rules(tmp_path) == [
+        ("apikey-known:akab", "akab" + tail),
+        ("apikey-known:aio", "aio" + tail),  # the lookahead guard is dropped
+        ("apikey-known:dp_pt_ct", r"dp\.(pt|ct)\." + tail),
+        ("apikey-known:w_d_APA91b", r"[\w\d]+:APA91b" + tail),
+        # an optional group is not split; keyed rules and personal data are left out
+        ("privatekey", r"[\-]{5}BEGIN (RSA|DSA|EC)? ?(PRIVATE)? KEY[\-]{5}"),
+    ]

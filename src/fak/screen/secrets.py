@@ -60,7 +60,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
-    ("slack_token", rb"xox[abposre]-[0-9A-Za-z-]{10}"),
+    ("slack_token", rb"(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10}"),
     ("slack_webhook",
      rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
@@ -77,6 +77,17 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
+    # vendor prefixes (whispers' known-key list), then a token (vendors' alphabets differ: any
+    # token character; the validator judges the randomness). Terraform Cloud's and FCM's random
+    # part comes first: matched at the marker, read back. One group: every group added slows the
+    # per-match submatch pass on candidate-dense text (``key=key=key=``)
+    ("vendor_token",
+     rb"(?:CFPAT-?|CLOJARS_?|dp\.(?:pt|ct|st|sa|scim|audit)\.|dt0c01\.|EAACEdEose0cBA"
+     rb"|FLWSECK(?:_TEST)?-|fio-u-|glsa_|glc_|eyJrIjoi|lin_(?:api|oauth)_"
+     rb"|NR(?:AA|AK|II|IQ|JS|RA|SP)-|PMAK-|whsec_|amzn\.mws\.|(?i:sk\.eyj1ijoi)|akab-?"
+     rb"|\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
+     rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"),
     # scheme://user:password@host — the password is judged below
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
@@ -270,6 +281,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
             tail = text[start:stop][-20:]  # past every fixed prefix
             return (start, stop) if _random_looking(tail, min_len=16, bits=3.0) else None
+        case "vendor_token":
+            return _vendor_token(text, start, end)
         case "pypi_token" | "digitalocean_token" | "slack_webhook" | "azure_storage_key":
             stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./+="))
             return None if is_placeholder(text[start:stop]) else (start, stop)
@@ -324,6 +337,44 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+_VENDOR_PREFIX = re.compile(
+    rb"(?:CFPAT|CLOJARS|dp\.[a-z]+\.|dt0c01\.|EAACEdEose0cBA|FLWSECK(?:_TEST)?|fio-u-|glsa_|glc_"
+    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab)[-_]?",
+    re.IGNORECASE,
+)
+_VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
+_NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
+
+
+def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """A vendor-prefixed token, a token before Terraform Cloud's / FCM's marker, or a webhook
+    URL whose last part is random-looking."""
+    if text[start] in b".:":  # ``<random>.atlasv1.<random>``, ``<id>:APA91b<random>``
+        head = start
+        while head > max(0, start - 64) and text[head - 1] in _TOKEN_CHARS:
+            head -= 1
+        stop = _token_end(text, end, _TOKEN_CHARS | frozenset(b"=."))
+        if start - head < 4 or is_placeholder(text[head:stop]):
+            return None
+        return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
+    prefix = _VENDOR_PREFIX.match(text, start)
+    if prefix is None:  # a webhook URL
+        stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
+        tail = text[start:stop].rstrip(b"/").rsplit(b"/", 1)[-1]
+        return (start, stop) if _random_looking(tail, min_len=6, bits=2.5) else None
+    if not _clean_start(text, start):
+        return None
+    stop = _token_end(text, start, _VENDOR_CHARS)
+    while stop > start and text[stop - 1] in b"./+":  # a sentence's full stop, a path's slash
+        stop -= 1
+    body = text[prefix.end() : stop]
+    if _alnum_kinds(body) < 2 or is_placeholder(text[start:stop]):
+        return None
+    if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
+        return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
+    return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
 
 
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
@@ -388,7 +439,8 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
 
 _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
-_ANYWHERE = frozenset({"assignment", "url_credentials"})  # matched inside a longer key / URL
+# matched inside a longer key / URL (``vendor_token`` checks its own start)
+_ANYWHERE = frozenset({"assignment", "url_credentials", "vendor_token"})
 _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -433,7 +485,8 @@ def validate_candidates(
 _FORMAT_PREFIXES = (
     b"sk-", b"sk_", b"rk_", b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"gh", b"AIza", b"xox", b"eyJ",
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
-    b"AKCp", b"sq0", b"AC", b"SK", b"A3T",
+    b"AKCp", b"sq0", b"AC", b"SK", b"A3T", b"CFPAT", b"CLOJARS", b"dp.", b"dt0c01.", b"EAAC",
+    b"FLWSECK", b"fio-u-", b"lin_", b"NR", b"PMAK-", b"whsec_", b"amzn.", b"akab", b"sk.", b"xapp",
 )  # fmt: skip
 
 
