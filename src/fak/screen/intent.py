@@ -42,6 +42,7 @@ __all__ = [
     "IntentModel",
     "candidate_groups",
     "class_grams",
+    "context",
     "describe",
     "features",
     "grams",
@@ -262,8 +263,10 @@ class IntentModel:
     threshold: float
     provenance: dict[str, object]
 
-    def logit(self, text: str, *, orders: bool = True) -> float:
-        return score(self.weights, self.bias, text, orders=orders)
+    def logit(
+        self, text: str, *, orders: bool = True, around: dict[str, float] | None = None
+    ) -> float:
+        return score(self.weights, self.bias, text, orders=orders, around=around)
 
 
 _TABLE = str.maketrans(
@@ -393,10 +396,46 @@ assistant: the itinerary is in the shared folder" speaks to the model but asks n
 a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
 
 
-def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = True) -> float:
-    """The logit: concept features, class n-grams and the word n-grams the window holds;
-    windows outside the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score
-    (minus infinity)."""
+_AROUND = 2048
+"""Bytes on each side of a window that ``context`` reads for words about attacks."""
+_ABOUT = (b"attack", b"inject", b"jailbreak", b"malicious", b"adversar", b"example", b"e.g.", b"payload", b"red team", b"red-team", b"vulnerab", b"detect", b"exploit", b"such as")  # fmt: skip
+_DOC_MARKS = (b"\n#", b"```", b"](", b"\n- ", b"\n* ", b"\n|", b"\\n#", b"\\n- ", b"\\n* ", b"\\n|")
+"""Markdown structure, with its line ends as they are or escaped (a JSON string's ``\\n``)."""
+
+
+def context(data: bytes, lo: int, hi: int) -> dict[str, float]:
+    """What the body around a window ``data[lo:hi]`` says about it, from bytes outside the
+    window: ``ctx_fence``, the window opens inside a markdown code fence (an odd number of
+    fences before it); ``ctx_about``, words about attacks (attack, injection, jailbreak,
+    payload, "for example" ...) within ``_AROUND`` bytes either side; ``ctx_doc``, markdown
+    structure (headings, fences, links, list items, table rows) in the same span. Text that
+    quotes or discusses an attack sits in such surroundings; an attack usually does not, but an
+    attacker can write them too: they are weights the model learns, not a pass. Byte counts
+    only, a few microseconds per window."""
+    out: dict[str, float] = {}
+    if data.count(b"```", 0, lo) % 2:
+        out["ctx_fence"] = 1.0
+    near = data[max(0, lo - _AROUND) : lo].lower() + b"\n" + data[hi : hi + _AROUND].lower()
+    about = sum(map(near.count, _ABOUT))
+    if about:
+        out["ctx_about"] = math.log1p(about)
+    doc = sum(map(near.count, _DOC_MARKS))
+    if doc:
+        out["ctx_doc"] = math.log1p(doc)
+    return out
+
+
+def score(
+    weights: dict[str, float],
+    bias: float,
+    text: str,
+    *,
+    orders: bool = True,
+    around: dict[str, float] | None = None,
+) -> float:
+    """The logit: concept features, class n-grams and the word n-grams the window holds, and
+    the body's ``context`` around it (``around``); windows outside the ``GATE``, or
+    (``orders``) without any of the ``ORDERS``, get no score (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
         return -math.inf
@@ -404,6 +443,8 @@ def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = T
         return -math.inf
     get, zero = weights.get, itertools.repeat(0.0)  # map: the genexprs' sums, term for term
     total: float = bias + sum(map(operator.mul, map(get, found, zero), found.values()))
+    if around:
+        total += sum(map(operator.mul, map(get, around, zero), around.values()))
     toks = _tokens(text)
     gram_total: float = sum(map(get, _grams_of(toks) | class_grams(toks), zero))
     return total + gram_total
@@ -511,14 +552,16 @@ def _judge(
 ) -> IntentHit | None:
     lo, hi = window_of(data, group)
     window = data[lo:hi]
+    around = context(data, lo, hi)
     shared = current()  # within one admission, a window's bytes are read once
-    known = None if shared is None else shared.windows.get((window, orders))
+    key = (window, orders, tuple(sorted(around.items())))
+    known = None if shared is None else shared.windows.get(key)
     if known is not None and known[0] is model:
         logit = known[1]
     else:
-        logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
+        logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders, around=around)
         if shared is not None:
-            shared.windows[window, orders] = (model, logit)
+            shared.windows[key] = (model, logit)
     if logit < cut:
         return None
     return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))
