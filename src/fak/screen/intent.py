@@ -396,6 +396,9 @@ assistant: the itinerary is in the shared folder" speaks to the model but asks n
 a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
 
 
+_FENCE_SCAN = 65536
+"""Bytes before a window in which fences are counted: a body's cost stays linear in its size
+(a window per 32 KiB at most, each scanning this much)."""
 _AROUND = 2048
 """Bytes on each side of a window that ``context`` reads for words about attacks."""
 _ABOUT = (b"attack", b"inject", b"jailbreak", b"malicious", b"adversar", b"example", b"e.g.", b"payload", b"red team", b"red-team", b"vulnerab", b"detect", b"exploit", b"such as")  # fmt: skip
@@ -406,14 +409,14 @@ _DOC_MARKS = (b"\n#", b"```", b"](", b"\n- ", b"\n* ", b"\n|", b"\\n#", b"\\n- "
 def context(data: bytes, lo: int, hi: int) -> dict[str, float]:
     """What the body around a window ``data[lo:hi]`` says about it, from bytes outside the
     window: ``ctx_fence``, the window opens inside a markdown code fence (an odd number of
-    fences before it); ``ctx_about``, words about attacks (attack, injection, jailbreak,
-    payload, "for example" ...) within ``_AROUND`` bytes either side; ``ctx_doc``, markdown
-    structure (headings, fences, links, list items, table rows) in the same span. Text that
-    quotes or discusses an attack sits in such surroundings; an attack usually does not, but an
-    attacker can write them too: they are weights the model learns, not a pass. Byte counts
-    only, a few microseconds per window."""
+    fences in the ``_FENCE_SCAN`` bytes before it); ``ctx_about``, words about attacks
+    (attack, injection, jailbreak, payload, "for example" ...) within ``_AROUND`` bytes either
+    side; ``ctx_doc``, markdown structure (headings, fences, links, list items, table rows) in
+    the same span. Text that quotes or discusses an attack sits in such surroundings; an attack
+    usually does not, but an attacker can write them too: they are weights the model learns,
+    not a pass. Byte counts only, a few microseconds per window."""
     out: dict[str, float] = {}
-    if data.count(b"```", 0, lo) % 2:
+    if data.count(b"```", max(0, lo - _FENCE_SCAN), lo) % 2:
         out["ctx_fence"] = 1.0
     near = data[max(0, lo - _AROUND) : lo].lower() + b"\n" + data[hi : hi + _AROUND].lower()
     about = sum(map(near.count, _ABOUT))
