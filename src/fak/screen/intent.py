@@ -37,6 +37,7 @@ from fak.screen.scope import current
 
 __all__ = [
     "CONCEPTS",
+    "CONTEXT_FEATURES",
     "WINDOW",
     "IntentHit",
     "IntentModel",
@@ -396,6 +397,8 @@ assistant: the itinerary is in the shared folder" speaks to the model but asks n
 a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
 
 
+CONTEXT_FEATURES = ("ctx_fence", "ctx_about", "ctx_doc")
+"""The features ``context`` can give."""
 _FENCE_SCAN = 65536
 """Bytes before a window in which fences are counted: a body's cost stays linear in its size
 (a window per 32 KiB at most, each scanning this much)."""
@@ -555,16 +558,20 @@ def _judge(
 ) -> IntentHit | None:
     lo, hi = window_of(data, group)
     window = data[lo:hi]
-    around = context(data, lo, hi)
     shared = current()  # within one admission, a window's bytes are read once
-    key = (window, orders, tuple(sorted(around.items())))
-    known = None if shared is None else shared.windows.get(key)
+    known = None if shared is None else shared.windows.get((window, orders))
     if known is not None and known[0] is model:
         logit = known[1]
     else:
-        logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders, around=around)
+        logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
         if shared is not None:
-            shared.windows[key] = (model, logit)
+            shared.windows[window, orders] = (model, logit)
+    # the body around the window: a few byte counts, added to the (shared) window's own logit;
+    # when no context weight is positive, context only lowers a logit: read it only for a hit
+    get = model.weights.get
+    lifts = any(get(k, 0.0) > 0 for k in CONTEXT_FEATURES)
+    if logit > -math.inf and (lifts or logit >= cut) and (around := context(data, lo, hi)):
+        logit += sum(get(k, 0.0) * v for k, v in around.items())
     if logit < cut:
         return None
     return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))

@@ -22,11 +22,10 @@ __all__ = ["AdmissionScope", "Shared", "current"]
 
 @dataclass(slots=True)
 class Shared:
-    """What one admission has computed so far: logits by window bytes (and ``orders`` and the
-    window's context), with the model that computed each; the union pass over ``raw``
-    (``starts``), once created."""
+    """What one admission has computed so far: logits by window bytes (and ``orders``), with
+    the model that computed each; the union pass over ``raw`` (``starts``), once created."""
 
-    windows: dict[tuple[object, ...], tuple[object, float]] = field(default_factory=dict)
+    windows: dict[tuple[bytes, bool], tuple[object, float]] = field(default_factory=dict)
     raw: bytes | None = None
     starts: SharedStarts | None = None
     plain: int = 0  # raw[plain:] holds no NUL and no non-ASCII byte (0 for ASCII raw)
