@@ -37,7 +37,7 @@ from pathlib import Path
 
 from fak.screen import intent
 from fak.screen.injection import find_cues, score_injection
-from fak.screen.intent import WINDOW, describe
+from fak.screen.intent import WINDOW, context, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -49,24 +49,29 @@ GENERATED = ROOT / "benchmarks" / "data" / "screen_corpus.jsonl"
 WEIGHTS = ROOT / "src" / "fak" / "screen" / "intent_weights.json.gz"
 SEED = 25
 STRIDE = WINDOW // 2
+CONTEXT = True  # ``--no-context``: windows are described without the body around them
 
 
 def _load(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
-def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, int]]:
-    """(window text, label) pairs of one item; label -1 means unknown (skipped). A window that
-    holds a planted injection gives two positives: the window as the runtime reads it (carrier
-    around the injection; not with ``carrier=False``) and the injection's own words."""
+def windows(
+    item: dict[str, object], carrier: bool = True
+) -> list[tuple[str, int, dict[str, float]]]:
+    """(window text, label, the body's ``context`` around it) of one item; label -1 means
+    unknown (skipped). A window that holds a planted injection gives two positives: the window
+    as the runtime reads it (carrier around the injection; not with ``carrier=False``) and the
+    injection's own words (with the same context)."""
     data = str(item["text"]).encode()
     span = item.get("span")
-    out: list[tuple[str, int]] = []
+    out: list[tuple[str, int, dict[str, float]]] = []
     for lo in range(0, max(1, len(data) - STRIDE), STRIDE):
         piece = data[lo : lo + WINDOW]
         text = piece.decode("utf-8", errors="ignore")
+        around = context(data, lo, lo + len(piece)) if CONTEXT else {}
         if item["label"] == "benign":
-            out.append((text, 0))
+            out.append((text, 0, around))
             continue
         if isinstance(span, list):
             s, e = int(span[0]), int(span[1])
@@ -74,12 +79,12 @@ def windows(item: dict[str, object], carrier: bool = True) -> list[tuple[str, in
             label = 1 if overlap >= min(e - s, 120) else (0 if overlap <= 0 else -1)
             if label == 1:  # the injection's own words, not the carrier's around it
                 own = data[max(s, lo) : min(e, lo + WINDOW)].decode("utf-8", errors="ignore")
-                out.append((own, 1))
+                out.append((own, 1, around))
                 if not carrier:
                     continue
         else:  # generated corpus: no span recorded; a window with cues is the injection
             label = 1 if score_injection(piece, 0.5) else -1
-        out.append((text, label))
+        out.append((text, label, around))
     return out
 
 
@@ -141,7 +146,9 @@ def _fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) 
     best, best_on = -math.inf, -math.inf
     for group in groups:
         lo, hi = intent.window_of(data, group)
-        logit = model.logit(data[lo:hi].decode("utf-8", errors="ignore"))
+        logit = model.logit(
+            data[lo:hi].decode("utf-8", errors="ignore"), around=context(data, lo, hi)
+        )
         best = max(best, logit)
         if min(hi, e) - max(lo, s) > 0:
             best_on = max(best_on, logit)
@@ -152,6 +159,27 @@ def _fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) 
     if best_on == -math.inf:
         return "off-span"
     return "low"
+
+
+def _show(model: intent.IntentModel, threshold: float, item: dict[str, object]) -> None:
+    """Print a held item's windows over the threshold and their heaviest features."""
+    data = str(item["text"]).encode()
+    spots = [(c.start, c.end, c.weight) for c in find_cues(data)]
+    print(f"  HELD {item['id']} ({len(data)} bytes)")
+    for group in intent.candidate_groups(data, spots):
+        lo, hi = intent.window_of(data, group)
+        text = data[lo:hi].decode("utf-8", errors="ignore")
+        around = context(data, lo, hi)
+        logit = model.logit(text, around=around)
+        if logit < threshold:
+            continue
+        found, words = describe(text)
+        found.update(around)
+        terms = [(model.weights.get(k, 0.0) * v, k) for k, v in found.items()]
+        terms += [(model.weights.get(g, 0.0), g) for g in words]
+        top = sorted(terms, reverse=True)[:8]
+        print(f"    window {lo}-{hi} logit {logit:.2f}: {text[:300]!r}")
+        print(f"    top: {[(k, round(w, 2)) for w, k in top]}")
 
 
 @contextlib.contextmanager
@@ -183,7 +211,11 @@ def main() -> None:
     )
     parser.add_argument("--validate", default="", help="hold this train source out and report it")
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument("--show", action="store_true", help="print the held validation items")
+    parser.add_argument("--no-context", action="store_true", help="no ``context`` features")
     args = parser.parse_args()
+    global CONTEXT
+    CONTEXT = not args.no_context
 
     train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
     train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
@@ -198,8 +230,10 @@ def main() -> None:
         source = str(item.get("source", "generated"))
         kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
         positives = [w for w in kept if w[1] == 1][: args.max_positive]
-        for text, label in [w for w in kept if w[1] == 0] + positives:
-            cut.append((*describe(text), label, source))
+        for text, label, around in [w for w in kept if w[1] == 0] + positives:
+            found, words = describe(text)
+            found.update(around)
+            cut.append((found, words, label, source))
     for lang, label, text in synthesize(SEED, args.synth):
         cut.append((*describe(text), int(label == "injection"), f"synth-{lang}"))
     # An n-gram is a feature only when it is common language: seen in the windows of
@@ -226,6 +260,7 @@ def main() -> None:
     ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[: args.keep]
     weights = {f: round(w, 3) for f, w in ranked if abs(w) >= 0.005}
 
+    print(f"context weights: {sorted((k, w) for k, w in weights.items() if k[:4] == 'ctx_')}")
     model_doc: dict[str, object] = {"weights": weights, "bias": round(bias, 4), "threshold": 0.0}
     model = intent.IntentModel(weights, bias, 0.0, {})
     benign_best: list[float] = []
@@ -255,6 +290,9 @@ def main() -> None:
         )
         print(f"validation source {args.validate}: {len(held)}/{len(validate)} held "
               f"({', '.join(sorted({str(i['label']) for i in validate}))})")  # fmt: skip
+        if args.show:
+            for item in held:
+                _show(model, threshold, item)
         fates = Counter(_fate(model, threshold, i) for i in validate if i["label"] != "benign")
         print(f"  injections' fates: {dict(sorted(fates.items()))}")
     if args.dry_run or validate:

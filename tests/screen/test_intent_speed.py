@@ -85,9 +85,15 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     read: list[str] = []
     logit = intent_module.IntentModel.logit
 
-    def counted(self: intent_module.IntentModel, text: str, *, orders: bool = True) -> float:
+    def counted(
+        self: intent_module.IntentModel,
+        text: str,
+        *,
+        orders: bool = True,
+        around: dict[str, float] | None = None,
+    ) -> float:
         read.append(text)
-        return logit(self, text, orders=orders)
+        return logit(self, text, orders=orders, around=around)
 
     monkeypatch.setattr(intent_module.IntentModel, "logit", counted)
     return read

@@ -37,11 +37,13 @@ from fak.screen.scope import current
 
 __all__ = [
     "CONCEPTS",
+    "CONTEXT_FEATURES",
     "WINDOW",
     "IntentHit",
     "IntentModel",
     "candidate_groups",
     "class_grams",
+    "context",
     "describe",
     "features",
     "grams",
@@ -262,8 +264,10 @@ class IntentModel:
     threshold: float
     provenance: dict[str, object]
 
-    def logit(self, text: str, *, orders: bool = True) -> float:
-        return score(self.weights, self.bias, text, orders=orders)
+    def logit(
+        self, text: str, *, orders: bool = True, around: dict[str, float] | None = None
+    ) -> float:
+        return score(self.weights, self.bias, text, orders=orders, around=around)
 
 
 _TABLE = str.maketrans(
@@ -393,10 +397,51 @@ assistant: the itinerary is in the shared folder" speaks to the model but asks n
 a stricter source (a manifest threshold under 1, e.g. web pages) holds it all the same."""
 
 
-def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = True) -> float:
-    """The logit: concept features, class n-grams and the word n-grams the window holds;
-    windows outside the ``GATE``, or (``orders``) without any of the ``ORDERS``, get no score
-    (minus infinity)."""
+CONTEXT_FEATURES = ("ctx_fence", "ctx_about", "ctx_doc")
+"""The features ``context`` can give."""
+_FENCE_SCAN = 65536
+"""Bytes before a window in which fences are counted: a body's cost stays linear in its size
+(a window per 32 KiB at most, each scanning this much)."""
+_AROUND = 2048
+"""Bytes on each side of a window that ``context`` reads for words about attacks."""
+_ABOUT = (b"attack", b"inject", b"jailbreak", b"malicious", b"adversar", b"example", b"e.g.", b"payload", b"red team", b"red-team", b"vulnerab", b"detect", b"exploit", b"such as")  # fmt: skip
+_DOC_MARKS = (b"\n#", b"```", b"](", b"\n- ", b"\n* ", b"\n|", b"\\n#", b"\\n- ", b"\\n* ", b"\\n|")
+"""Markdown structure, with its line ends as they are or escaped (a JSON string's ``\\n``)."""
+
+
+def context(data: bytes, lo: int, hi: int) -> dict[str, float]:
+    """What the body around a window ``data[lo:hi]`` says about it, from bytes outside the
+    window: ``ctx_fence``, the window opens inside a markdown code fence (an odd number of
+    fences in the ``_FENCE_SCAN`` bytes before it); ``ctx_about``, words about attacks
+    (attack, injection, jailbreak, payload, "for example" ...) within ``_AROUND`` bytes either
+    side; ``ctx_doc``, markdown structure (headings, fences, links, list items, table rows) in
+    the same span. Text that quotes or discusses an attack sits in such surroundings; an attack
+    usually does not, but an attacker can write them too: they are weights the model learns,
+    not a pass. Byte counts only, a few microseconds per window."""
+    out: dict[str, float] = {}
+    if data.count(b"```", max(0, lo - _FENCE_SCAN), lo) % 2:
+        out["ctx_fence"] = 1.0
+    near = data[max(0, lo - _AROUND) : lo].lower() + b"\n" + data[hi : hi + _AROUND].lower()
+    about = sum(map(near.count, _ABOUT))
+    if about:
+        out["ctx_about"] = math.log1p(about)
+    doc = sum(map(near.count, _DOC_MARKS))
+    if doc:
+        out["ctx_doc"] = math.log1p(doc)
+    return out
+
+
+def score(
+    weights: dict[str, float],
+    bias: float,
+    text: str,
+    *,
+    orders: bool = True,
+    around: dict[str, float] | None = None,
+) -> float:
+    """The logit: concept features, class n-grams and the word n-grams the window holds, and
+    the body's ``context`` around it (``around``); windows outside the ``GATE``, or
+    (``orders``) without any of the ``ORDERS``, get no score (minus infinity)."""
     found = features(text)
     if not any(k in found for k in GATE):
         return -math.inf
@@ -404,6 +449,8 @@ def score(weights: dict[str, float], bias: float, text: str, *, orders: bool = T
         return -math.inf
     get, zero = weights.get, itertools.repeat(0.0)  # map: the genexprs' sums, term for term
     total: float = bias + sum(map(operator.mul, map(get, found, zero), found.values()))
+    if around:
+        total += sum(map(operator.mul, map(get, around, zero), around.values()))
     toks = _tokens(text)
     gram_total: float = sum(map(get, _grams_of(toks) | class_grams(toks), zero))
     return total + gram_total
@@ -519,6 +566,12 @@ def _judge(
         logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
         if shared is not None:
             shared.windows[window, orders] = (model, logit)
+    # the body around the window: a few byte counts, added to the (shared) window's own logit;
+    # when no context weight is positive, context only lowers a logit: read it only for a hit
+    get = model.weights.get
+    lifts = any(get(k, 0.0) > 0 for k in CONTEXT_FEATURES)
+    if logit > -math.inf and (lifts or logit >= cut) and (around := context(data, lo, hi)):
+        logit += sum(get(k, 0.0) * v for k, v in around.items())
     if logit < cut:
         return None
     return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))
