@@ -708,16 +708,7 @@ def main() -> None:
     venv_site, corpus_site = site_packages(Path(sys.prefix)), site_packages(CORPUS_VENV)
     items = build(venv_site, corpus_site)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", encoding="utf-8") as fh:
-        for item in items:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
-    tally: dict[tuple[str, str, str], int] = {}
-    for item in items:
-        key = (str(item["split"]), str(item["label"]), str(item["source"]))
-        tally[key] = tally.get(key, 0) + 1
-    for key in sorted(tally):
-        print(f"{key[0]:8} {key[1]:10} {key[2]:24} {tally[key]:6}")
-    print(f"wrote {len(items)} items to {args.out}")
+    secpol.write(items, args.out, "injection / benign")
     python = CORPUS_VENV / "bin" / "python"
     secpol.write(secpol.build(venv_site, corpus_site, secpol.pools_of(items), wrap, python))
 

@@ -568,7 +568,11 @@ def pools_of(items: list[dict[str, object]]) -> dict[str, list[str]]:
     return pools
 
 
-def write(items: list[dict[str, object]], out: Path = OUT) -> None:
+def write(
+    items: list[dict[str, object]], out: Path = OUT, what: str = "secret / pollution / near-miss"
+) -> None:
+    """Writes ``items`` as JSON lines to ``out`` and prints a count per split, label and source
+    (``screen_sources.py`` writes the main corpus with it too)."""
     with out.open("w", encoding="utf-8") as fh:
         for item in items:
             fh.write(json.dumps(item, ensure_ascii=False) + "\n")
@@ -578,7 +582,7 @@ def write(items: list[dict[str, object]], out: Path = OUT) -> None:
         tally[key] = tally.get(key, 0) + 1
     for key in sorted(tally):
         print(f"{key[0]:8} {key[1]:10} {key[2]:24} {tally[key]:6}")
-    print(f"wrote {len(items)} secret / pollution / near-miss items to {out}")
+    print(f"wrote {len(items)} {what} items to {out}")
 
 
 def main() -> None:

@@ -25,9 +25,10 @@ from fak.kernel.evidence import NOTES, QuarantineNote, note_of
 from fak.kernel.quarantine import Admission, PageInRefused, QuarantineLedger
 from fak.kernel.views import decoded_view, json_text_view, serialized
 
-__all__ = ["ResultGate", "result_of"]
+__all__ = ["UNAUDITED", "ResultGate", "result_of"]
 
-_UNAUDITED: Final = Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
+UNAUDITED: Final = Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
+"""The refusal of whatever the journal could not record: a call, or a result's bytes."""
 
 
 class ResultGate:
@@ -115,4 +116,4 @@ def _withheld(admission: Admission) -> Admission:
         {"_withheld": True, "reason": "audit journal unavailable", "len": len(admission.payload)},
         option=orjson.OPT_SORT_KEYS,
     )
-    return Admission(_UNAUDITED, stub, digest=admission.digest)
+    return Admission(UNAUDITED, stub, digest=admission.digest)

@@ -38,7 +38,7 @@ from fak.cas import MemoryStore
 from fak.journal import JournalKind
 from fak.kernel.audit import AuditWriter
 from fak.kernel.evidence import EvidenceBook, HoldEvidence, QuarantineNote, gather
-from fak.kernel.gate import ResultGate, result_of
+from fak.kernel.gate import UNAUDITED, ResultGate, result_of
 from fak.kernel.outcome import ERROR, OK, CallOutcome, deny_value, encode, held_as_deny
 from fak.kernel.quarantine import (
     DEFAULT_MAX_HELD,
@@ -75,7 +75,6 @@ Handler = Callable[[dict[str, Any]], Any]
 """A tool: called with the (possibly rewritten) arguments; returns JSON-able, str or bytes."""
 
 _VDSO_ALLOW: Final = Verdict.allow("vdso", meta={"served_by": "vdso"})
-_UNAUDITED: Final = Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
 _COUNTERS: Final = (
     "submits",
     "decisions",
@@ -589,7 +588,7 @@ class Kernel:
     def _unaudited(self) -> Verdict:
         """An admission nobody can audit is refused."""
         self._count("denies")
-        return _UNAUDITED
+        return UNAUDITED
 
     def explain(self, call: ToolCall) -> tuple[Verdict, list[RungTrace]]:
         """The folded verdict and each rung's own answer (diagnostic; not counted)."""
