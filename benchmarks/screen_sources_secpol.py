@@ -50,6 +50,9 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "detect_secrets": ("detect-secrets==1.5.0", "Apache-2.0", "train"),
     "secretlint": ("npm:@secretlint/secretlint-rule-preset-recommend@13.0.7", "MIT", "heldout"),
     "whispers": ("whispers==2.4.0", "BSD-3-Clause", "train"),
+    "llm_guard": ("llm-guard==0.3.16", "MIT", "train"),
+    # GPL-2.0: its rules file is read as data at build time; nothing of it is committed
+    "trufflehog3": ("trufflehog3==3.0.10", "GPL-2.0", "train"),
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
 }  # fmt: skip
 
@@ -58,6 +61,9 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
     "detect_secrets": ("strings generated from detect-secrets' plugin regexes", "secret", "train"),
     "whispers": ("strings generated from whispers' value rules (keys, webhooks)", "secret",
                  "train"),
+    "llm_guard": ("strings generated from llm-guard's secrets plugins (gitleaks-style rules)",
+                  "secret", "train"),
+    "trufflehog3": ("strings generated from trufflehog3's default rules", "secret", "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -148,8 +154,24 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
     """(plugin class, regex source) of every ``re.compile(<literal>)`` in a detect-secrets
     plugin class. Plugins that find IP or e-mail addresses, or judge keywords / entropy rather
     than a format, are left out (they are not one credential format)."""
+    return _plugin_regexes(site / "detect_secrets" / "plugins", _NOT_CREDENTIALS, by_file=False)
+
+
+def llm_guard_rules(site: Path) -> list[tuple[str, str]]:
+    """(plugin file:index, regex source) of llm-guard's secrets plugins (detect-secrets plugin
+    classes, one per vendor, whose regexes follow gitleaks' rules). Each regex is a family of
+    its own: a vendor's plugin often holds several formats (a client id and a secret)."""
+    base = site / "llm_guard" / "input_scanners" / "secrets_plugins"
+    return _plugin_regexes(base, (), by_file=True)
+
+
+def _plugin_regexes(folder: Path, skip: tuple[str, ...], *, by_file: bool
+                    ) -> list[tuple[str, str]]:  # fmt: skip
+    """(family, regex source) of every ``re.compile(<literal>)`` in the plugin classes of the
+    ``*.py`` files of ``folder`` (classes whose name holds a ``skip`` word left out); the family
+    is the class, or with ``by_file`` the file's stem and the regex's index in it."""
     rules: list[tuple[str, str]] = []
-    for path in sorted((site / "detect_secrets" / "plugins").glob("*.py")):
+    for path in sorted(folder.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         names = {
             t.id: v
@@ -158,8 +180,9 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
             for t in n.targets
             if isinstance(t, ast.Name) and (v := _literal(n.value, {})) is not None
         }
+        index = 0
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-            if any(word in cls.name for word in _NOT_CREDENTIALS):
+            if any(word in cls.name for word in skip):
                 continue
             for node in ast.walk(cls):
                 if (
@@ -169,8 +192,20 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
                     and node.args
                     and (source := _literal(node.args[0], names)) is not None
                 ):
-                    rules.append((cls.name, _LOOKAROUND.sub("", source)))  # guards only
+                    family = f"{path.stem}:{index}" if by_file else cls.name
+                    rules.append((family, _LOOKAROUND.sub("", source)))  # guards only
+                    index += 1
     return rules
+
+
+def trufflehog3_rules(site: Path) -> list[tuple[str, str]]:
+    """(rule id, regex) of trufflehog3's default rules (``static/rules.yml``, read as data; the
+    entropy rules carry no pattern and are left out, like detect-secrets' entropy plugins)."""
+    import yaml
+
+    text = (site / "trufflehog3" / "static" / "rules.yml").read_text(encoding="utf-8")
+    return [(str(rule["id"]), _LOOKAROUND.sub("", str(rule["pattern"])))
+            for rule in yaml.safe_load(text) or [] if rule.get("pattern")]  # fmt: skip
 
 
 # whispers' rules that judge a value alone; keyed ones (``password``, ``apikey``) need the key,
@@ -514,6 +549,10 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     rows += [("detect_secrets", "secret", f, t) for f, t in generated(corpus_python, "ds", ds, 12)]
     wh = whispers_rules(corpus_site)
     rows += [("whispers", "secret", f, t) for f, t in generated(corpus_python, "wh", wh, 12)]
+    lg = llm_guard_rules(corpus_site)
+    rows += [("llm_guard", "secret", f, t) for f, t in generated(corpus_python, "lg", lg, 8)]
+    th = trufflehog3_rules(corpus_site)
+    rows += [("trufflehog3", "secret", f, t) for f, t in generated(corpus_python, "th", th, 12)]
     sl = secretlint_rules(CORPUS_NPM)
     rows += [("secretlint", "secret", f, t) for f, t in generated(corpus_python, "sl", sl, 10)]
     keys = list(crypto_vectors(corpus_site))
