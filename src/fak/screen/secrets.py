@@ -57,7 +57,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # key ids are base32 (A-Z, 2-7); fixtures and docs write any digit, scanners accept it
     ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
     ("github_token", rb"gh[pousr]_[A-Za-z0-9_]{36}\b"),
-    ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
+    ("github_pat", rb"github_pat_[A-Za-z0-9_]{82}\b"),  # 22 + ``_`` + 59; scanners: any 82
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
     ("slack_token", rb"(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10}"),
@@ -73,7 +73,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("pypi_token", rb"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50}"),  # test.pypi
     ("artifactory_key", rb"AKCp[A-Za-z0-9]{10}"),  # JFrog API keys; a bare AKC slows the DFA
     ("square_token", rb"sq0(?:csp|atp)-[0-9A-Za-z_-]{22}"),
-    ("twilio_key", rb"(?:AC|SK)[a-z0-9]{32}\b"),
+    ("twilio_key", rb"(?:AC|SK)(?:[a-z0-9]{32}|[0-9a-fA-F]{32})\b"),
     ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
@@ -85,9 +85,15 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"(?:CFPAT-?|CLOJARS_?|dp\.(?:pt|ct|st|sa|scim|audit)\.|dt0c01\.|EAACEdEose0cBA"
      rb"|FLWSECK(?:_TEST)?-|fio-u-|glsa_|glc_|eyJrIjoi|lin_(?:api|oauth)_"
      rb"|NR(?:AA|AK|II|IQ|JS|RA|SP)-|PMAK-|whsec_|amzn\.mws\.|(?i:sk\.eyj1ijoi)|akab-?"
-     rb"|\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     rb"|\.atlasv1\.|:APA91b"
+     # llm-guard's (gitleaks') and trufflehog3's prefixes (issue 25, a third train source)
+     rb"|p8e-|AGE-SECRET-KEY-1|LTAI|dapi|duffel_(?:test|live)_|EZ[AT]K|api_org_"
+     rb"|pscale_(?:tkn|oauth|pw)_|pnu_|pul-|rdme_|rubygems_|tk-us-|xkeysib-"
+     rb"|shippo_(?:live|test)_|shp(?:at|ca|pa|ss)_|hv[sb]\.|ya29\.|access_token\$production\$"
+     rb")[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
-     rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"),
+     rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
+     rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
     # scheme://user:password@host — the password is judged below
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
@@ -341,9 +347,20 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
 
 _VENDOR_PREFIX = re.compile(
     rb"(?:CFPAT|CLOJARS|dp\.[a-z]+\.|dt0c01\.|EAACEdEose0cBA|FLWSECK(?:_TEST)?|fio-u-|glsa_|glc_"
-    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab)[-_]?",
+    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab"
+    rb"|p8e|AGE-SECRET-KEY-1|LTAI|dapi|duffel_[a-z]+_|EZ[AT]K|api_org_|pscale_[a-z]+_|pnu_"
+    rb"|pul|rdme_|rubygems_|tk-us|xkeysib|shippo_[a-z]+_|shp[a-z]{2}_|hv[sb]\.|ya29\."
+    rb"|access_token\$production\$)[-_]?",
     re.IGNORECASE,
 )
+# the shortest random part a real token of a prefix has (others: 12); short prefixes need more
+_VENDOR_MIN = (
+    (b"dapi", 32), (b"pnu_", 36), (b"pul-", 40), (b"LTAI", 12), (b"p8e-", 32), (b"EZ", 50),
+    (b"AGE-", 58), (b"rdme_", 64), (b"xkeysib-", 64), (b"rubygems_", 48), (b"tk-us-", 40),
+    (b"shp", 32), (b"shippo_", 40), (b"duffel_", 40), (b"api_org_", 30), (b"pscale_", 30),
+    (b"hv", 24), (b"ya29.", 20),
+)  # fmt: skip
+_HEX = frozenset(b"0123456789abcdef")
 _VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
 _NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
 
@@ -359,6 +376,14 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if start - head < 4 or is_placeholder(text[head:stop]):
             return None
         return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
+    if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back
+        head = start - 32
+        if head < 0 or (head > 0 and text[head - 1] in _WORD):
+            return None
+        key = text[head:start]
+        if not all(c in _HEX for c in key) or not _random_looking(key, min_len=32, bits=3.0):
+            return None
+        return head, end
     prefix = _VENDOR_PREFIX.match(text, start)
     if prefix is None:  # a webhook URL
         stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
@@ -367,10 +392,17 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if not _clean_start(text, start):
         return None
     stop = _token_end(text, start, _VENDOR_CHARS)
+    if text.startswith(b"access_token$", start):  # Braintree: ``$production$<id>$<hex>``
+        for _ in range(3):
+            if text[stop : stop + 1] == b"$":
+                stop = _token_end(text, stop + 1, _VENDOR_CHARS)
     while stop > start and text[stop - 1] in b"./+":  # a sentence's full stop, a path's slash
         stop -= 1
     body = text[prefix.end() : stop]
-    if _alnum_kinds(body) < 2 or is_placeholder(text[start:stop]):
+    if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
+        return None
+    least = next((n for head, n in _VENDOR_MIN if text.startswith(head, start)), 12)
+    if len(body) < least:
         return None
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
         return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
@@ -487,6 +519,9 @@ _FORMAT_PREFIXES = (
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
     b"AKCp", b"sq0", b"AC", b"SK", b"A3T", b"CFPAT", b"CLOJARS", b"dp.", b"dt0c01.", b"EAAC",
     b"FLWSECK", b"fio-u-", b"lin_", b"NR", b"PMAK-", b"whsec_", b"amzn.", b"akab", b"sk.", b"xapp",
+    b"p8e-", b"AGE-", b"LTAI", b"dapi", b"duffel_", b"EZ", b"api_org_", b"pscale_", b"pnu_",
+    b"pul-", b"rdme_", b"rubygems_", b"tk-us-", b"xkeysib-", b"shippo_", b"shp", b"hv", b"ya29.",
+    b"access_token$",
 )  # fmt: skip
 
 
