@@ -353,7 +353,8 @@ _VENDOR_PREFIX = re.compile(
     rb"|access_token\$production\$)[-_]?",
     re.IGNORECASE,
 )
-# the shortest random part a real token of a prefix has (others: 12); short prefixes need more
+# the shortest random part a real token of a prefix has (others: 12), for the prefixes whose
+# alphabet has no ``+`` or ``/``
 _VENDOR_MIN = (
     (b"dapi", 32), (b"pnu_", 36), (b"pul-", 40), (b"LTAI", 12), (b"p8e-", 32), (b"EZ", 50),
     (b"AGE-", 58), (b"rdme_", 64), (b"xkeysib-", 64), (b"rubygems_", 48), (b"tk-us-", 40),
@@ -401,8 +402,10 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     body = text[prefix.end() : stop]
     if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
         return None
-    least = next((n for head, n in _VENDOR_MIN if text.startswith(head, start)), 12)
-    if len(body) < least:
+    least = next((n for head, n in _VENDOR_MIN if text.startswith(head, start)), 0)
+    if least and (b"+" in body or b"/" in body or _inside_base64(text, start, stop)):
+        return None  # these alphabets have no ``+`` / ``/``: a chance match in base64
+    if len(body) < max(least, 12):
         return None
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
         return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
