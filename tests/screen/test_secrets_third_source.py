@@ -64,6 +64,24 @@ def test_a_mailchimp_key_is_spanned_from_its_hex_start() -> None:
     assert text[hit.start : hit.end] == key.encode()
 
 
+WIDENED = {
+    # SendGrid's keys are ``SG.`` + 22 + ``.`` + 43; llm-guard's and whispers' rules take any run
+    "sendgrid_key": "SENDGRID=SG." + rand(LOWER + "-_.", 66),
+    # Telegram bot ids have grown past ten digits (llm-guard: 5 to 16)
+    "telegram_bot_token": "bot " + rand("123456789", 12) + ":AA" + rand(ALNUM + "_-", 33),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(WIDENED))
+def test_widened_shapes_are_held(kind: str) -> None:
+    assert kind in {h.kind for h in find_secrets(WIDENED[kind].encode())}
+
+
+def test_a_mailchimp_key_of_any_lower_case_letters_is_held() -> None:
+    key = rand(LOWER, 32) + "-us13"  # detect-secrets' rule: [0-9a-z]{32}
+    assert {h.kind for h in find_secrets(("mc " + key).encode())} == {"vendor_token"}
+
+
 def test_widened_github_pat_and_twilio_shapes() -> None:
     # scanners accept a fine-grained PAT's 82 characters in any order, and upper-case hex SIDs
     assert {h.kind for h in find_secrets(b"pat github_pat_" + rand(ALNUM, 82).encode())} == {
@@ -92,6 +110,10 @@ LOOKALIKES = [
     b"0123456789abcdef0123456789abcdef-us1",  # a counting placeholder
     b"region en-us1 and fr-us2",
     b"SKIPPED: 12 tests, see ACCEPTANCE.md",
+    # near the widened SendGrid and Telegram shapes: names and a timestamp before a slug
+    b"SG.configureDefaultSettings(); SG.objects.filter(name=1)",
+    b"at 1700000000:deploy-the-staging-cluster-and-wait-now",
+    b"12345:abcdefghijklmnopqrstuvwxyzabcdef",
 ]
 
 

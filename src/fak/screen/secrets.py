@@ -65,7 +65,9 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
     ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
-    ("sendgrid_key", rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
+    # wants 20 characters mixing letters and digits
+    ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
     ("gitlab_token",  # personal, deploy, feed, OAuth, runner, CI-job, ... tokens
      rb"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941)[A-Za-z0-9_-]{20}"),
     ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
@@ -74,7 +76,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("artifactory_key", rb"AKCp[A-Za-z0-9]{10}"),  # JFrog API keys; a bare AKC slows the DFA
     ("square_token", rb"sq0(?:csp|atp)-[0-9A-Za-z_-]{22}"),
     ("twilio_key", rb"(?:AC|SK)(?:[a-z0-9]{32}|[0-9a-fA-F]{32})\b"),
-    ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
+    ("telegram_bot_token", rb"[0-9]{5,16}:[0-9A-Za-z_-]{30}"),  # bot id, then 35 (scanners: 30+)
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
     # vendor prefixes (whispers' known-key list), then a token (vendors' alphabets differ: any
@@ -282,8 +284,16 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             colon = text.index(b":", start)
             stop = _token_end(text, colon + 1, _TOKEN_CHARS)
             tail = text[colon + 1 : stop]
-            return (start, stop) if len(tail) == 35 and _random_looking(tail, bits=3.5) else None
-        case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token" | "sendgrid_key":
+            if not 30 <= len(tail) <= 48 or _alnum_kinds(tail) < 2:
+                return None  # ``1700000000:a-slug-of-words``: a timestamp and a name
+            return (start, stop) if _random_looking(tail, bits=3.5) else None
+        case "sendgrid_key":
+            stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b".="))
+            body = text[start + 3 : stop].rstrip(b".")
+            if len(body) < 20 or _alnum_kinds(body) < (2 if len(body) >= 60 else 3):
+                return None  # ``SG.configureDefaults``: a name, not a key
+            return (start, start + 3 + len(body)) if _random_looking(body, bits=3.2) else None
+        case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token":
             stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
             tail = text[start:stop][-20:]  # past every fixed prefix
             return (start, stop) if _random_looking(tail, min_len=16, bits=3.0) else None
@@ -361,7 +371,7 @@ _VENDOR_MIN = (
     (b"shp", 32), (b"shippo_", 40), (b"duffel_", 40), (b"api_org_", 30), (b"pscale_", 30),
     (b"hv", 24), (b"ya29.", 20),
 )  # fmt: skip
-_HEX = frozenset(b"0123456789abcdef")
+_LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
 _VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
 _NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
 
@@ -377,12 +387,13 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if start - head < 4 or is_placeholder(text[head:stop]):
             return None
         return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
-    if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back
+    if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
+        # accept any lower-case letter)
         head = start - 32
         if head < 0 or (head > 0 and text[head - 1] in _WORD):
             return None
         key = text[head:start]
-        if not all(c in _HEX for c in key) or not _random_looking(key, min_len=32, bits=3.0):
+        if not all(c in _LOWER_DIGITS for c in key) or not _random_looking(key, min_len=32):
             return None
         return head, end
     prefix = _VENDOR_PREFIX.match(text, start)
