@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import re2
 
+from fak.screen.secret_prefixes import PREFIXED, PREFIXED_AT, PREFIXED_RE2
 from fak.screen.tokens import BIG_DFA, compile_latin1
 
 __all__ = [
@@ -59,8 +60,8 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("github_token", rb"gh[pousr]_[A-Za-z0-9_]{36}\b"),
     ("github_pat", rb"github_pat_[A-Za-z0-9_]{82}\b"),  # 22 + ``_`` + 59; scanners: any 82
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
-    ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
-    ("slack_token", rb"(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10}"),
+    ("stripe_key", rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{24}"),
+    ("slack_token", rb"(?:xox[abposrecd]|xapp)-[0-9A-Za-z-]{10}"),  # c, d: session tokens
     ("slack_webhook",
      rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
@@ -69,7 +70,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # wants 20 characters mixing letters and digits
     ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
     ("gitlab_token",  # personal, deploy, feed, OAuth, runner, CI-job, ... tokens
-     rb"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941)[A-Za-z0-9_-]{20}"),
+     rb"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-|GR1348941)[A-Za-z0-9_-]{20}"),
     ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
     ("npm_token", rb"npm_[A-Za-z0-9]{36}\b"),
     ("pypi_token", rb"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50}"),  # test.pypi
@@ -79,20 +80,19 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("telegram_bot_token", rb"[0-9]{5,16}:[0-9A-Za-z_-]{30}"),  # bot id, then 35 (scanners: 30+)
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
+    # vendor prefixes at a word's start or after a string escape (``\\n``: the validator's
+    # ``_clean_start``; in the automaton, no thread starts inside a base64 run), then a token
     # vendor prefixes (whispers' known-key list), then a token (vendors' alphabets differ: any
     # token character; the validator judges the randomness). Terraform Cloud's and FCM's random
     # part comes first: matched at the marker, read back. One group: every group added slows the
     # per-match submatch pass on candidate-dense text (``key=key=key=``)
     ("vendor_token",
-     rb"(?:CFPAT-?|CLOJARS_?|dp\.(?:pt|ct|st|sa|scim|audit)\.|dt0c01\.|EAACEdEose0cBA"
+     rb"(?:\b|\\[nrt])(?:CFPAT-?|CLOJARS_?|dp\.(?:pt|ct|st|sa|scim|audit)\.|dt0c01\.|EAACEdEose0cBA"
      rb"|FLWSECK(?:_TEST)?-|fio-u-|glsa_|glc_|eyJrIjoi|lin_(?:api|oauth)_"
-     rb"|NR(?:AA|AK|II|IQ|JS|RA|SP)-|PMAK-|whsec_|amzn\.mws\.|(?i:sk\.eyj1ijoi)|akab-?"
-     rb"|\.atlasv1\.|:APA91b"
-     # llm-guard's (gitleaks') and trufflehog3's prefixes (issue 25, a third train source)
-     rb"|p8e-|AGE-SECRET-KEY-1|LTAI|dapi|duffel_(?:test|live)_|EZ[AT]K|api_org_"
-     rb"|pscale_(?:tkn|oauth|pw)_|pnu_|pul-|rdme_|rubygems_|tk-us-|xkeysib-"
-     rb"|shippo_(?:live|test)_|shp(?:at|ca|pa|ss)_|hv[sb]\.|ya29\.|access_token\$production\$"
-     rb")[A-Za-z0-9_.=+/-]{12}"
+     rb"|NR(?:AA|AK|II|IQ|JS|RA|SP)-|PMAK-|whsec_|amzn\.mws\.|(?i:sk\.eyj1ijoi)|akab-?|"
+     + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
+     + rb")[A-Za-z0-9_.=+/-]{12}"
+     rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
@@ -357,20 +357,9 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
 
 _VENDOR_PREFIX = re.compile(
     rb"(?:CFPAT|CLOJARS|dp\.[a-z]+\.|dt0c01\.|EAACEdEose0cBA|FLWSECK(?:_TEST)?|fio-u-|glsa_|glc_"
-    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab"
-    rb"|p8e|AGE-SECRET-KEY-1|LTAI|dapi|duffel_[a-z]+_|EZ[AT]K|api_org_|pscale_[a-z]+_|pnu_"
-    rb"|pul|rdme_|rubygems_|tk-us|xkeysib|shippo_[a-z]+_|shp[a-z]{2}_|hv[sb]\.|ya29\."
-    rb"|access_token\$production\$)[-_]?",
+    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab)[-_]?",
     re.IGNORECASE,
 )
-# the shortest random part a real token of a prefix has (others: 12), for the prefixes whose
-# alphabet has no ``+`` or ``/``
-_VENDOR_MIN = (
-    (b"dapi", 32), (b"pnu_", 36), (b"pul-", 40), (b"LTAI", 12), (b"p8e-", 32), (b"EZ", 50),
-    (b"AGE-", 58), (b"rdme_", 64), (b"xkeysib-", 64), (b"rubygems_", 48), (b"tk-us-", 40),
-    (b"shp", 32), (b"shippo_", 40), (b"duffel_", 40), (b"api_org_", 30), (b"pscale_", 30),
-    (b"hv", 24), (b"ya29.", 20),
-)  # fmt: skip
 _LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
 _VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
 _NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
@@ -396,7 +385,12 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if not all(c in _LOWER_DIGITS for c in key) or not _random_looking(key, min_len=32):
             return None
         return head, end
+    if text[start] == 0x5C:  # ``\\n`` before the prefix: a JSON-encoded line
+        start += 2
+    least, alnum = 0, False  # a prefix of ``secret_prefixes``: its numbers
     prefix = _VENDOR_PREFIX.match(text, start)
+    if prefix is None and (prefix := PREFIXED_AT.match(text, start)) is not None:
+        _, least, alnum = PREFIXED[(prefix.lastindex or 1) - 1]
     if prefix is None:  # a webhook URL
         stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
         tail = text[start:stop].rstrip(b"/").rsplit(b"/", 1)[-1]
@@ -413,11 +407,10 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     body = text[prefix.end() : stop]
     if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
         return None
-    least = next((n for head, n in _VENDOR_MIN if text.startswith(head, start)), 0)
     if least and (b"+" in body or b"/" in body or _inside_base64(text, start, stop)):
         return None  # these alphabets have no ``+`` / ``/``: a chance match in base64
-    if len(body) < max(least, 12):
-        return None
+    if len(body) < max(least, 12) or (alnum and not body.isalnum()):
+        return None  # too short, or ``rnd_seed_value``: a name that shares a prefix
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
         return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
     return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
@@ -533,9 +526,6 @@ _FORMAT_PREFIXES = (
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
     b"AKCp", b"sq0", b"AC", b"SK", b"A3T", b"CFPAT", b"CLOJARS", b"dp.", b"dt0c01.", b"EAAC",
     b"FLWSECK", b"fio-u-", b"lin_", b"NR", b"PMAK-", b"whsec_", b"amzn.", b"akab", b"sk.", b"xapp",
-    b"p8e-", b"AGE-", b"LTAI", b"dapi", b"duffel_", b"EZ", b"api_org_", b"pscale_", b"pnu_",
-    b"pul-", b"rdme_", b"rubygems_", b"tk-us-", b"xkeysib-", b"shippo_", b"shp", b"hv", b"ya29.",
-    b"access_token$",
 )  # fmt: skip
 
 
@@ -547,7 +537,12 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
     _, vend = _value_at(text, vstart)
     head = text[vstart : vend + 4]
-    if not (head.startswith(_FORMAT_PREFIXES) or b"=" in head or b"://" in head):
+    if not (
+        head.startswith(_FORMAT_PREFIXES)
+        or PREFIXED_AT.match(head) is not None
+        or b"=" in head
+        or b"://" in head
+    ):
         return None  # nothing a format or a nested key could start with
     for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
         if cstart > vend:
