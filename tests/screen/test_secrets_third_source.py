@@ -47,6 +47,21 @@ VENDOR_CASES: dict[str, str] = {
     "google_oauth_access_token": "Authorization: Bearer ya29." + rand(ALNUM + "-_", 120),
     "braintree_token": "BT=access_token$production$" + rand(LOWER, 16) + "$" + rand(HEX, 32),
     "mailchimp_key": "apikey " + rand(HEX, 32) + "-us21",
+    # betterleaks' rules
+    "groq_key": "GROQ_API_KEY=gsk_" + rand(ALNUM, 52),
+    "notion_token": "notion: ntn_" + rand("0123456789", 11) + rand(ALNUM, 35),
+    "openrouter_key": "OPENROUTER_API_KEY=sk-or-v1-" + rand(HEX, 64),
+    "docker_hub_pat": "docker login -p dckr_pat_" + rand(ALNUM + "_-", 27),
+    "figma_pat": "X-Figma-Token: figd_" + rand(ALNUM + "_-", 40),
+    "tailscale_key": "TS_AUTHKEY=tskey-auth-" + rand(ALNUM, 14) + "-" + rand(ALNUM, 30),
+    "vercel_token": "token: vcp_" + rand(ALNUM + "_-", 56),
+    "sentry_user_token": "SENTRY_AUTH_TOKEN=sntryu_" + rand(HEX, 64),
+    "perplexity_key": "Authorization: pplx-" + rand(ALNUM, 48),
+    "cloudflare_token": "CF_API_TOKEN=cfut_" + rand(ALNUM, 40) + rand(HEX, 8),
+    "langsmith_key": "LANGSMITH_API_KEY=lsv2_pt_" + rand(HEX, 32) + "_" + rand(HEX, 10),
+    "heroku_v2_key": "HEROKU_API_KEY=HRKU-AA" + rand(ALNUM + "_-", 58),
+    "replicate_token": "REPLICATE_API_TOKEN=r8_" + rand(ALNUM, 37),
+    "asaas_key": "ASAAS=$aact_prod_" + rand(ALNUM + "_-", 60),
 }
 
 
@@ -55,6 +70,18 @@ def test_each_new_vendor_format_is_held(vendor: str) -> None:
     text = ("ok: build 4471 finished\n" + VENDOR_CASES[vendor] + "\nbye\n").encode()
     hits = find_secrets(text)
     assert "vendor_token" in {h.kind for h in hits}, vendor
+
+
+def test_a_prefix_after_a_json_newline_escape_is_held_from_the_prefix() -> None:
+    token = "gsk_" + rand(ALNUM, 52)
+    text = ('{"out": "first line\\n' + token + '\\nlast"}').encode()
+    (hit,) = find_secrets(text)
+    assert text[hit.start : hit.end] == token.encode()
+
+
+def test_a_prefix_glued_to_a_word_is_not_a_token_start() -> None:
+    assert find_secret(("xgsk_" + rand(ALNUM, 52)).encode()) is None
+    assert find_secret(("abcdapi" + rand("abcdefgh0123456789", 32)).encode()) is None
 
 
 def test_a_mailchimp_key_is_spanned_from_its_hex_start() -> None:
@@ -114,6 +141,15 @@ LOOKALIKES = [
     b"SG.configureDefaultSettings(); SG.objects.filter(name=1)",
     b"at 1700000000:deploy-the-staging-cluster-and-wait-now",
     b"12345:abcdefghijklmnopqrstuvwxyzabcdef",
+    # names in code and style sheets that share betterleaks' short prefixes
+    b"rnd_seed_value_for_the_training_loop = 42",
+    b"ion_channel_conductance_model_v2(cell)",
+    b'<i class="ico-arrow-left-small-size-variant"></i>',
+    b"model = DDP(net, ddp_find_unused_parameters_true=True)",
+    b"csa_config_loader_for_the_cloudsmith_api.yaml",
+    b"see the sk-lf- prefix, the pplx- prefix and tskey-auth- keys in the docs",
+    b"GROQ_API_KEY=gsk_your_api_key_here",
+    b"NOTION_TOKEN=ntn_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
 ]
 
 
