@@ -62,6 +62,15 @@ VENDOR_CASES: dict[str, str] = {
     "heroku_v2_key": "HEROKU_API_KEY=HRKU-AA" + rand(ALNUM + "_-", 58),
     "replicate_token": "REPLICATE_API_TOKEN=r8_" + rand(ALNUM, 37),
     "asaas_key": "ASAAS=$aact_prod_" + rand(ALNUM + "_-", 60),
+    "airtable_pat": "AIRTABLE=pat" + rand(ALNUM, 14) + "." + rand(HEX, 64),
+    "astra_token": "token: AstraCS:" + rand(ALNUM, 24) + ":" + rand(HEX, 64),
+    "openshift_token": "oc login --token=sha256~" + rand(ALNUM + "_-", 43),
+    "sentry_org_token": "SENTRY_AUTH_TOKEN=sntrys_eyJpYXQiO" + rand(ALNUM + "+/", 120),
+    "gitlab_session": "Cookie: _gitlab_session=" + rand(LOWER, 32),
+    "onepassword_secret_key": "A3-"
+    + rand("ABCDEFGHJKLMNPQRSTVWXYZ23456789", 6)
+    + "-"
+    + "-".join(rand("ABCDEFGHJKLMNPQRSTVWXYZ23456789", n) for n in (11, 5, 5, 5)),
 }
 
 
@@ -150,6 +159,9 @@ LOOKALIKES = [
     b"see the sk-lf- prefix, the pplx- prefix and tskey-auth- keys in the docs",
     b"GROQ_API_KEY=gsk_your_api_key_here",
     b"NOTION_TOKEN=ntn_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    b"print an A3-SIZED-PAPER-IS-NOT-LARGE-ENOUGH warning",
+    b"the pattern.match() call and the EXOTIC_PARTICLES_CATALOGUE table",
+    b"image: registry/app@sha256~latest and sha256~ digests",
 ]
 
 

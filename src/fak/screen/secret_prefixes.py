@@ -5,8 +5,9 @@ random characters a real token has after it, and whether that part is letters an
 ``fak.screen.secrets`` folds the prefixes into its one ``vendor_token`` RE2 group and judges the
 token behind a prefix with these numbers. The prefixes come from the train misses of
 llm-guard's secrets plugins, trufflehog3's rules and betterleaks' rules (issue 25, branch
-i25-sec); none of these alphabets holds ``+`` or ``/``, so a token holding either is not one.
-Public identifiers (publishable keys, client ids, account ids, instance URLs) are left out.
+i25-sec). Public identifiers (publishable keys, client ids, account ids, instance URLs) are
+left out, and so are prefixes that ordinary names share when the rest cannot tell them apart
+(``cli_``, ``re_``, ``BSA``, ``STS.``, hex-looking ``4b1d``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"p8e-", 32, True),  # Adobe client secret
     (rb"AGE-SECRET-KEY-1", 58, True),  # age
     (rb"LTAI", 12, True),  # Alibaba access key id
-    (rb"dapi", 32, True),  # Databricks
+    (rb"dapi", 32, False),  # Databricks (``-<digit>`` may follow)
     (rb"duffel_(?:test|live)_", 40, False),
     (rb"EZ[AT]K", 50, True),  # EasyPost
     (rb"api_org_", 30, True),  # Hugging Face organization token
@@ -114,6 +115,14 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"xai-", 70, False),  # xAI
     (rb"xnd_(?:production|development)_", 56, True),  # Xendit
     (rb"zpka_", 40, False),  # Zuplo
+    (rb"pat[A-Za-z0-9]{14}\.", 64, True),  # Airtable personal access token: 64 hex
+    (rb"[ps]at\.[A-Za-z0-9_-]{22}\.", 40, False),  # Harness
+    (rb"A3-[A-Z0-9]{6}-", 26, False),  # 1Password secret key
+    (rb"EXO", 24, True),  # Exoscale
+    (rb"00[A-Za-z0-9]{13}!", 80, False),  # Salesforce access token
+    (rb"SWMKEY-1-", 40, False),  # Docker swarm unlock key
+    (rb"apk_", 80, False),  # Devin service API key
+    (rb"_gitlab_session=", 32, True),  # a GitLab session cookie
 )  # fmt: skip
 
 PREFIXED_RE2: bytes = b"|".join(prefix for prefix, _, _ in PREFIXED)

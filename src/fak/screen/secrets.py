@@ -397,7 +397,8 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         return (start, stop) if _random_looking(tail, min_len=6, bits=2.5) else None
     if not _clean_start(text, start):
         return None
-    stop = _token_end(text, start, _VENDOR_CHARS)
+    # from the prefix's end: a prefix may hold ``:`` ``~`` ``!`` ``$`` (``AstraCS:``, ``sha256~``)
+    stop = _token_end(text, prefix.end(), _VENDOR_CHARS)
     if text.startswith(b"access_token$", start):  # Braintree: ``$production$<id>$<hex>``
         for _ in range(3):
             if text[stop : stop + 1] == b"$":
@@ -407,8 +408,8 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     body = text[prefix.end() : stop]
     if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
         return None
-    if least and (b"+" in body or b"/" in body or _inside_base64(text, start, stop)):
-        return None  # these alphabets have no ``+`` / ``/``: a chance match in base64
+    if least and start > 0 and text[start - 1] in b"+/":
+        return None  # a chance match in a base64 run (a token may end in ``+``: not the end)
     if len(body) < max(least, 12) or (alnum and not body.isalnum()):
         return None  # too short, or ``rnd_seed_value``: a name that shares a prefix
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
