@@ -113,6 +113,13 @@ def test_widened_shapes_are_held(kind: str) -> None:
     assert kind in {h.kind for h in find_secrets(WIDENED[kind].encode())}
 
 
+def test_a_mailchimp_key_after_a_json_escape_is_held() -> None:
+    key = rand(HEX, 32) + "-us16"
+    text = ('{"value": "mailchimp\\r' + key + '"}').encode()
+    (hit,) = find_secrets(text)
+    assert text[hit.start : hit.end] == key.encode()
+
+
 def test_a_mailchimp_key_of_any_lower_case_letters_is_held() -> None:
     key = rand(LOWER, 32) + "-us13"  # detect-secrets' rule: [0-9a-z]{32}
     assert {h.kind for h in find_secrets(("mc " + key).encode())} == {"vendor_token"}

@@ -379,7 +379,7 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
         # accept any lower-case letter)
         head = start - 32
-        if head < 0 or (head > 0 and text[head - 1] in _WORD):
+        if head < 0 or not _clean_start(text, head):
             return None
         key = text[head:start]
         if not all(c in _LOWER_DIGITS for c in key) or not _random_looking(key, min_len=32):
