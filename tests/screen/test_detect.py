@@ -221,6 +221,60 @@ def test_similar_lines_are_not_pollution(name: str) -> None:
     assert find_pollution(SIMILAR_BUT_BENIGN[name].encode()) is None
 
 
+# Minified code and source maps repeat short values, not words (shapes written here, after the
+# train source rep-minified-npm: jsPDF's maps, Font Awesome's SVG paths, lookup tables)
+MINIFIED = {
+    "vlq_mappings": '{"version":3,"sources":["a.js"],"names":[],"mappings":"'
+    + "AAAA,CAAC," * 40
+    + "CAAC;AACA," * 120
+    + 'EAAE"}',
+    "vlq_long_unit": '"mappings":"'
+    + ",IAAI,CAAC,CAAC,CAAC,CAAC,GAAG,IAAI,CAAC,CAAC,GAAG,GAAG,CAAC,CAAC;AACjC,MAAM" * 16
+    + '"',
+    "zero_table": "var t=[" + ",".join(["0"] * 600) + ",1,2,3];",
+    "code_table": "var b=[" + ",".join(['"L"'] * 300 + ['"BN"'] * 80) + "];",
+    "escaped_in_json": '{"content": "var c = [\\n' + '    \\"AL\\",\\n' * 120 + '];"}',
+    "number_lines": "x = [\n" + "        6,\n" * 150 + "]",
+    "svg_path": '<path d="M0 0' + " .2" * 400 + 'z"/>',
+    "hex_floats": "k=[" + ",".join(["0x00", "-1.5e3"] * 200) + "]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MINIFIED))
+def test_lists_of_values_in_minified_code_are_not_pollution(name: str) -> None:
+    body = MINIFIED[name].encode()
+    assert find_pollution(body) is None
+    assert find_pollution(b"/* header */\n" + body * 3) is None  # long: the 816-byte floor
+
+
+LOOPS_SHAPED_AS_LISTS = [
+    b"company, " * 200,  # a word is not a value (a VLQ segment never ends in g-z)
+    b"poem,poem,poem;" * 100,
+    b'"poem", ' * 150,  # a quoted word longer than a code
+    b'{"status": "pending"}, ' * 60,
+    b"0" * 1500,  # one byte run: no list
+    b"," * 1500,  # separators only: no value
+    b"1 2 3 4 5 6 7 8 9 0 yes " * 60,  # a number list with a word in its unit
+]
+
+
+@pytest.mark.parametrize("body", LOOPS_SHAPED_AS_LISTS)
+def test_a_word_loop_shaped_as_a_list_is_still_held(body: bytes) -> None:
+    assert find_pollution(b"Results follow.\n" + body + b"\nend") is not None
+
+
+def test_a_loop_after_a_list_of_values_is_still_held() -> None:
+    # the scan passes over the mappings and finds the loop after them
+    body = MINIFIED["vlq_mappings"].encode() + b"\n" + FILLER + b"buy cheap meds! " * 80
+    hit = find_pollution(body)
+    assert hit is not None and hit.detail == "period=16"
+
+
+def test_an_edited_loop_between_commas_is_still_held() -> None:
+    body = _edited_loop(0.3, 120).replace(b"! ", b", ")
+    assert find_pollution(body) is not None
+
+
 BENIGN = [
     orjson.dumps(
         {"users": [{"id": i, "name": f"user {i}", "skills": ["go", "sql"]} for i in range(200)]}

@@ -7,13 +7,18 @@ letters and makes every other ASCII byte one separator (same length, so spans ar
 anchors hint at a unit repeated with small changes, the folded view (separators dropped) judges
 near repeats that differ in spacing or punctuation. Lines that differ in a number, a name or a
 date (a CSV, ``ping``, ``ls -l``, a progress log) never repeat exactly. A unit of separators
-only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). Linear:
-one anchor every ``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within
-``MAX_PERIOD`` bytes with C-level slice compares. Pure; spans, never bytes.
+only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). A
+stretch that is a list of values — numbers, short quoted constants or source-map segments,
+between commas or semicolons (or numbers between spaces) — is data, not a loop: minified code's
+tables and ``mappings`` strings pass, a word or phrase looping does not. Linear: one anchor every
+``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within ``MAX_PERIOD`` bytes
+with C-level slice compares. Pure; spans, never bytes.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -110,8 +115,13 @@ class _Scan:
     distances: list[int] = field(default_factory=list)  # first recurrence of each anchor's probe
 
 
-def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
-    """Anchor scan of one view. ``raw`` (same length as ``view``) confirms separator-only units."""
+Judge = Callable[[int, int, int], bool]
+"""(start, end, period) of a stretch in the scanned view -> the stretch is a list of values."""
+
+
+def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None = None) -> _Scan:
+    """Anchor scan of one view. ``raw`` (same length as ``view``) confirms separator-only units;
+    a stretch ``data`` calls a list of values is passed over and the scan goes on after it."""
     out = _Scan()
     size = len(view)
     if size < DOMINANT_RUN:
@@ -154,6 +164,9 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
             if covered >= max(need, MIN_REPEATS * period) and _confirmed(
                 view, raw, anchor, period, need
             ):
+                if data is not None and data(begin, end + period, period):
+                    next_anchor = max(next_anchor, end + period)
+                    break
                 out.anchors = anchors
                 out.hit = RepeatHit(begin, end + period, period, label)
                 return out
@@ -204,13 +217,86 @@ def find_repeats(data: bytes) -> RepeatHit | None:
     """
     if len(data) < DOMINANT_RUN:
         return None
-    scan = _scan(data.translate(_SEP), "raw", data)
+
+    def raw_list(start: int, end: int, _period: int) -> bool:
+        return _is_data(data[start : start + min(end - start, _DATA_WINDOW)])
+
+    def folded_list(start: int, end: int, _period: int) -> bool:
+        at = _raw_offset(data, start)  # at least ``end - start`` raw bytes from here are its
+        return _is_data(data[at : at + min(end - start, _DATA_WINDOW)])
+
+    scan = _scan(data.translate(_SEP), "raw", data, raw_list)
     if scan.hit is not None:
         return scan.hit
     if len(data) > _SMALL_BODY and not _near_hint(scan):
         return None
-    folded = _scan(fold(data), "folded").hit
-    return folded if folded is not None else _edited(data)
+    folded = _scan(fold(data), "folded", None, folded_list).hit
+    return folded if folded is not None else _edited(data, raw_list)
+
+
+# --- lists of values: repeats that are data, not a loop ----------------------------------------
+
+_DATA_WINDOW = 512
+"""Bytes of a stretch's start judged as a list (whole copies of any unit up to 256 bytes)."""
+_LIST_SEP = re.compile(rb"[,;]")
+_ESCAPED_SPACE = re.compile(rb"\\[nrt]")  # a newline or tab inside a JSON or JS string
+_NUMBER = re.compile(rb"[-+]?(?:0[xX][0-9a-fA-F]+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_BASE64 = re.compile(rb"[A-Za-z0-9+/]+")
+_VLQ_LAST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")  # base64 digits < 32 end a value
+
+
+def _segment(token: bytes) -> bool:
+    """A source map's mapping segment: 1, 4 or 5 base64 VLQ values, the last one ended (a word
+    ending in g-z, or of 2, 3 or 6+ values, is not one)."""
+    if not _BASE64.fullmatch(token) or token[-1] not in _VLQ_LAST:
+        return False
+    return sum(1 for b in token if b in _VLQ_LAST) in (1, 4, 5)
+
+
+def _datum(piece: bytes) -> bool | None:
+    """A list element that is a value: a number, a quoted constant of at most three
+    characters (a table of codes), a mapping segment. ``None`` for an empty element."""
+    piece = piece.strip(b" \t\r\n\\")
+    if not piece:
+        return None
+    if _NUMBER.fullmatch(piece):
+        return True
+    if len(piece) >= 2 and piece[0] == piece[-1] and piece[0] in b"\"'":
+        inner = piece[1:-1].strip(b"\\")
+        return 0 < len(inner) <= 3 and not inner.isspace() and b" " not in inner
+    return _segment(piece)
+
+
+def _is_data(text: bytes) -> bool:
+    """``text`` (a stretch's start) is a list of values: at least three whole elements between
+    commas or semicolons, each a value or empty and one at least a value; or at least three
+    whole numbers between spaces (an SVG path, a table of numbers). The elements at either edge
+    may be cut, so they are not judged. A word or a phrase — ``company company``, ``ok, ok``,
+    ``{"status": "pending"},`` — is never a value; one byte repeated (``0000``) is no list."""
+    text = _ESCAPED_SPACE.sub(b" ", text)
+    pieces = _LIST_SEP.split(text)[1:-1]
+    if len(pieces) >= 3:
+        found = [_datum(p) for p in pieces]
+        return False not in found and True in found
+    words = text.split()[1:-1]
+    return len(words) >= 3 and all(_NUMBER.fullmatch(w) for w in words)
+
+
+def _raw_offset(data: bytes, kept: int) -> int:
+    """The index in ``data`` of the folded view's byte ``kept`` (``fold`` drops separators)."""
+    at, step = 0, 4096
+    while at < len(data):
+        chunk = data[at : at + step]
+        here = len(chunk.translate(None, _DROP))
+        if here > kept:
+            for i, byte in enumerate(chunk):
+                if not _DROP_MASK[byte]:
+                    if kept == 0:
+                        return at + i
+                    kept -= 1
+        kept -= here
+        at += step
+    return len(data)
 
 
 # Letters -> "a", digits -> "0", other ASCII kept, other bytes one value: a unit repeated with a
@@ -244,14 +330,14 @@ def _class_recurs(data: bytes) -> bool:
     return False
 
 
-def _edited(data: bytes) -> RepeatHit | None:
+def _edited(data: bytes, lists: Judge | None = None) -> RepeatHit | None:
     """A short unit repeated with small edits (a letter changed here and there): the stretch
     repeats exactly in the class view, at least ``EDITED_EQUAL`` of its bytes repeat exactly,
     the differences fall in ``EDITED_COPIES`` or more copies and none of them is a digit (a
     counter, an issue number or a timestamp column is a list or a log, not a loop)."""
     if not _class_recurs(data):
         return None
-    hit = _scan(data.translate(_CLASS), "edited", data).hit
+    hit = _scan(data.translate(_CLASS), "edited", data, lists).hit
     if hit is None or hit.period > EDITED_PERIOD:
         return None
     start, end, period = hit.start, hit.end, hit.period
