@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 
 import orjson
@@ -273,6 +274,65 @@ def test_a_loop_after_a_list_of_values_is_still_held() -> None:
 def test_an_edited_loop_between_commas_is_still_held() -> None:
     body = _edited_loop(0.3, 120).replace(b"! ", b", ")
     assert find_pollution(body) is not None
+
+
+_NUMBER = re.compile(rb"[-+]?(?:0[xX][0-9a-fA-F]+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_VLQ_LAST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
+
+
+def _reference_datum(piece: bytes) -> bool | None:
+    piece = piece.strip(b" \t\r\n\\")
+    if not piece:
+        return None
+    if _NUMBER.fullmatch(piece):
+        return True
+    if len(piece) >= 2 and piece[0] in b"\"'" and piece[-1] == piece[0]:
+        core = piece[1:-1].strip(b"\\")
+        return 1 <= len(core) <= 3 and not any(c in b"\"'\\ \t\r\n\x0b\x0c" for c in core)
+    if not re.fullmatch(rb"[A-Za-z0-9+/]+", piece) or piece[-1] not in _VLQ_LAST:
+        return False
+    return sum(1 for c in piece if c in _VLQ_LAST) in (1, 4, 5)
+
+
+def _reference_is_data(text: bytes) -> bool:
+    """The list rule the slow and obvious way: split, strip, judge each element."""
+    text = re.sub(rb"\\[nrt]", b" ", text)
+    pieces = re.split(rb"[,;]", text)[1:-1]
+    if len(pieces) >= 3:
+        found = [_reference_datum(p) for p in pieces]
+        return False not in found and True in found
+    words = text.split()[1:-1]
+    return len(words) >= 3 and all(_NUMBER.fullmatch(w) for w in words)
+
+
+_LISTY = st.lists(
+    st.sampled_from(
+        [b"0", b"7", b"-1.5", b".2", b"1e5", b"0x1F", b"AAAA", b"CAAC", b"gK", b"OAAOhK", b"IAAI",
+         b"poem", b"company", b"ok", b"A", b"AL", b'"L"', b'\\"BN\\"', b"'ET'", b'"yes!"', b"x",
+         b",", b";", b" ", b"\n", b"\\n", b"\\", b'"', b"{", b"}"]
+    ),
+    max_size=40,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LISTY)
+def test_the_list_rule_agrees_with_the_reference(text: bytes) -> None:
+    assert pollution_module._is_data(text) == _reference_is_data(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=3000), st.lists(st.integers(0, 2999), max_size=8))
+def test_unfold_maps_folded_positions_back(data: bytes, wanted: list[int]) -> None:
+    folded = pollution_module.fold(data)
+    unfold = pollution_module._Unfold(data)
+    for kept in wanted:  # in any order: a step back starts over
+        at = unfold(kept)
+        if kept < len(folded):
+            assert len(pollution_module.fold(data[:at])) == kept
+            assert pollution_module.fold(data[at : at + 1]) == folded[kept : kept + 1]
+        else:
+            assert at == len(data)
 
 
 BENIGN = [
