@@ -158,6 +158,13 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
         "assignment-keys-1MiB": (b"api_key=token=secret=password=" * 40000)[:mib],
         "near-periods-1MiB": b"".join(b"line %d of a long log\n" % i for i in range(60000))[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),
+        # lists of values (passed over by the pollution scan, issue 25) between short noise:
+        # every list is judged, each a different one
+        "value-lists-between-noise-1MiB": b"".join(
+            ((b",".join(b"%d" % (i * 7 + k) for k in range(1 + i % 39)) + b",") * 900)[:900]
+            + b" %x " % i
+            for i in range(mib // 900)
+        )[:mib],
         "zero-width-laden-1MiB": ("w\u200bo\u200dr\u2060d " * 60000).encode()[:mib],
         "printable-b64-tokens-1MiB": b" ".join(
             base64.b64encode(b"note %06d, nothing to see here" % i) for i in range(30000)

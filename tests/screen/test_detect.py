@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 
 import orjson
@@ -219,6 +220,119 @@ SIMILAR_BUT_BENIGN = {
 @pytest.mark.parametrize("name", sorted(SIMILAR_BUT_BENIGN))
 def test_similar_lines_are_not_pollution(name: str) -> None:
     assert find_pollution(SIMILAR_BUT_BENIGN[name].encode()) is None
+
+
+# Minified code and source maps repeat short values, not words (shapes written here, after the
+# train source rep-minified-npm: jsPDF's maps, Font Awesome's SVG paths, lookup tables)
+MINIFIED = {
+    "vlq_mappings": '{"version":3,"sources":["a.js"],"names":[],"mappings":"'
+    + "AAAA,CAAC," * 40
+    + "CAAC;AACA," * 120
+    + 'EAAE"}',
+    "vlq_long_unit": '"mappings":"'
+    + ",IAAI,CAAC,CAAC,CAAC,CAAC,GAAG,IAAI,CAAC,CAAC,GAAG,GAAG,CAAC,CAAC;AACjC,MAAM" * 16
+    + '"',
+    "zero_table": "var t=[" + ",".join(["0"] * 600) + ",1,2,3];",
+    "code_table": "var b=[" + ",".join(['"L"'] * 300 + ['"BN"'] * 80) + "];",
+    "escaped_in_json": '{"content": "var c = [\\n' + '    \\"AL\\",\\n' * 120 + '];"}',
+    "number_lines": "x = [\n" + "        6,\n" * 150 + "]",
+    "svg_path": '<path d="M0 0' + " .2" * 400 + 'z"/>',
+    "hex_floats": "k=[" + ",".join(["0x00", "-1.5e3"] * 200) + "]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MINIFIED))
+def test_lists_of_values_in_minified_code_are_not_pollution(name: str) -> None:
+    body = MINIFIED[name].encode()
+    assert find_pollution(body) is None
+    assert find_pollution(b"/* header */\n" + body * 3) is None  # long: the 816-byte floor
+
+
+LOOPS_SHAPED_AS_LISTS = [
+    b"company, " * 200,  # a word is not a value (a VLQ segment never ends in g-z)
+    b"poem,poem,poem;" * 100,
+    b'"poem", ' * 150,  # a quoted word longer than a code
+    b'{"status": "pending"}, ' * 60,
+    b"0" * 1500,  # one byte run: no list
+    b"," * 1500,  # separators only: no value
+    b"1 2 3 4 5 6 7 8 9 0 yes " * 60,  # a number list with a word in its unit
+]
+
+
+@pytest.mark.parametrize("body", LOOPS_SHAPED_AS_LISTS)
+def test_a_word_loop_shaped_as_a_list_is_still_held(body: bytes) -> None:
+    assert find_pollution(b"Results follow.\n" + body + b"\nend") is not None
+
+
+def test_a_loop_after_a_list_of_values_is_still_held() -> None:
+    # the scan passes over the mappings and finds the loop after them
+    body = MINIFIED["vlq_mappings"].encode() + b"\n" + FILLER + b"buy cheap meds! " * 80
+    hit = find_pollution(body)
+    assert hit is not None and hit.detail == "period=16"
+
+
+def test_an_edited_loop_between_commas_is_still_held() -> None:
+    body = _edited_loop(0.3, 120).replace(b"! ", b", ")
+    assert find_pollution(body) is not None
+
+
+_NUMBER = re.compile(rb"[-+]?(?:0[xX][0-9a-fA-F]+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_VLQ_LAST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef")
+
+
+def _reference_datum(piece: bytes) -> bool | None:
+    piece = piece.strip(b" \t\r\n\\")
+    if not piece:
+        return None
+    if _NUMBER.fullmatch(piece):
+        return True
+    if len(piece) >= 2 and piece[0] in b"\"'" and piece[-1] == piece[0]:
+        core = piece[1:-1].strip(b"\\")
+        return 1 <= len(core) <= 3 and not any(c in b"\"'\\ \t\r\n\x0b\x0c" for c in core)
+    if not re.fullmatch(rb"[A-Za-z0-9+/]+", piece) or piece[-1] not in _VLQ_LAST:
+        return False
+    return sum(1 for c in piece if c in _VLQ_LAST) in (1, 4, 5)
+
+
+def _reference_is_data(text: bytes) -> bool:
+    """The list rule the slow and obvious way: split, strip, judge each element."""
+    text = re.sub(rb"\\[nrt]", b" ", text)
+    pieces = re.split(rb"[,;]", text)[1:-1]
+    if len(pieces) >= 3:
+        found = [_reference_datum(p) for p in pieces]
+        return False not in found and True in found
+    words = text.split()[1:-1]
+    return len(words) >= 3 and all(_NUMBER.fullmatch(w) for w in words)
+
+
+_LISTY = st.lists(
+    st.sampled_from(
+        [b"0", b"7", b"-1.5", b".2", b"1e5", b"0x1F", b"AAAA", b"CAAC", b"gK", b"OAAOhK", b"IAAI",
+         b"poem", b"company", b"ok", b"A", b"AL", b'"L"', b'\\"BN\\"', b"'ET'", b'"yes!"', b"x",
+         b",", b";", b" ", b"\n", b"\\n", b"\\", b'"', b"{", b"}"]
+    ),
+    max_size=40,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LISTY)
+def test_the_list_rule_agrees_with_the_reference(text: bytes) -> None:
+    assert pollution_module._is_data(text) == _reference_is_data(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=3000), st.lists(st.integers(0, 2999), max_size=8))
+def test_unfold_maps_folded_positions_back(data: bytes, wanted: list[int]) -> None:
+    folded = pollution_module.fold(data)
+    unfold = pollution_module._Unfold(data)
+    for kept in wanted:  # in any order: a step back starts over
+        at = unfold(kept)
+        if kept < len(folded):
+            assert len(pollution_module.fold(data[:at])) == kept
+            assert pollution_module.fold(data[at : at + 1]) == folded[kept : kept + 1]
+        else:
+            assert at == len(data)
 
 
 BENIGN = [

@@ -158,6 +158,7 @@ PLACEHOLDERS = [
     b"client_secret: YOUR_CLIENT_SECRET",
     b'token = os.environ["GITHUB_TOKEN"]',
     b"secret = settings.SECRET_KEY",
+    b"(m.withCredentials=!!r.withCredentials),f&&",  # minified code (axios, video.js)
     b"password = getpass.getpass()",
     b"password: changeme",
     b"STRIPE_KEY=sk_test_xxxxxxxxxxxxxxxxxxxxxxxx",

@@ -171,3 +171,28 @@ def test_trufflehog3_rules_keep_the_patterned_ones(secpol: ModuleType, tmp_path:
         encoding="utf-8",
     )
     assert secpol.trufflehog3_rules(tmp_path) == [("acme.key", "acme_[0-9a-f]{32}")]
+
+
+def test_train_repetitive_files_never_share_a_file_with_the_held_out_roots(
+    secpol: ModuleType, tmp_path: Path
+) -> None:
+    held = tmp_path / "held"
+    (held / "js").mkdir(parents=True)
+    (held / "js" / "same-name.min.js").write_text("var a=1;" * 40, encoding="utf-8")
+    (held / "js" / "other.js.map").write_text('{"mappings":"AAAA,CAAC"}' * 20, encoding="utf-8")
+    npm = tmp_path / "npm"
+    pack = npm / secpol.MINIFIED_NPM[0] / "package" / "dist"
+    pack.mkdir(parents=True)
+    (pack / "same-name.min.js").write_text("var b=2;" * 40, encoding="utf-8")  # name shared
+    (pack / "copy.js.map").write_text('{"mappings":"AAAA,CAAC"}' * 20, encoding="utf-8")  # bytes
+    (pack / "kept.min.css").write_text("a{color:red}" * 30, encoding="utf-8")
+    site = tmp_path / "site"
+    for top, name in [("inspect_evals", "uv.lock"), ("inspect_evals", "run.log"),
+                      ("garak", "poetry.lock")]:  # fmt: skip
+        (site / top).mkdir(parents=True, exist_ok=True)
+        (site / top / name).write_text("[[package]]\nname = 'x'\n" * 20, encoding="utf-8")
+    got = list(secpol.repetitive_train(npm, site, [held]))
+    assert [(source, text[:12]) for source, text in got] == [
+        ("rep-minified-npm", "a{color:red}"),
+        ("rep-locks-corpus", "[[package]]\n"),  # inspect_evals' uv.lock: no .log, no garak
+    ]

@@ -7,13 +7,18 @@ letters and makes every other ASCII byte one separator (same length, so spans ar
 anchors hint at a unit repeated with small changes, the folded view (separators dropped) judges
 near repeats that differ in spacing or punctuation. Lines that differ in a number, a name or a
 date (a CSV, ``ping``, ``ls -l``, a progress log) never repeat exactly. A unit of separators
-only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). Linear:
-one anchor every ``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within
-``MAX_PERIOD`` bytes with C-level slice compares. Pure; spans, never bytes.
+only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). A
+stretch that is a list of values — numbers, short quoted constants or source-map segments,
+between commas or semicolons (or numbers between spaces) — is data, not a loop: minified code's
+tables and ``mappings`` strings pass, a word or phrase looping does not. Linear: one anchor every
+``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within ``MAX_PERIOD`` bytes
+with C-level slice compares. Pure; spans, never bytes.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -110,8 +115,13 @@ class _Scan:
     distances: list[int] = field(default_factory=list)  # first recurrence of each anchor's probe
 
 
-def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
-    """Anchor scan of one view. ``raw`` (same length as ``view``) confirms separator-only units."""
+Judge = Callable[[int, int, int], bool]
+"""(start, end, period) of a stretch in the scanned view -> the stretch is a list of values."""
+
+
+def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None = None) -> _Scan:
+    """Anchor scan of one view. ``raw`` (same length as ``view``) confirms separator-only units;
+    a stretch ``data`` calls a list of values is passed over and the scan goes on after it."""
     out = _Scan()
     size = len(view)
     if size < DOMINANT_RUN:
@@ -154,6 +164,12 @@ def _scan(view: bytes, label: str, raw: bytes | None = None) -> _Scan:
             if covered >= max(need, MIN_REPEATS * period) and _confirmed(
                 view, raw, anchor, period, need
             ):
+                if data is not None and data(begin, end + period, period):
+                    # data, not a loop: no hint of near repeats either
+                    anchors -= 1
+                    distances.pop()
+                    next_anchor = max(next_anchor, end + period)
+                    break
                 out.anchors = anchors
                 out.hit = RepeatHit(begin, end + period, period, label)
                 return out
@@ -204,13 +220,94 @@ def find_repeats(data: bytes) -> RepeatHit | None:
     """
     if len(data) < DOMINANT_RUN:
         return None
-    scan = _scan(data.translate(_SEP), "raw", data)
+
+    judged: dict[bytes, bool] = {}  # a body's lists repeat: each distinct start judged once
+    unfold = _Unfold(data)
+
+    def is_list(at: int, size: int, period: int) -> bool:
+        text = data[at : at + min(size, _DATA_WINDOW, max(_DATA_MIN, 3 * period))]
+        found = judged.get(text)
+        if found is None:
+            found = judged[text] = _is_data(text)
+        return found
+
+    def raw_list(start: int, end: int, period: int) -> bool:
+        return is_list(start, end - start, period)
+
+    def folded_list(start: int, end: int, period: int) -> bool:
+        # the raw bytes from there on hold the folded stretch's bytes and separators
+        return is_list(unfold(start), end - start, period)
+
+    scan = _scan(data.translate(_SEP), "raw", data, raw_list)
     if scan.hit is not None:
         return scan.hit
     if len(data) > _SMALL_BODY and not _near_hint(scan):
         return None
-    folded = _scan(fold(data), "folded").hit
-    return folded if folded is not None else _edited(data)
+    folded = _scan(fold(data), "folded", None, folded_list).hit
+    return folded if folded is not None else _edited(data, raw_list)
+
+
+# --- lists of values: repeats that are data, not a loop ----------------------------------------
+
+_DATA_WINDOW = 512
+_DATA_MIN = 64
+"""A stretch's first three periods, ``_DATA_MIN`` to ``_DATA_WINDOW`` bytes, are judged."""
+_ESCAPED_SPACE = re.compile(rb"\\[nrt]")  # a newline or tab inside a JSON or JS string
+_NUMBER = rb"[-+]?+(?:0[xX][0-9a-fA-F]++|\d++(?:\.\d*+)?+|\.\d++)(?:[eE][-+]?+\d++)?+"
+_QUOTED = rb"([\"'])\\*+[^\"'\\\s]{1,3}\\*+\1"  # a code of one to three characters
+_VLQ = rb"[g-z0-9+/]*+[A-Za-f]"  # one base64 VLQ value: continuation digits, then a last one
+_SEGMENT = rb"%s(?:(?:%s){3}(?:%s)?)?" % (_VLQ, _VLQ, _VLQ)  # 1, 4 or 5 values: a mapping
+_PAD = rb"[ \t\r\n\\]*+"
+_LIST = re.compile(rb"(?:%s(?:(?:%s|%s|%s)%s)?[,;])*+" % (_PAD, _NUMBER, _QUOTED, _SEGMENT, _PAD))
+_NUMBERS = re.compile(rb"(?:%s)(?: (?:%s))*+" % (_NUMBER, _NUMBER))
+_NOT_VALUE = b" \t\r\n\\,;"
+
+
+def _is_data(text: bytes) -> bool:
+    """``text`` (a stretch's start) is a list of values. Either at least three whole elements
+    between commas or semicolons, each empty or a value, one at least a value — a number, a
+    quoted code of at most three characters (a table of codes) or a source-map segment (1, 4
+    or 5 base64 VLQ values: a word ending in g-z, or of 2, 3 or 6+ values, is none) — or at
+    least three whole numbers between spaces (an SVG path, a table). The elements at either
+    edge may be cut, so they are not judged. A word or a phrase (``company company``,
+    ``poem,poem``, ``{"status": "pending"},``) is never a value; a one-byte run is no list.
+    Regular expressions with possessive steps: linear, at C speed, on at most 512 bytes."""
+    text = _ESCAPED_SPACE.sub(b" ", text)
+    first = min((i for i in (text.find(b","), text.find(b";")) if i >= 0), default=-1)
+    if first >= 0:
+        inner = text[first + 1 : max(text.rfind(b","), text.rfind(b";")) + 1]
+        if inner.count(b",") + inner.count(b";") >= 3:
+            return bool(_LIST.fullmatch(inner)) and bool(inner.translate(None, _NOT_VALUE))
+    words = text.split()[1:-1]
+    return len(words) >= 3 and bool(_NUMBERS.fullmatch(b" ".join(words)))
+
+
+class _Unfold:
+    """The index in ``data`` of the folded view's byte ``kept`` (``fold`` drops separators),
+    walking forward from the last answer (one scan's stretches come in order): linear overall."""
+
+    __slots__ = ("data", "kept", "raw")
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.raw, self.kept = data, 0, 0  # ``kept`` folded bytes before ``raw``
+
+    def __call__(self, kept: int) -> int:
+        if kept < self.kept:
+            self.raw = self.kept = 0
+        data, step = self.data, 512
+        while self.raw < len(data):
+            chunk = data[self.raw : self.raw + step]
+            here = len(chunk.translate(None, _DROP))
+            if self.kept + here > kept:
+                left = kept - self.kept
+                for i, byte in enumerate(chunk):
+                    if not _DROP_MASK[byte]:
+                        if left == 0:
+                            return self.raw + i
+                        left -= 1
+            self.kept += here
+            self.raw += step
+        return len(data)
 
 
 # Letters -> "a", digits -> "0", other ASCII kept, other bytes one value: a unit repeated with a
@@ -244,14 +341,14 @@ def _class_recurs(data: bytes) -> bool:
     return False
 
 
-def _edited(data: bytes) -> RepeatHit | None:
+def _edited(data: bytes, lists: Judge | None = None) -> RepeatHit | None:
     """A short unit repeated with small edits (a letter changed here and there): the stretch
     repeats exactly in the class view, at least ``EDITED_EQUAL`` of its bytes repeat exactly,
     the differences fall in ``EDITED_COPIES`` or more copies and none of them is a digit (a
     counter, an issue number or a timestamp column is a list or a log, not a loop)."""
     if not _class_recurs(data):
         return None
-    hit = _scan(data.translate(_CLASS), "edited", data).hit
+    hit = _scan(data.translate(_CLASS), "edited", data, lists).hit
     if hit is None or hit.period > EDITED_PERIOD:
         return None
     start, end, period = hit.start, hit.end, hit.period

@@ -449,8 +449,9 @@ _BENIGN_KEY = re.compile(b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN))
 
 
 def _dotted_name(value: bytes) -> bool:
-    """``settings.SECRET_KEY``, ``env.API_KEY``: a reference, not a value."""
-    parts = value.split(b".")
+    """``settings.SECRET_KEY``, ``env.API_KEY``, ``!!r.withCredentials`` (minified code's
+    boolean of a property): a reference, not a value."""
+    parts = value.lstrip(b"!").split(b".")
     return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
 
 
