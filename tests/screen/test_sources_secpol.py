@@ -142,6 +142,37 @@ def test_whispers_rules_split_one_pattern_per_vendor(secpol: ModuleType, tmp_pat
     ]
 
 
+def test_llm_guard_rules_are_one_family_per_regex(secpol: ModuleType, tmp_path: Path) -> None:
+    plugins = tmp_path / "llm_guard" / "input_scanners" / "secrets_plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "acme.py").write_text(
+        "import re\n"
+        "class AcmeDetector:\n"
+        "    @property\n"
+        "    def denylist(self):\n"
+        "        return [re.compile(r'acme_[a-z]{8}'), re.compile(r'(?<![a-z])ACME-[0-9]{4}')]\n"
+        "class JWTBase64Detector:\n    denylist = [re.compile(r'ZXlK[a-z]+')]\n",
+        encoding="utf-8",
+    )
+    # every class is kept (llm-guard's plugins are all key formats); guards are dropped
+    assert secpol.llm_guard_rules(tmp_path) == [
+        ("acme:0", "acme_[a-z]{8}"),
+        ("acme:1", "ACME-[0-9]{4}"),
+        ("acme:2", "ZXlK[a-z]+"),
+    ]
+
+
+def test_trufflehog3_rules_keep_the_patterned_ones(secpol: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "trufflehog3" / "static" / "rules.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "- id: high-entropy\n  minlen: 20\n  threshold: 4.5\n"
+        '- id: acme.key\n  pattern: "acme_[0-9a-f]{32}"\n',
+        encoding="utf-8",
+    )
+    assert secpol.trufflehog3_rules(tmp_path) == [("acme.key", "acme_[0-9a-f]{32}")]
+
+
 def test_train_repetitive_files_never_share_a_file_with_the_held_out_roots(
     secpol: ModuleType, tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import re2
 
+from fak.screen.secret_prefixes import PREFIXED, PREFIXED_AT, PREFIXED_RE2
 from fak.screen.tokens import BIG_DFA, compile_latin1
 
 __all__ = [
@@ -57,37 +58,44 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # key ids are base32 (A-Z, 2-7); fixtures and docs write any digit, scanners accept it
     ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
     ("github_token", rb"gh[pousr]_[A-Za-z0-9_]{36}\b"),
-    ("github_pat", rb"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b"),
+    ("github_pat", rb"github_pat_[A-Za-z0-9_]{82}\b"),  # 22 + ``_`` + 59; scanners: any 82
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
-    ("stripe_key", rb"[rs]k_(?:live|test)_[0-9A-Za-z]{24}"),
-    ("slack_token", rb"(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10}"),
+    ("stripe_key", rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{24}"),
+    ("slack_token", rb"(?:xox[abposrecd]|xapp)-[0-9A-Za-z-]{10}"),  # c, d: session tokens
     ("slack_webhook",
      rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
     ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
-    ("sendgrid_key", rb"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
+    # wants 20 characters mixing letters and digits
+    ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
     ("gitlab_token",  # personal, deploy, feed, OAuth, runner, CI-job, ... tokens
-     rb"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941)[A-Za-z0-9_-]{20}"),
+     rb"(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-|GR1348941)[A-Za-z0-9_-]{20}"),
     ("huggingface_token", rb"hf_[A-Za-z0-9]{34}\b"),
     ("npm_token", rb"npm_[A-Za-z0-9]{36}\b"),
     ("pypi_token", rb"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50}"),  # test.pypi
     ("artifactory_key", rb"AKCp[A-Za-z0-9]{10}"),  # JFrog API keys; a bare AKC slows the DFA
     ("square_token", rb"sq0(?:csp|atp)-[0-9A-Za-z_-]{22}"),
-    ("twilio_key", rb"(?:AC|SK)[a-z0-9]{32}\b"),
-    ("telegram_bot_token", rb"[0-9]{8,10}:[0-9A-Za-z_-]{35}"),
+    ("twilio_key", rb"(?:AC|SK)(?:[a-z0-9]{32}|[0-9a-fA-F]{32})\b"),
+    ("telegram_bot_token", rb"[0-9]{5,16}:[0-9A-Za-z_-]{30}"),  # bot id, then 35 (scanners: 30+)
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
+    # vendor prefixes at a word's start or after a string escape (``\\n``: the validator's
+    # ``_clean_start``; in the automaton, no thread starts inside a base64 run), then a token
     # vendor prefixes (whispers' known-key list), then a token (vendors' alphabets differ: any
     # token character; the validator judges the randomness). Terraform Cloud's and FCM's random
     # part comes first: matched at the marker, read back. One group: every group added slows the
     # per-match submatch pass on candidate-dense text (``key=key=key=``)
     ("vendor_token",
-     rb"(?:CFPAT-?|CLOJARS_?|dp\.(?:pt|ct|st|sa|scim|audit)\.|dt0c01\.|EAACEdEose0cBA"
+     rb"(?:\b|\\[nrt])(?:CFPAT-?|CLOJARS_?|dp\.(?:pt|ct|st|sa|scim|audit)\.|dt0c01\.|EAACEdEose0cBA"
      rb"|FLWSECK(?:_TEST)?-|fio-u-|glsa_|glc_|eyJrIjoi|lin_(?:api|oauth)_"
-     rb"|NR(?:AA|AK|II|IQ|JS|RA|SP)-|PMAK-|whsec_|amzn\.mws\.|(?i:sk\.eyj1ijoi)|akab-?"
-     rb"|\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     rb"|NR(?:AA|AK|II|IQ|JS|RA|SP)-|PMAK-|whsec_|amzn\.mws\.|(?i:sk\.eyj1ijoi)|akab-?|"
+     + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
+     + rb")[A-Za-z0-9_.=+/-]{12}"
+     rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
-     rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"),
+     rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
+     rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
     # scheme://user:password@host — the password is judged below
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
@@ -276,8 +284,16 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             colon = text.index(b":", start)
             stop = _token_end(text, colon + 1, _TOKEN_CHARS)
             tail = text[colon + 1 : stop]
-            return (start, stop) if len(tail) == 35 and _random_looking(tail, bits=3.5) else None
-        case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token" | "sendgrid_key":
+            if not 30 <= len(tail) <= 48 or _alnum_kinds(tail) < 2:
+                return None  # ``1700000000:a-slug-of-words``: a timestamp and a name
+            return (start, stop) if _random_looking(tail, bits=3.5) else None
+        case "sendgrid_key":
+            stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b".="))
+            body = text[start + 3 : stop].rstrip(b".")
+            if len(body) < 20 or _alnum_kinds(body) < (2 if len(body) >= 60 else 3):
+                return None  # ``SG.configureDefaults``: a name, not a key
+            return (start, start + 3 + len(body)) if _random_looking(body, bits=3.2) else None
+        case "github_pat" | "huggingface_token" | "npm_token" | "gitlab_token":
             stop = _token_end(text, start, _TOKEN_CHARS | {ord(".")})
             tail = text[start:stop][-20:]  # past every fixed prefix
             return (start, stop) if _random_looking(tail, min_len=16, bits=3.0) else None
@@ -344,6 +360,7 @@ _VENDOR_PREFIX = re.compile(
     rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab)[-_]?",
     re.IGNORECASE,
 )
+_LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
 _VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
 _NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
 
@@ -359,19 +376,42 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if start - head < 4 or is_placeholder(text[head:stop]):
             return None
         return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
+    if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
+        # accept any lower-case letter)
+        head = start - 32
+        if head < 0 or not _clean_start(text, head):
+            return None
+        key = text[head:start]
+        if not all(c in _LOWER_DIGITS for c in key) or not _random_looking(key, min_len=32):
+            return None
+        return head, end
+    if text[start] == 0x5C:  # ``\\n`` before the prefix: a JSON-encoded line
+        start += 2
+    least, alnum = 0, False  # a prefix of ``secret_prefixes``: its numbers
     prefix = _VENDOR_PREFIX.match(text, start)
+    if prefix is None and (prefix := PREFIXED_AT.match(text, start)) is not None:
+        _, least, alnum = PREFIXED[(prefix.lastindex or 1) - 1]
     if prefix is None:  # a webhook URL
         stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
         tail = text[start:stop].rstrip(b"/").rsplit(b"/", 1)[-1]
         return (start, stop) if _random_looking(tail, min_len=6, bits=2.5) else None
     if not _clean_start(text, start):
         return None
-    stop = _token_end(text, start, _VENDOR_CHARS)
+    # from the prefix's end: a prefix may hold ``:`` ``~`` ``!`` ``$`` (``AstraCS:``, ``sha256~``)
+    stop = _token_end(text, prefix.end(), _VENDOR_CHARS)
+    if text.startswith(b"access_token$", start):  # Braintree: ``$production$<id>$<hex>``
+        for _ in range(3):
+            if text[stop : stop + 1] == b"$":
+                stop = _token_end(text, stop + 1, _VENDOR_CHARS)
     while stop > start and text[stop - 1] in b"./+":  # a sentence's full stop, a path's slash
         stop -= 1
     body = text[prefix.end() : stop]
-    if _alnum_kinds(body) < 2 or is_placeholder(text[start:stop]):
+    if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
         return None
+    if least and start > 0 and text[start - 1] in b"+/":
+        return None  # a chance match in a base64 run (a token may end in ``+``: not the end)
+    if len(body) < max(least, 12) or (alnum and not body.isalnum()):
+        return None  # too short, or ``rnd_seed_value``: a name that shares a prefix
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
         return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
     return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
@@ -499,7 +539,12 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
     _, vend = _value_at(text, vstart)
     head = text[vstart : vend + 4]
-    if not (head.startswith(_FORMAT_PREFIXES) or b"=" in head or b"://" in head):
+    if not (
+        head.startswith(_FORMAT_PREFIXES)
+        or PREFIXED_AT.match(head) is not None
+        or b"=" in head
+        or b"://" in head
+    ):
         return None  # nothing a format or a nested key could start with
     for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
         if cstart > vend:

@@ -1,0 +1,131 @@
+"""Vendor token prefixes taken from other scanners' rules (tier T1): data, no logic.
+
+Each entry is a prefix (an RE2 / ``re`` fragment that both engines read alike), the fewest
+random characters a real token has after it, and whether that part is letters and digits only.
+``fak.screen.secrets`` folds the prefixes into its one ``vendor_token`` RE2 group and judges the
+token behind a prefix with these numbers. The prefixes come from the train misses of
+llm-guard's secrets plugins, trufflehog3's rules and betterleaks' rules (issue 25, branch
+i25-sec). Public identifiers (publishable keys, client ids, account ids, instance URLs) are
+left out, and so are prefixes that ordinary names share when the rest cannot tell them apart
+(``cli_``, ``re_``, ``BSA``, ``STS.``, hex-looking ``4b1d``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["PREFIXED", "PREFIXED_AT", "PREFIXED_RE2"]
+
+# (prefix, least random characters after it, letters and digits only)
+PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
+    # llm-guard's secrets plugins (gitleaks' rules) and trufflehog3's
+    (rb"p8e-", 32, True),  # Adobe client secret
+    (rb"AGE-SECRET-KEY-1", 58, True),  # age
+    (rb"LTAI", 12, True),  # Alibaba access key id
+    (rb"dapi", 32, False),  # Databricks (``-<digit>`` may follow)
+    (rb"duffel_(?:test|live)_", 40, False),
+    (rb"EZ[AT]K", 50, True),  # EasyPost
+    (rb"api_org_", 30, True),  # Hugging Face organization token
+    (rb"pscale_(?:tkn|oauth|pw)_", 30, False),  # PlanetScale
+    (rb"pnu_", 36, True),  # Prefect
+    (rb"pul-", 40, True),  # Pulumi
+    (rb"rdme_", 64, True),  # ReadMe
+    (rb"rubygems_", 48, True),
+    (rb"tk-us-", 40, False),  # Scalingo
+    (rb"xkeysib-", 64, False),  # Brevo (Sendinblue)
+    (rb"shippo_(?:live|test)_", 40, True),
+    (rb"shp(?:at|ca|pa|ss)_", 32, True),  # Shopify
+    (rb"hv[sb]\.", 24, False),  # HashiCorp Vault service / batch token
+    (rb"ya29\.", 20, False),  # Google OAuth access token
+    (rb"access_token\$production\$", 16, False),  # Braintree
+    # betterleaks' rules (gitleaks' format)
+    (rb"AIK_(?:CI|CLIENT|SECRET)_", 20, True),  # Aikido
+    (rb"apify_api_", 30, True),
+    (rb"cmVmd", 59, True),  # JFrog reference token
+    (rb"aact_(?:prod|hmlg)_", 20, False),  # Asaas (after a ``$``)
+    (rb"ATAT", 100, False),  # Atlassian API token
+    (rb"bedrock-api-key-", 20, False),  # Amazon Bedrock
+    (rb"BBDC-", 32, False),  # Bitbucket Data Center
+    (rb"bk(?:aa|aj|ar|ct|pt|pat|ua)_", 40, False),  # Buildkite
+    (rb"cnvca", 40, False),  # Canva client secret
+    (rb"sk_car_", 20, False),  # Cartesia
+    (rb"csk-", 48, True),  # Cerebras
+    (rb"CCIPAT_", 40, False),  # CircleCI
+    (rb"cf[ua]t_", 40, True),  # Cloudflare
+    (rb"csa_", 36, True),  # Cloudsmith
+    (rb"CCDB1_", 40, False),  # CockroachDB Cloud
+    (rb"AstraCS:", 20, False),  # DataStax Astra
+    (rb"ddp_", 36, True),  # Deno
+    (rb"dvc_(?:client|mobile|server)_", 12, True),  # DevCycle
+    (rb"cog_", 52, True),  # Devin
+    (rb"SWMTKN-1-", 50, False),  # Docker swarm join token
+    (rb"dckr_(?:pat|oat)_", 27, False),  # Docker Hub
+    (rb"essu_", 60, False),  # Elastic Cloud
+    (rb"EAA[MC]", 100, True),  # Facebook page token
+    (rb"figd_", 38, False),  # Figma
+    (rb"AQ\.Ab8RN6", 40, False),  # Gemini
+    (rb"gsk_", 52, True),  # Groq
+    (rb"HRKU-AA", 58, False),  # Heroku
+    (rb"ico-", 32, True),  # Infracost
+    (rb"s-s4t2(?:ud|af)-", 64, True),  # 42 intra
+    (rb"ion_", 42, True),  # Ionic
+    (rb"lsv2_(?:pt|sk)_", 40, False),  # LangSmith
+    (rb"sk-lf-", 36, False),  # Langfuse secret key
+    (rb"lip_", 16, False),  # Lichess
+    (rb"llx-", 44, True),  # LlamaCloud
+    (rb"mlsn\.", 30, True),  # MailerSend
+    (rb"mercury_production_", 40, False),
+    (rb"mergify_application_key_", 40, False),
+    (rb"eyJtaXJv", 30, False),  # Miro
+    (rb"mdb_sa_sk_", 40, False),  # MongoDB Atlas service account secret
+    (rb"napi_", 64, True),  # Neon
+    (rb"ntn_", 46, True),  # Notion
+    (rb"nvapi-", 60, False),  # NVIDIA
+    (rb"nyk_", 67, True),  # Nylas
+    (rb"api_live(?:_ca|_us)?\.", 20, False),  # Onfido
+    (rb"sk-or-v1-", 64, True),  # OpenRouter
+    (rb"sha256~", 43, False),  # OpenShift user token
+    (rb"pdl_(?:live|sdbx)_apikey_", 40, False),  # Paddle
+    (rb"pplx-", 48, True),  # Perplexity
+    (rb"persona_production_", 20, False),
+    (rb"pcsk_", 60, False),  # Pinecone
+    (rb"pina_", 20, False),  # Pinterest
+    (rb"polar_(?:at|oat|pat)_", 20, False),
+    (rb"phx_", 41, False),  # PostHog personal key
+    (rb"ramp_sec_", 48, True),
+    (rb"rpa_", 30, True),  # redirect.pizza, RunPod
+    (rb"rnd_", 28, True),  # Render
+    (rb"r8_", 37, True),  # Replicate
+    (rb"rootly_", 64, True),
+    (rb"samsara_api_", 26, True),
+    (rb"sgp_", 40, False),  # Segment, Sourcegraph
+    (rb"sntry[su]_", 64, False),  # Sentry
+    (rb"sm_(?:aat|pat|sat)_", 16, True),  # SettleMint
+    (rb"sb_secret_", 31, False),  # Supabase
+    (rb"sbp_", 40, False),
+    (rb"tskey-", 20, False),  # Tailscale
+    (rb"tss_", 20, False),  # Thunderstore
+    (rb"tgp_v1_", 43, False),  # Together AI
+    (rb"unkey_", 20, True),
+    (rb"ucat_", 24, True),  # UpCloud
+    (rb"vtwn_", 20, False),  # Val Town
+    (rb"vc[kaprci]_", 56, False),  # Vercel
+    (rb"waka_", 36, True),  # WakaTime
+    (rb"wandb_v1_", 77, False),  # Weights & Biases
+    (rb"xai-", 70, False),  # xAI
+    (rb"xnd_(?:production|development)_", 56, True),  # Xendit
+    (rb"zpka_", 40, False),  # Zuplo
+    (rb"pat[A-Za-z0-9]{14}\.", 64, True),  # Airtable personal access token: 64 hex
+    (rb"[ps]at\.[A-Za-z0-9_-]{22}\.", 40, False),  # Harness
+    (rb"A3-[A-Z0-9]{6}-", 26, False),  # 1Password secret key
+    (rb"EXO", 24, True),  # Exoscale
+    (rb"00[A-Za-z0-9]{13}!", 80, False),  # Salesforce access token
+    (rb"SWMKEY-1-", 40, False),  # Docker swarm unlock key
+    (rb"apk_", 80, False),  # Devin service API key
+    (rb"_gitlab_session=", 32, True),  # a GitLab session cookie
+)  # fmt: skip
+
+PREFIXED_RE2: bytes = b"|".join(prefix for prefix, _, _ in PREFIXED)
+"""The prefixes as one alternation, for the ``vendor_token`` RE2 group."""
+PREFIXED_AT = re.compile(b"|".join(b"(" + prefix + b")" for prefix, _, _ in PREFIXED))
+"""Which entry a prefix at a position is (``lastindex`` - 1)."""
