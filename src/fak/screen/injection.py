@@ -79,6 +79,18 @@ _AI_ONLY = rb"(?:ai|a\.i\.|llm|language model|chatbot|gpt|chatgpt|claude|gemini|
 _PREV = rb"(?:previous|prior|preceding|above|earlier|original|initial|old|all|any|your|the|system)"
 _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rules|guidelines|commands|task|orders)"
 
+
+def _arabic(src: str) -> str:
+    """Arabic-script cue source that also matches the other spelling of its letters: Arabic and
+    Persian yeh and kaf, alef with or without hamza, final teh marbuta written as heh."""
+    return src.translate(_ARABIC_LETTERS)
+
+
+_ARABIC_LETTERS = str.maketrans({
+    "ي": "(?:ي|ی|ى)", "ی": "(?:ی|ي|ى)", "ك": "(?:ك|ک)", "ک": "(?:ک|ك)",
+    "أ": "(?:أ|ا)", "إ": "(?:إ|ا)", "ة": "(?:ة|ه)",
+})  # fmt: skip
+
 # (family, weight, RE2 source). English alternatives are case-insensitive; other languages are
 # written in the case they are used in (Latin-1 mode must not case-fold UTF-8 bytes).
 _CUES: tuple[tuple[Cue, float, bytes], ...] = (
@@ -154,6 +166,88 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      "(?:\\b(?:envoyer|transfère|transférer|envoie|weiterleiten|sende|senden|enviar|reenvía|envía"
      "|Transfira|transfira|inviare|invia|condividi)\\b|转发|发送|転送|送信|전달|보내|переслать|отправь"
      "|перешли)[^\\n]{0,60}@".encode()),
+    # second set of languages: tr, vi, pl, id/ms, nl and sw are written as their ASCII skeleton,
+    # case-insensitive (the skeleton view, ``fak.screen.skeleton``, takes accents off and reads
+    # ı ł đ as i l d; text typed without diacritics reads the same); ar, fa, hi, uk and th in
+    # their script (Arabic-script letters with two spellings through ``_arabic``)
+    # overrides: a verb dropping earlier instructions (verb-final in tr, fa, hi)
+    (Cue.OVERRIDE, 1.0,
+     rb"(?i:\b(?:onceki|yukaridaki|daha\s+onceki|tum|butun|verilen)\s+(?:(?:tum|butun|bu|sana\s+verilen|verilen)\s+){0,2}(?:talimat|komut|yonerge|yonlendirme|direktif|emir|kural)\w*\s+(?:(?:tamamen|hemen|simdi)\s+)?(?:yok\s*say|gormezden\s+gel|unut|dikkate\s+alma|gecersiz\s+say)"
+     rb"|\b(?:bo\s+qua|phot\s+lo|quen|khong\s+tuan\s+theo|dung\s+tuan\s+theo)\s+(?:(?:di|het|tat\s+ca|toan\s+bo|moi|cac|nhung)\s+){0,3}(?:huong\s+dan|chi\s+dan|chi\s+thi)\b"
+     rb"|\b(?:bo\s+qua|phot\s+lo|quen)\s+(?:(?:het|tat\s+ca|toan\s+bo|moi|cac|nhung)\s+){0,3}(?:lenh|quy\s+tac|yeu\s+cau)\s+(?:truoc|phia\s+tren|ben\s+tren|ban\s+dau)\b"
+     rb"|\b(?:zignoruj|ignoruj|zapomnij(?:\s+o)?|nie\s+zwracaj\s+uwagi\s+na|pomin)(?:cie)?\s+(?:(?:wszystkie|wszystkich|wszystkim|poprzednie|poprzednich|wczesniejsze|wczesniejszych|powyzsze|powyzszych|dotychczasowe|dotychczasowych|swoje|swoich|te|tych|moje)\s+){0,3}(?:instrukcj|polecen|wytyczn|zasad|regul)\w*"
+     rb"|\b(?:abaikan|lupakan|acuhkan|jangan\s+(?:ikuti|hiraukan|pedulikan|patuhi))\s+(?:(?:semua|seluruh|segala|setiap|itu|tersebut)\s+){0,2}(?:instruksi|perintah|arahan|petunjuk|aturan|pedoman)\b"
+     rb"|\b(?:negeer|vergeet)\s+(?:(?:alle|al|de|je|jouw|uw|eerdere|vorige|voorgaande|bovenstaande|oorspronkelijke|eerste)\s+){0,3}(?:instructies?|aanwijzingen|opdrachten|richtlijnen|prompts?)\b"
+     rb"|\b(?:puuza|puuzia|sahau|usifuate|achana\s+na)\s+(?:(?:yote|zote|kila|haya|hayo)\s+)?(?:maagizo|maelekezo|amri|miongozo)\b)"),
+    (Cue.OVERRIDE, 1.0, (_arabic(
+     "(?:تجاهل|تجاهلي|تجاهلوا|انس|انسى|انسي|أهمل|أهملي|لا تتبع|لا تلتزم ب)\\s*(?:كل|جميع)?\\s*(?:التعليمات|الأوامر|الإرشادات|التوجيهات|القواعد|تعليماتك|أوامرك)"
+     "|(?:دستورات|دستورالعمل|دستورها|قوانین|قواعد|راهنمایی|رهنمود)[^\\n.]{0,60}(?:نادیده|فراموش کن|توجه نکن|کنار بگذار)")
+     + "|(?:निर्देश|आदेश|नियम)(?:ों)?(?:\\s+को)?\\s+(?:अनदेखा|न(?:ज़|ज़|ज)र\\s*अंदा(?:ज़|ज़|ज)|भूल\\s+जा|ध्यान\\s+न)"
+     "|(?:(?:І|і)гноруй|(?:П|п)роігноруй|(?:З|з)абудь|(?:Н|н)е\\s+зважай|(?:З|з)нехтуй)(?:те)?(?:\\s+на)?\\s+(?:(?:всі|усі|всіма|попередні|попередніми|минулі|вищезазначені|свої|ці)\\s+){0,3}(?:інструкц|вказів|настанов|правил|команд)"
+     "|(?:เพิกเฉย|ไม่ต้องสนใจ|ละเว้น|ลืม|ไม่สนใจ)(?:ต่อ|กับ)?\\s*(?:ทุก)?\\s*(?:คำสั่ง|คำแนะนำ)[^\\n]{0,45}(?:ก่อนหน้า|ข้างต้น|เดิม|ทั้งหมด)").encode()),
+    (Cue.OVERRIDE, 0.8,
+     rb"(?i:\bsistem\s+(?:istem|komut|talimat|mesaj)\w*\s+(?:\w+\s+)?(?:goster|acikla|ifsa\s+et|paylas|yazdir|tekrarla)"
+     rb"|\b(?:tiet\s+lo|hien\s+thi|in\s+ra)\s+(?:\w+\s+)?(?:loi\s+nhac|prompt|chi\s+dan|huong\s+dan)\s+he\s+thong"
+     rb"|\b(?:ujawnij|pokaz|wypisz|powtorz)\s+(?:\w+\s+)?(?:prompt|instrukcj\w*|komunikat)\s+systemow\w*"
+     rb"|\b(?:tampilkan|ungkapkan|bocorkan|tunjukkan|ulangi)\s+(?:prompt|pesan|instruksi)\s+sistem"
+     rb"|\b(?:toon|onthul|herhaal|geef)\s+(?:\w+\s+)?(?:systeemprompt|systeem-prompt|systeeminstructies)"
+     rb"|\b(?:onyesha|fichua|rudia)\s+(?:maagizo|ujumbe|kidokezo)\s+(?:ya|wa|cha)\s+mfumo)"),
+    (Cue.OVERRIDE, 0.8, (_arabic(
+     "(?:اكشف|أظهر|اعرض|اطبع|كرر|شارك)\\s+(?:لي\\s+)?(?:موجه|تعليمات|رسالة)\\s+النظام"
+     "|(?:پرامپت|دستورات|پیام|اعلان)\\s+سیستم[^\\n.]{0,30}(?:نشان بده|فاش کن|بنویس|تکرار کن)")
+     + "|सिस्टम\\s+(?:प्रॉम्प्ट|प्रोम्प्ट|संदेश|निर्देश)[^\\n।]{0,30}(?:दिखा|बता|प्रकट)"
+     "|(?:(?:П|п)окажи|(?:Р|р)озкрий|(?:В|в)иведи|(?:П|п)овтори)\\s+(?:свій\\s+|свою\\s+|свої\\s+)?системн"
+     "|(?:เปิดเผย|แสดง)(?:ข้อความ|พรอมต์|คำสั่ง)ระบบ").encode()),
+    # addressing the assistant
+    (Cue.ADDRESSEE, 0.6,
+     rb"(?i:\byapay\s+zeka\s+(?:asistan|model)\w*|\bdil\s+model\w*|\b(?:sevgili|degerli)\s+(?:yapay\s+zeka|asistan)"
+     rb"|\btro\s+ly\s+(?:ai|ao|tri\s+tue\s+nhan\s+tao)\b|\bmo\s+hinh\s+(?:ai|ngon\s+ngu)\b"
+     rb"|\basystencie\b|\basystent\w*\s+ai\b|\bmodel\w*\s+(?:ai|jezykow\w*)\b"
+     rb"|\b(?:asisten|pembantu)\s+(?:ai|kecerdasan\s+buatan)\b|\bmodel\s+bahasa\b"
+     rb"|\bai-(?:assistent|model)\b|\btaalmodel\w*|\bbeste\s+(?:ai|assistent)\b"
+     rb"|\bmsaidizi\s+wa\s+(?:ai|akili\s+bandia)\b|\bmodeli\s+ya\s+lugha\b)|"
+     + (_arabic("مساعد الذكاء الاصطناعي|المساعد الذكي|نموذج الذكاء الاصطناعي|نموذج اللغة|النموذج اللغوي|أيها المساعد|أيها النموذج"
+     "|دستیار هوش مصنوعی|مدل هوش مصنوعی|مدل زبانی|ای دستیار")
+     + "|(?:एआई|AI)\\s+(?:सहायक|मॉडल)|भाषा\\s+मॉडल|प्रिय\\s+सहायक"
+     "|ШІ-асистент|ШІ\\s+асистент|(?:А|а)систенте|мовн(?:а|ої|у)\\s+модел|модель\\s+ШІ"
+     "|ผู้ช่วย\\s*(?:AI|เอไอ|ปัญญาประดิษฐ์)|โมเดลภาษา|โมเดล\\s*(?:AI|เอไอ)").encode()),
+    (Cue.ADDRESSEE, 0.3,
+     rb"(?i:\basistan\w*|\btro\s+ly\b|\basystent\w*|\bmsaidizi\b|\bassistent\b)|"
+     + (_arabic("المساعد|دستیار") + "|सहायक|(?:А|а)систент|ผู้ช่วย").encode()),
+    # announced new instructions or task
+    (Cue.NEW_TASK, 0.5,
+     rb"(?i:\byeni\s+(?:talimat|yonerge)\w*|\bonemli\s+mesaj\b|\b(?:huong\s+dan|chi\s+thi)\s+moi\b|\btin\s+nhan\s+quan\s+trong\b"
+     rb"|\bnowe\s+(?:instrukcje|wytyczne)\b|\bwazna\s+wiadomosc\b|\b(?:instruksi|arahan)\s+baru\b|\bpesan\s+penting\b"
+     rb"|\bnieuwe\s+instructies\b|\bbelangrijk\s+bericht\b|\b(?:maagizo|maelekezo)\s+mapya\b|\bujumbe\s+muhimu\b)|"
+     + (_arabic("تعليمات جديدة|التعليمات الجديدة|أوامر جديدة|رسالة مهمة|رسالة هامة|دستورات جدید|دستورالعمل جدید|دستورالعمل\u200cهای جدید|پیام مهم")
+     + "|न(?:ए|ये|या)\\s+निर्देश|महत्वपूर्ण\\s+संदेश|(?:Н|н)ові\\s+(?:інструкції|вказівки)|(?:В|в)ажливе\\s+повідомлення|ข้อความสำคัญ|คำแนะนำใหม่").encode()),
+    (Cue.NEW_TASK, 0.3,
+     rb"(?i:\byeni\s+gorev\w*|\b(?:yanit|cevap)\w*\s+vermeden\s+once\b|\bnhiem\s+vu\s+moi\b|\bbay\s+gio\s+ban\s+phai\b|\btruoc\s+khi\s+tra\s+loi\b"
+     rb"|\bnowe\s+zadanie\b|\bmusisz\s+(?:teraz|najpierw|natychmiast)\b|\bzanim\s+odpowiesz\b|\btugas\s+baru\b|\b(?:kamu|anda)\s+harus\s+(?:sekarang|terlebih\s+dahulu|segera)\b"
+     rb"|\bsebelum\s+menjawab\b|\bnieuwe\s+opdracht\b|\b(?:je|u)\s+moet\s+(?:nu|eerst|onmiddellijk)\b|\bvoordat\s+je\s+(?:antwoordt|verder\s+gaat)\b"
+     rb"|\bkazi\s+mpya\b|\blazima\s+sasa\b|\bsasa\s+lazima\b|\bkabla\s+ya\s+kujibu\b)|"
+     + (_arabic("مهمة جديدة|يجب عليك الآن|يجب عليك أولا|عليك الآن أن|قبل أن تجيب|قبل الإجابة|وظیفه جدید|اکنون باید|باید ابتدا|قبل از پاسخ")
+     + "|नया\\s+(?:कार्य|काम)|(?:अब|पहले)\\s+(?:तुम्हें|आपको)|(?:जवाब|उत्तर)\\s+देने\\s+से\\s+पहले"
+     "|(?:Н|н)ове\\s+завдання|ти\\s+(?:повинен|повинна|маєш)\\s+(?:зараз|спочатку|негайно)|перш\\s+ніж\\s+відповісти|งานใหม่|คุณต้อง|ก่อนตอบ").encode()),
+    # keeping it from the user
+    (Cue.SECRECY, 0.5,
+     rb"(?i:\bkullaniciya\s+(?:hicbir\s+sey\s+|bundan\s+|bunu\s+)?(?:soyleme|bildirme|haber\s+verme|bahsetme)\w*|\bkullaniciyi\s+(?:bilgilendirme|uyarma)\w*|\bkimseye\s+(?:soyleme|bahsetme)\w*"
+     rb"|\b(?:khong|dung)\s+(?:duoc\s+)?(?:noi|bao|tiet\s+lo|cho\s+biet)\s+(?:cho|voi)\s+nguoi\s+dung\b|\bma\s+khong\s+(?:bao|noi)\s+(?:cho|voi)\s+nguoi\s+dung\b"
+     rb"|\bnie\s+(?:mow|informuj|wspominaj|powiadamiaj|mowiac)\w*\s+(?:o\s+tym\s+)?uzytkownik\w*|\bbez\s+(?:wiedzy|informowania|powiadamiania)\s+uzytkownik\w*|\bnikomu\s+nie\s+mow\b"
+     rb"|\bjangan\s+(?:beri\s*tahu|bilang|katakan|memberitahu|beritahu|kasih\s+tahu)\s+(?:kepada\s+|ke\s+)?pengguna\b|\btanpa\s+(?:memberi\s*tahu|sepengetahuan|memberitahu)\s+pengguna\b"
+     rb"|\b(?:vertel|zeg|meld)\s+(?:het\s+|dit\s+)?niet\s+(?:aan\s+)?de\s+gebruiker\b|\bzonder\s+(?:het\s+)?de\s+gebruiker\s+(?:hierover\s+|daarover\s+)?(?:te\s+)?(?:informeren|vertellen|melden)|\bzonder\s+dat\s+de\s+gebruiker\b|\bvertel\s+het\s+aan\s+niemand\b"
+     rb"|\busimwambie\s+(?:mtumiaji|mtu\s+yeyote)\b|\bbila\s+(?:kumwambia|kumjulisha)\s+mtumiaji\b|\busimjulishe\s+mtumiaji\b|\bbila\s+mtumiaji\s+kujua\b)|"
+     + (_arabic("لا تخبر المستخدم|لا تخبري المستخدم|دون إخبار المستخدم|بدون إخبار المستخدم|دون علم المستخدم|لا تعلم المستخدم|لا تخبر أحدا"
+     "|به کاربر نگو|به کاربر چیزی نگو|به کاربر اطلاع نده|بدون اطلاع کاربر|بدون اینکه به کاربر|به کسی نگو")
+     + "|(?:उपयोगकर्ता|यूज़र|यूजर)\\s+को\\s+(?:(?:मत|न|ना)\\s+बता|बताए\\s+बिना)|किसी\\s+को\\s+(?:मत|न)\\s+बता"
+     "|(?:Н|н)е\\s+(?:кажи|повідомляй|розповідай|говори)\\s+(?:про\\s+це\\s+)?користувач|(?:Б|б)ез\\s+відома\\s+користувача|(?:Н|н)ікому\\s+не\\s+(?:кажи|розповідай)"
+     "|(?:อย่า|ไม่ต้อง)(?:บอก|แจ้ง)(?:ให้)?ผู้ใช้|โดยไม่(?:บอก|แจ้ง)(?:ให้)?ผู้ใช้|อย่าบอกใคร").encode()),
+    # exfiltrating verbs with a recipient (tr and fa name the recipient first)
+    (Cue.EXFIL, 0.3,
+     rb"(?i:\b(?:gonder|ilet|yolla|gui\s+(?:cho|den|toi|qua)|chuyen\s+tiep|wyslij|przeslij|przekaz|kirim|kirimkan|teruskan|stuur|verstuur|doorsturen|tuma|peleka)\w*\b[^\n]{0,60}@"
+     rb"|@[\w.-]+\.[a-z]{2,}\S*\s+(?:adresine\s+)?(?:gonder|ilet|yolla)\w*)|"
+     + (_arabic("(?:أرسل|ارسل|أرسلي|حول|انقل|شارك|أعد توجيه)[^\\n]{0,60}@|@[^\\n]{0,60}(?:بفرست|ارسال کن|فوروارد کن)")
+     + "|(?:भेजें|भेजो|फॉरवर्ड\\s+करें|(?:Н|н)адішл|(?:П|п)ерешл|(?:В|в)ідправ|ส่ง)[^\\n]{0,60}@|@[^\\n]{0,60}(?:भेज|फॉरवर्ड)").encode()),
     # candidates: weight 0, they never score; they mark a window for the intent model to read
     # (a tool named in snake_case after a verb of calling, directing the answer, a role to play)
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b(?:respond|reply|answer)\s+(?:only\s+)?with\b|\byour (?:response|answer|reply|output)s?\b|\b(?:print|output|say)\s+(?:only\s+|exactly\s+)?[\"'`\[]|\bnothing else\b|\bend every (?:response|answer|reply)\b|\byou are (?:going|about) to\b|\b(?:act|acting) as (?:an?|the|my)\b|\bpretend (?:to be|you)\b|\bstay in character\b|\bfrom now on\b|\bfor the rest of this conversation\b|\b(?:prior|previous|original|current) task\b|\bthe above\b|\[system\])"),
@@ -166,6 +260,10 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
     (Cue.CANDIDATE, 0.0,
      "(?:\\b(?:[Ii]gnorez|[Oo]ubliez?|[Ii]gnoriere|[Vv]ergiss|[Ii]gnora|[Oo]lvida|[Ee]squeça|[Dd]imentica)\\b|(?:И|и)гнорируй|(?:З|з)абудь"
      "|忽略|无视|忘记|無視|忘れ|무시|잊어|instructions précédentes|Anweisungen|instrucciones|instruções|istruzioni|инструкци)".encode()),
+    (Cue.CANDIDATE, 0.0,
+     rb"(?i:\b(?:talimat\w*|yok\s*say\w*|gormezden\s+gel\w*|sistem\s+istem\w*|bo\s+qua|chi\s+thi|loi\s+nhac\s+he\s+thong|zignoruj\w*|instrukcj\w*|prompt\w*\s+systemow\w*"
+     rb"|abaikan|instruksi|prompt\s+sistem|negeer|instructies|systeemprompt|puuza|maagizo|maelekezo)\b)|"
+     + (_arabic("تجاهل|التعليمات|تعليمات|نادیده|دستورالعمل|دستورات") + "|अनदेखा|निर्देश|(?:І|і)гноруй|інструкці|вказівк|เพิกเฉย|ไม่ต้องสนใจ|คำสั่งก่อนหน้า").encode()),
     # text about injection, not an injection: lowers a window's score
     (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b|\b(?:prompt|chat) (?:format|template)s?\b|\bapply_chat_template\b|\{\{?\s*(?:system_prompt|system_message|user_message|prompt|query|input|bos_token)\s*\}\}?)"),
 )  # fmt: skip
