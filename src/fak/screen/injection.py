@@ -245,9 +245,9 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # exfiltrating verbs with a recipient (tr and fa name the recipient first)
     (Cue.EXFIL, 0.3,
      rb"(?i:\b(?:gonder|ilet|yolla|gui\s+(?:cho|den|toi|qua)|chuyen\s+tiep|wyslij|przeslij|przekaz|kirim|kirimkan|teruskan|stuur|verstuur|doorsturen|tuma|peleka)\w*\b[^\n]{0,60}@"
-     rb"|@[\w.-]+\.[a-z]{2,}\S*\s+(?:adresine\s+)?(?:gonder|ilet|yolla)\w*)|"
-     + (_arabic("(?:أرسل|ارسل|أرسلي|حول|انقل|شارك|أعد توجيه)[^\\n]{0,60}@|@[^\\n]{0,60}(?:بفرست|ارسال کن|فوروارد کن)")
-     + "|(?:भेजें|भेजो|फॉरवर्ड\\s+करें|(?:Н|н)адішл|(?:П|п)ерешл|(?:В|в)ідправ|ส่ง)[^\\n]{0,60}@|@[^\\n]{0,60}(?:भेज|फॉरवर्ड)").encode()),
+     rb"|@[\w-]+(?:\.[\w-]+)+\S{0,3}\s+adresine\s+(?:gonder|ilet|yolla))|"
+     + (_arabic("(?:أرسل|ارسل|أرسلي|حول|انقل|شارك|أعد توجيه)[^\\n]{0,60}@|@[\\w-]+(?:\\.[\\w-]+)+\\s*(?:را\\s+)?(?:بفرست|ارسال کن|فوروارد کن)")
+     + "|(?:भेजें|भेजो|फॉरवर्ड\\s+करें|(?:Н|н)адішл|(?:П|п)ерешл|(?:В|в)ідправ|ส่ง)[^\\n]{0,60}@|@[\\w-]+(?:\\.[\\w-]+)+\\s*(?:पर|को)\\s+(?:भेज|फॉरवर्ड)").encode()),
     # candidates: weight 0, they never score; they mark a window for the intent model to read
     # (a tool named in snake_case after a verb of calling, directing the answer, a role to play)
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b(?:respond|reply|answer)\s+(?:only\s+)?with\b|\byour (?:response|answer|reply|output)s?\b|\b(?:print|output|say)\s+(?:only\s+|exactly\s+)?[\"'`\[]|\bnothing else\b|\bend every (?:response|answer|reply)\b|\byou are (?:going|about) to\b|\b(?:act|acting) as (?:an?|the|my)\b|\bpretend (?:to be|you)\b|\bstay in character\b|\bfrom now on\b|\bfor the rest of this conversation\b|\b(?:prior|previous|original|current) task\b|\bthe above\b|\[system\])"),
