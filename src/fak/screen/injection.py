@@ -260,10 +260,6 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
     (Cue.CANDIDATE, 0.0,
      "(?:\\b(?:[Ii]gnorez|[Oo]ubliez?|[Ii]gnoriere|[Vv]ergiss|[Ii]gnora|[Oo]lvida|[Ee]squeça|[Dd]imentica)\\b|(?:И|и)гнорируй|(?:З|з)абудь"
      "|忽略|无视|忘记|無視|忘れ|무시|잊어|instructions précédentes|Anweisungen|instrucciones|instruções|istruzioni|инструкци)".encode()),
-    (Cue.CANDIDATE, 0.0,
-     rb"(?i:\b(?:yok\s*say\w*|gormezden\s+gel\w*|sistem\s+istem\w*|bo\s+qua|loi\s+nhac\s+he\s+thong|zignoruj\w*|prompt\w*\s+systemow\w*"
-     rb"|abaikan|prompt\s+sistem|negeer|systeemprompt|puuza)\b)|"
-     + (_arabic("تجاهل|نادیده") + "|अनदेखा|(?:І|і)гноруй|เพิกเฉย|ไม่ต้องสนใจ|คำสั่งก่อนหน้า").encode()),
     # text about injection, not an injection: lowers a window's score
     (Cue.META, -0.5, rb"(?i:\bprompt[- ]injections?\b|\bjailbreak|\bred[- ]team|\bowasp\b|\btest fixtures?\b|\b(?:strings?|phrases?|payloads?) (?:like|such as)\b|\bdetection rates?\b|\battackers? (?:sometimes|often|may|can|could)\b|\b(?:prompt|chat) (?:format|template)s?\b|\bapply_chat_template\b|\{\{?\s*(?:system_prompt|system_message|user_message|prompt|query|input|bos_token)\s*\}\}?)"),
 )  # fmt: skip
