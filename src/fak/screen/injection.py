@@ -198,6 +198,20 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      + "|सिस्टम\\s+(?:प्रॉम्प्ट|प्रोम्प्ट|संदेश|निर्देश)[^\\n।]{0,30}(?:दिखा|बता|प्रकट)"
      "|(?:(?:П|п)окажи|(?:Р|р)озкрий|(?:В|в)иведи|(?:П|п)овтори)\\s+(?:свій\\s+|свою\\s+|свої\\s+)?системн"
      "|(?:เปิดเผย|แสดง)(?:ข้อความ|พรอมต์|คำสั่ง)ระบบ").encode()),
+    # a new role or goal, as the English 0.6 overrides above ("from now on, you", "you are no
+    # longer", "your real task", "developer mode")
+    (Cue.OVERRIDE, 0.6,
+     rb"(?i:\b(?:bundan\s+(?:sonra|boyle)|su\s+andan\s+itibaren),?\s+sen\b|\bartik\s+(?:bir\s+)?(?:yapay\s+zeka|asistan|dil\s+modeli)\s+degilsin\b|\b(?:gercek|asil|yeni)\s+gorevin\b|\bgelistirici\s+modu"
+     rb"|\btu\s+bay\s+gio,?\s+ban\b|\bban\s+khong\s+con\s+la\b|\bnhiem\s+vu\s+(?:that\s+su|thuc\s+su)\s+cua\s+ban\b|\bche\s+do\s+nha\s+phat\s+trien\b"
+     rb"|\bod\s+teraz\s+(?:jestes|bedziesz|masz)\b|\bnie\s+jestes\s+juz\s+(?:asystent|modelem|ai)\w*|\btwoje\s+(?:prawdziwe|nowe)\s+zadanie\b|\btryb\s+(?:dewelopera|programisty|debugowania)\b"
+     rb"|\bmulai\s+(?:sekarang|saat\s+ini),?\s+(?:kamu|anda)\b|\b(?:kamu|anda)\s+bukan\s+lagi\b|\btugas\s+(?:kamu|anda)\s+yang\s+sebenarnya\b|\bmode\s+pengembang\b"
+     rb"|\bvanaf\s+nu\s+(?:ben\s+je|ben\s+jij|moet\s+je|zul\s+je)\b|\bje\s+bent\s+niet\s+langer\b|\bje\s+(?:echte|werkelijke|nieuwe)\s+taak\b|\bontwikkelaarsmodus\b"
+     rb"|\bkuanzia\s+sasa,?\s+(?:wewe|u)\b|\bwewe\s+si\s+tena\b|\bkazi\s+yako\s+halisi\b|\bhali\s+ya\s+msanidi\b)|"
+     + (_arabic("من الآن فصاعدا،?\\s*(?:أنت|انت)|لم تعد مساعد|مهمتك الحقيقية|وضع المطور"
+     "|از این به بعد،?\\s*(?:تو|شما)|دیگر دستیار نیستی|وظیفه واقعی (?:تو|شما)|حالت توسعه\u200c?\\s?دهنده")
+     + "|अब\\s+से\\s+(?:तुम|आप)|(?:तुम्हारा|आपका)\\s+असली\\s+काम|डेवलपर\\s+मोड"
+     "|(?:В|в)і(?:дтепер|днині),?\\s+(?:ти|ви)|(?:Т|т)и\\s+більше\\s+не\\s+(?:асистент|модель|ШІ)|(?:Т|т)воє\\s+справжнє\\s+завдання|(?:Р|р)ежим\\s+розробника"
+     "|ต่อจากนี้ไป\\s*คุณ|งานที่แท้จริงของคุณ|โหมดนักพัฒนา").encode()),
     # addressing the assistant
     (Cue.ADDRESSEE, 0.6,
      rb"(?i:\byapay\s+zeka\s+(?:asistan|model)\w*|\bdil\s+model\w*|\b(?:sevgili|degerli)\s+(?:yapay\s+zeka|asistan)"
