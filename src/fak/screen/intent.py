@@ -27,7 +27,6 @@ import json
 import math
 import operator
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -62,18 +61,18 @@ _BEFORE = 200  # a window starts this far before its first cue
 # Concept lexicons over lower-cased text, compiled for RE2 by ``_re2_source`` (non-ASCII words
 # are bounded by non-letters there); CJK entries have no word boundaries.
 CONCEPTS: dict[str, str] = {
-    "ai": r"\b(?:ai|a\.i\.|assistant|chatbot|bot|llm|llms|language model|gpt|chatgpt|claude|gemini|copilot|llama|agent|model|ia|modèle|ki|assistent|sprachmodell|modell|asistente|modelo|assistente|modello|ассистент|ии|модель|нейросеть|бот|asistan|asistani|asistana|yapay zeka|tro ly|tri tue nhan tao|mo hinh|asystent|asystencie|asystenta|sztuczna inteligencja|sztucznej inteligencji|asisten|kecerdasan buatan|assistent|taalmodel|msaidizi|akili bandia|modeli|المساعد|مساعد|الذكاء الاصطناعي|النموذج|نموذج|دستیار|هوش مصنوعی|सहायक|एआई|मॉडल|асистент|асистенте|ші|мовна модель)\b|助手|人工智能|模型|アシスタント|モデル|어시스턴트|모델|인공지능|ผู้ช่วย|เอไอ|ปัญญาประดิษฐ์|โมเดล",
-    "you": r"\b(?:you|your|yours|yourself|you're|you'll|u|tu|vous|votre|vos|ton|ta|tes|toi|du|dich|dir|dein|deine|deinen|tú|usted|tus|te|você|voce|seu|sua|ti|tuo|tua|tuoi|ты|тебе|тебя|твой|твои|вы|вам|ваш|sen|sana|seni|senin|siz|sizin|sizi|ty|ciebie|twoje|twoj|twoja|twoich|kamu|anda|engkau|jij|jou|jouw|uw|wewe|yako|wako|أنت|انت|لك|عليك|تو|شما|तुम|आप|आपको|तुम्हें|तुम्हारे|आपके|ти|тобі|твій|твої|ваші)\b|你|您|あなた|당신|너는|คุณ",
-    "instr": r"\b(?:instructions?|prompts?|rules|guidelines|directions|directives?|commands|orders|task|guidance|polic(?:y|ies)|constraints|restrictions|filters?|safety|consignes|règles|tâche|anweisungen?|regeln|richtlinien|aufgabe|befehle|vorgaben|instrucciones|reglas|directrices|tarea|órdenes|instruções|regras|diretrizes|tarefa|ordens|istruzioni|regole|compito|ordini|инструкци[яиюй]|указания|правила|промпт|задани[ея]|команды|talimat|talimatlar|talimatlari|talimatlarini|talimatlara|komutlar|komutlari|yonerge|yonergeler|yonergeleri|kurallar|kurallari|huong dan|chi dan|chi thi|quy tac|instrukcje|instrukcji|instrukcjach|instrukcjami|polecenia|polecen|wytyczne|zasady|reguly|instruksi|perintah|arahan|petunjuk|aturan|instructies|instructie|aanwijzingen|opdrachten|richtlijnen|maagizo|maelekezo|amri|miongozo|التعليمات|تعليمات|الأوامر|الاوامر|أوامر|الإرشادات|التوجيهات|القواعد|دستورات|دستورالعمل|دستورالعمل‌ها|دستورالعملها|قوانین|निर्देश|निर्देशों|आदेश|आदेशों|नियम|नियमों|інструкції|інструкцій|вказівки|вказівок|настанови|правила|команди)\b|指令|指示|规则|提示|任务|ルール|命令|プロンプト|タスク|지시|지침|명령|규칙|프롬프트|작업|คำสั่ง|คำแนะนำ",
-    "override": r"\b(?:ignore|ignoring|disregard|forget|override|bypass|skip|abandon|discard|neglect|nevermind|never mind|cancel|ignorez|oublie|oubliez|contourne|ignoriere|ignorieren|vergiss|vergessen|missachte|übergehe|ignora|olvida|olvide|omite|descarta|esqueça|esqueca|desconsidere|dimentica|trascura|ignorare|игнорируй|игнорировать|забудь|проигнорируй|yok say|yoksay|gormezden|unut|bo qua|phot lo|zignoruj|ignoruj|zapomnij|pomin|abaikan|lupakan|acuhkan|negeer|vergeet|negeren|puuza|puuzia|sahau|تجاهل|تجاهلي|انس|أهمل|نادیده|فراموش|अनदेखा|नजरअंदाज|नज़रअंदाज़|ігноруй|ігноруйте|проігноруй|забудь|забудьте|знехтуй)\b|忽略|忽视|无视|忘记|無視|忘れ|무시|잊어|เพิกเฉย|ไม่ต้องสนใจ|ละเว้น",
-    "prior": r"\b(?:previous|prior|preceding|above|earlier|original|initial|foregoing|précédentes?|antérieures|ci-dessus|vorherigen|bisherigen|obigen|vorigen|früheren|anteriores|previas|anterior|prévias|precedenti|предыдущие|прошлые|вышеуказанные|onceki|yukaridaki|truoc do|phia tren|poprzednie|poprzednich|wczesniejsze|powyzsze|dotychczasowe|sebelumnya|terdahulu|eerdere|vorige|voorgaande|bovenstaande|awali|yaliyotangulia|السابقة|السابق|أعلاه|قبلی|پیشین|पिछले|पिछली|попередні|попередніх|вищезазначені)\b|之前|以上|先前|前面|以前|これまで|上記|이전|위의|ก่อนหน้า|ข้างต้น",
-    "new": r"\b(?:instead|new|now|from now on|henceforth|rather|updated|only|nothing else|actual|real|nouvelles?|nouveau|maintenant|désormais|plutôt|neue|jetzt|stattdessen|sofort|zuerst|nuevas?|nuevo|ahora|novas?|agora|nuove|ora|adesso|invece|новые|теперь|вместо|сейчас|yeni|artik|simdi|bunun yerine|bay gio|thay vao do|nowe|nowy|teraz|zamiast|baru|sekarang|sebagai gantinya|nieuwe|in plaats daarvan|mapya|mpya|badala yake|جديدة|الجديدة|جديد|الآن|بدلا من ذلك|جدید|اکنون|حالا|नए|नया|नये|अब|нові|нове|тепер|замість)\b|新的|现在|改为|新しい|今から|代わりに|새로운|이제|대신|ใหม่|ตอนนี้",
-    "output": r"\b(?:print|say|reply|respond|response|answer|output|write|repeat|include|state|display|spell|tell|translate|summari[sz]e|réponds|répondez|réponse|écris|affiche|dis|répète|antworte|antwort|schreibe|gib|sage|wiederhole|responde|respuesta|escribe|imprime|repite|responda|resposta|escreva|diga|repita|rispondi|risposta|scrivi|stampa|ripeti|ответь|ответ|выведи|напиши|скажи|повтори|yaz|yazdir|soyle|cevap|yanit|yanitla|goster|tekrarla|tra loi|in ra|napisz|wypisz|odpowiedz|powiedz|powtorz|pokaz|tulis|tuliskan|jawab|jawaban|katakan|ulangi|tampilkan|cetak|schrijf|antwoord|zeg|herhaal|toon|andika|jibu|sema|rudia|onyesha|اكتب|أجب|قل|كرر|اطبع|بنویس|پاسخ|بگو|लिखो|लिखें|जवाब|उत्तर|कहो|बताओ|दिखाओ|напиши|виведи|відповідай|відповідь|скажи|повтори|покажи)\b|回答|回复|输出|打印|答え|出力|답변|출력|대답|ตอบ|พิมพ์",
-    "action": r"\b(?:send|forward|email|e-mail|transfer|upload|post|share|delete|visit|click|go to|open|download|execute|run|call|approve|invite|pay|wire|grant|envoie|envoyer|transfère|sende|senden|schicke|lösche|envía|enviar|envie|elimina|invia|inoltra|отправь|перешли|удали|gonder|ilet|yolla|sil|calistir|chuyen tiep|xoa|wyslij|przeslij|usun|przekaz|uruchom|kirim|kirimkan|teruskan|hapus|jalankan|stuur|verstuur|verwijder|doorsturen|tuma|futa|peleka|أرسل|ارسل|احذف|بفرست|ارسال|حذف|भेजें|भेजो|भेज|हटाएं|надішли|перешли|видали|відправ)\b|发送|转发|删除|送信|転送|削除|보내|전달|삭제|ส่ง",
+    "ai": r"\b(?:ai|a\.i\.|assistant|chatbot|bot|llm|llms|language model|gpt|chatgpt|claude|gemini|copilot|llama|agent|model|ia|modèle|ki|assistent|sprachmodell|modell|asistente|modelo|assistente|modello|ассистент|ии|модель|нейросеть|бот)\b|助手|人工智能|模型|アシスタント|モデル|어시스턴트|모델|인공지능",
+    "you": r"\b(?:you|your|yours|yourself|you're|you'll|u|tu|vous|votre|vos|ton|ta|tes|toi|du|dich|dir|dein|deine|deinen|tú|usted|tus|te|você|voce|seu|sua|ti|tuo|tua|tuoi|ты|тебе|тебя|твой|твои|вы|вам|ваш)\b|你|您|あなた|당신|너는",
+    "instr": r"\b(?:instructions?|prompts?|rules|guidelines|directions|directives?|commands|orders|task|guidance|polic(?:y|ies)|constraints|restrictions|filters?|safety|consignes|règles|tâche|anweisungen?|regeln|richtlinien|aufgabe|befehle|vorgaben|instrucciones|reglas|directrices|tarea|órdenes|instruções|regras|diretrizes|tarefa|ordens|istruzioni|regole|compito|ordini|инструкци[яиюй]|указания|правила|промпт|задани[ея]|команды)\b|指令|指示|规则|提示|任务|ルール|命令|プロンプト|タスク|지시|지침|명령|규칙|프롬프트|작업",
+    "override": r"\b(?:ignore|ignoring|disregard|forget|override|bypass|skip|abandon|discard|neglect|nevermind|never mind|cancel|ignorez|oublie|oubliez|contourne|ignoriere|ignorieren|vergiss|vergessen|missachte|übergehe|ignora|olvida|olvide|omite|descarta|esqueça|esqueca|desconsidere|dimentica|trascura|ignorare|игнорируй|игнорировать|забудь|проигнорируй)\b|忽略|忽视|无视|忘记|無視|忘れ|무시|잊어",
+    "prior": r"\b(?:previous|prior|preceding|above|earlier|original|initial|foregoing|précédentes?|antérieures|ci-dessus|vorherigen|bisherigen|obigen|vorigen|früheren|anteriores|previas|anterior|prévias|precedenti|предыдущие|прошлые|вышеуказанные)\b|之前|以上|先前|前面|以前|これまで|上記|이전|위의",
+    "new": r"\b(?:instead|new|now|from now on|henceforth|rather|updated|only|nothing else|actual|real|nouvelles?|nouveau|maintenant|désormais|plutôt|neue|jetzt|stattdessen|sofort|zuerst|nuevas?|nuevo|ahora|novas?|agora|nuove|ora|adesso|invece|новые|теперь|вместо|сейчас)\b|新的|现在|改为|新しい|今から|代わりに|새로운|이제|대신",
+    "output": r"\b(?:print|say|reply|respond|response|answer|output|write|repeat|include|state|display|spell|tell|translate|summari[sz]e|réponds|répondez|réponse|écris|affiche|dis|répète|antworte|antwort|schreibe|gib|sage|wiederhole|responde|respuesta|escribe|imprime|repite|responda|resposta|escreva|diga|repita|rispondi|risposta|scrivi|stampa|ripeti|ответь|ответ|выведи|напиши|скажи|повтори)\b|回答|回复|输出|打印|答え|出力|답변|출력|대답",
+    "action": r"\b(?:send|forward|email|e-mail|transfer|upload|post|share|delete|visit|click|go to|open|download|execute|run|call|approve|invite|pay|wire|grant|envoie|envoyer|transfère|sende|senden|schicke|lösche|envía|enviar|envie|elimina|invia|inoltra|отправь|перешли|удали)\b|发送|转发|删除|送信|転送|削除|보내|전달|삭제",
     "role": r"\b(?:you are|you're now|act as|acting as|pretend|roleplay|role-play|persona|character|simulate|dan|jailbroken|unrestricted|unfiltered|uncensored|developer mode|tu es|agis comme|fais semblant|du bist|tu so|eres|actúa como|finge|você é|aja como|finja|agisci come|fingi|ты теперь|притворись|веди себя как)\b|你是|扮演|假装|あなたは|ふりを|演じ|당신은|역할",
-    "secret": r"\b(?:don't tell|do not tell|do not mention|don't mention|do not reveal|without telling|without informing|secretly|quietly|silently|keep this|keep it|ne dis pas|sans le dire|nicht erwähnen|heimlich|no digas|sin decir|não diga|non dire|не говори|тайно|gizlice|sessizce|kimseye soyleme|bi mat|am tham|potajemnie|po cichu|diam-diam|secara rahasia|stilletjes|in het geheim|kwa siri|usimwambie|سرا|بصمت|لا تخبر|مخفیانه|نگو|चुपके से|मत बताना|मत बताओ|таємно|непомітно|не кажи)\b|不要告诉|秘密|言わない|알리지|อย่าบอก",
-    "leak": r"\b(?:system prompt|system message|initial prompt|hidden prompt|developer message|verbatim|word for word|reveal|message système|systemprompt|system-prompt|systemnachricht|mensaje del sistema|prompt del sistema|prompt di sistema|системный промпт|системное сообщение|sistem istemi|sistem mesaji|sistem komutu|loi nhac he thong|prompt systemowy|komunikat systemowy|prompt sistem|pesan sistem|systeemprompt|systeembericht|maagizo ya mfumo|ujumbe wa mfumo|موجه النظام|رسالة النظام|تعليمات النظام|پرامپت سیستم|پیام سیستم|सिस्टम प्रॉम्प्ट|सिस्टम संदेश|системний промпт|системне повідомлення|системні інструкції)\b|系统提示|システムプロンプト|시스템 프롬프트|พรอมต์ระบบ",
-    "urgent": r"\b(?:important|urgent|attention|warning|critical|immediately|must|required|mandatory|wichtig|dringend|importante|urgente|важно|срочно|onemli|acil|dikkat|quan trong|khan cap|wazne|pilne|uwaga|penting|mendesak|belangrijk|dringend|muhimu|مهم|هام|عاجل|فوری|महत्वपूर्ण|ज़रूरी|जरूरी|तत्काल|важливо|терміново|увага)\b|!!|\*\*\*|重要|紧急|至急|중요|긴급|สำคัญ|ด่วน",
+    "secret": r"\b(?:don't tell|do not tell|do not mention|don't mention|do not reveal|without telling|without informing|secretly|quietly|silently|keep this|keep it|ne dis pas|sans le dire|nicht erwähnen|heimlich|no digas|sin decir|não diga|non dire|не говори|тайно)\b|不要告诉|秘密|言わない|알리지",
+    "leak": r"\b(?:system prompt|system message|initial prompt|hidden prompt|developer message|verbatim|word for word|reveal|message système|systemprompt|system-prompt|systemnachricht|mensaje del sistema|prompt del sistema|prompt di sistema|системный промпт|системное сообщение)\b|系统提示|システムプロンプト|시스템 프롬프트",
+    "urgent": r"\b(?:important|urgent|attention|warning|critical|immediately|must|required|mandatory|wichtig|dringend|importante|urgente|важно|срочно)\b|!!|\*\*\*|重要|紧急|至急|중요|긴급",
     "meta": r"\b(?:prompt injections?|injections?|jailbreaks?|attacks?|attackers?|adversarial|red[- ]team(?:ing)?|for example|e\.g\.|such as|researchers?|paper|detect(?:ion|or|s)?|vulnerabilit(?:y|ies)|owasp|benchmark|dataset|payloads?|malicious|defen[cs]es?|mitigations?|classifier|probe|attaque|angriff|ataque|attacco|атака)\b|攻击|攻撃|공격",
     "narrative": r"\b(?:said|asked|replied|whispered|he|she|his|her|him|they|chapter|once upon)\b",
     "code": r"\b(?:def|return|import|class|self|const|var|function|elif|async|await|lambda|null|none|true|false)\b|[{};=]|->|::|//",
@@ -320,10 +319,10 @@ def _grams_of(toks: list[str]) -> set[str]:
 
 _CLASSED = ("you", "ai", "override", "prior", "new", "instr", "output", "action", "leak", "secret", "urgent", "meta", "narrative", "code")  # fmt: skip
 _EXTRA_CLASSES: dict[str, str] = {
-    "modal": "must should shall will need needs have has required can may muss musst sollst debes devi doit dois devez devrait deve должен нужно必须 必要 해야 gerekir zorundasin phai musisz powinienes harus wajib moet moeten lazima sharti يجب باید चाहिए повинен повинна мусиш маєш треба потрібно",
-    "please": "please kindly bitte favor por plait пожалуйста 请 ください 주세요 lutfen prosze tolong mohon silakan alsjeblieft tafadhali يرجى رجاء لطفا لطفاً कृपया",
-    "neg": "not don never no nothing nor ne pas nicht kein keine nunca não non не нет 不 不要 しないで 마 asla hicbir khong nigdy jangan tidak niet nooit geen hapana لا لن نه هرگز मत नहीं ні ніколи nie",
-    "me": "me my i mine moi mon ma mes mich mir mein meine mí yo mi eu meu minha io mio mia я мне меня мой 我 私 나 제 bana benim beni mnie moje saya aku mij mijn ik mimi yangu أنا انا मैं मुझे मेरा मेरे мені мене мій",
+    "modal": "must should shall will need needs have has required can may muss musst sollst debes devi doit dois devez devrait deve должен нужно必须 必要 해야",
+    "please": "please kindly bitte favor por plait пожалуйста 请 ください 주세요",
+    "neg": "not don never no nothing nor ne pas nicht kein keine nunca não non не нет 不 不要 しないで 마",
+    "me": "me my i mine moi mon ma mes mich mir mein meine mí yo mi eu meu minha io mio mia я мне меня мой 我 私 나 제",
 }
 """Word classes beside the concepts' single words: modals, politeness, negation, the speaker."""
 
@@ -343,16 +342,10 @@ def _word_classes() -> dict[str, str]:
             if word.endswith("?") and word[:-2].isalpha():  # "instructions?": both forms
                 out.setdefault(word[:-2], name)
                 word = word[:-1]
-            if _is_word(word):
+            if word.isalpha():
                 out.setdefault(word, name)
     out["."] = "s"  # a sentence opening
     return out
-
-
-def _is_word(word: str) -> bool:
-    """Letters only, a letter first; combining marks count as letters (Devanagari vowel signs,
-    Thai tone marks, Arabic vowel marks)."""
-    return word[:1].isalpha() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in word)
 
 
 def class_grams(toks: Sequence[str]) -> set[str]:
