@@ -262,6 +262,47 @@ _CUES: tuple[tuple[Cue, float, bytes], ...] = (
      rb"|@[\w-]+(?:\.[\w-]+)+\S{0,3}\s+adresine\s+(?:gonder|ilet|yolla))|"
      + (_arabic("(?:أرسل|ارسل|أرسلي|حول|انقل|شارك|أعد توجيه)[^\\n]{0,60}@|@[\\w-]+(?:\\.[\\w-]+)+\\s*(?:را\\s+)?(?:بفرست|ارسال کن|فوروارد کن)")
      + "|(?:भेजें|भेजो|फॉरवर्ड\\s+करें|(?:Н|н)адішл|(?:П|п)ерешл|(?:В|в)ідправ|ส่ง)[^\\n]{0,60}@|@[\\w-]+(?:\\.[\\w-]+)+\\s*(?:पर|को)\\s+(?:भेज|फॉरवर्ड)").encode()),
+    # and cs, ro (as their ASCII skeleton), el, he, bn (in their script), family by family
+    (Cue.OVERRIDE, 1.0,
+     rb"(?i:\b(?:ignoruj(?:te)?|zapomen(?:te)?\s+na|nedbej(?:te)?|neber(?:te)?\s+ohled\s+na)\s+(?:(?:vsechny|vsechno|veskere|predchozi|predesle|dosavadni|sve|tyto)\s+){0,3}(?:instrukce|pokyny|prikazy|pravidla)\b"
+     rb"|\b(?:ignora(?:ti)?|uita(?:ti)?|nu\s+(?:mai\s+)?tine(?:ti)?\s+cont\s+de)\s+(?:(?:toate|tot)\s+)?(?:instructiunile|indicatiile|comenzile|regulile)\b)|"
+     + ("(?:(?:Α|α)γνόησε|(?:Α|α)γνοήστε|(?:Ξ|ξ)έχασε|(?:Ξ|ξ)εχάστε)\\s+(?:όλες\\s+)?(?:τις\\s+)?(?:προηγούμενες\\s+|παραπάνω\\s+|αρχικές\\s+)?(?:οδηγίες|εντολές|κανόνες)"
+     "|(?:התעלם|התעלמי|התעלמו)\\s+(?:מכל\\s+|מ)ה(?:הוראות|הנחיות|כללים)|(?:שכח|שכחי|שכחו)\\s+(?:את\\s+)?(?:כל\\s+)?ה(?:הוראות|הנחיות|כללים)"
+     "|(?:নির্দেশনা|নির্দেশ|নির্দেশাবলী)\\S*\\s+(?:উপেক্ষা|অগ্রাহ্য|ভুলে\\s+যা)").encode()),
+    (Cue.OVERRIDE, 0.8,
+     rb"(?i:\b(?:ukaz|odhal|vypis|zopakuj)\w*\s+(?:\w+\s+)?systemov\w*\s+(?:prompt|pokyny|zpravu|instrukce)"
+     rb"|\b(?:arata|dezvaluie|afiseaza|repeta)\w*\s+(?:\w+\s+)?(?:promptul|mesajul|instructiunile)\s+(?:de\s+)?sistem\w*)|"
+     + ("(?:(?:Δ|δ)είξε|(?:Α|α)ποκάλυψε|(?:Ε|ε)πανάλαβε)\\s+(?:μου\\s+)?(?:το\\s+|τις\\s+)?(?:μήνυμα|prompt|οδηγίες)\\s+(?:του\\s+)?συστήματος"
+     "|(?:הצג|חשוף|הראה|חזור על)\\s+(?:את\\s+)?(?:ה)?(?:הנחיית|הודעת|פרומפט|הוראות)\\s+(?:ה)?מערכת"
+     "|সিস্টেম\\s+(?:প্রম্পট|বার্তা|নির্দেশ)\\S*\\s+(?:দেখাও|প্রকাশ)").encode()),
+    (Cue.OVERRIDE, 0.6,
+     rb"(?i:\bod\s+ted,?\s+(?:jsi|budes)\b|\brezim\s+vyvojare\b|\buz\s+nejsi\s+(?:asistent|ai|model)|\btvuj\s+skutecny\s+ukol\b"
+     rb"|\bde\s+acum\s+(?:inainte|incolo),?\s+(?:esti|vei)\b|\bmodul\s+(?:de\s+)?dezvoltator\b|\bnu\s+mai\s+esti\s+(?:un\s+)?(?:asistent|model)|\badevarata\s+ta\s+sarcina\b)|"
+     + ("(?:Α|α)πό\\s+(?:τώρα|εδώ)\\s+και\\s+(?:στο\\s+εξής|πέρα),?\\s+(?:είσαι|θα)|λειτουργία\\s+προγραμματιστή|δεν\\s+είσαι\\s+πλέον"
+     "|מעכשיו\\s+(?:אתה|את)\\b|מצב\\s+מפתח|אתה\\s+כבר\\s+לא\\s+(?:עוזר|מודל)"
+     "|এখন\\s+থেকে\\s+(?:তুমি|আপনি)|ডেভেলপার\\s+মোড").encode()),
+    (Cue.ADDRESSEE, 0.6,
+     rb"(?i:\basistente\s+ai\b|\bai\s+asistent\w*|\bjazykov\w*\s+model\w*|\b(?:mily|mila|vazeny)\s+asistente\b"
+     rb"|\basistent(?:ul|ule)?\s+(?:ai|virtual)\b|\bmodel(?:ul)?\s+(?:ai|de\s+limbaj)\b|\b(?:dragule|stimate)\s+asistent\w*)|"
+     + ("βοηθ(?:έ|ός)\\s+τεχνητής\\s+νοημοσύνης|γλωσσικό\\s+μοντέλο|μοντέλο\\s+τεχνητής\\s+νοημοσύνης|(?:Α|α)γαπητέ\\s+βοηθέ"
+     "|עוזר\\s+(?:ה)?בינה\\s+(?:ה)?מלאכותית|מודל\\s+(?:ה)?שפה|עוזר\\s+AI|(?:ה)?עוזר\\s+(?:ה)?וירטואלי"
+     "|(?:এআই|AI)\\s+সহকারী|ভাষা\\s+মডেল").encode()),
+    (Cue.ADDRESSEE, 0.3, rb"(?i:\basistent(?:e|ovi|a|ko|ul|ule|ului)?\b)|" + "βοηθ(?:ός|έ|ού)|সহকারী".encode()),
+    (Cue.NEW_TASK, 0.5,
+     rb"(?i:\bnove\s+(?:instrukce|pokyny)\b|\bdulezita\s+zprava\b|\binstructiuni\s+noi\b|\bnoi(?:le)?\s+instructiuni\b|\bmesaj\s+important\b)|"
+     + ("νέες\\s+οδηγίες|(?:Σ|σ)ημαντικό\\s+μήνυμα|הוראות\\s+חדשות|הודעה\\s+חשובה|নতুন\\s+নির্দেশ|গুরুত্বপূর্ণ\\s+বার্তা").encode()),
+    (Cue.NEW_TASK, 0.3,
+     rb"(?i:\bnovy\s+ukol\b|\bnyni\s+musis\b|\bmusis\s+(?:nejprve|nejdriv|ihned)\b|\bnez\s+odpovis\b|\bsarcina\s+noua\b|\btrebuie\s+(?:acum|mai\s+intai|imediat)\b|\binainte\s+de\s+a\s+raspunde\b)|"
+     + ("νέα\\s+εργασία|πρέπει\\s+(?:τώρα|πρώτα)|πριν\\s+απαντήσεις|משימה\\s+חדשה|עליך\\s+(?:כעת|קודם|מיד)|לפני\\s+שתענה|নতুন\\s+কাজ|উত্তর\\s+দেওয়ার\\s+আগে").encode()),
+    (Cue.SECRECY, 0.5,
+     rb"(?i:\bnerikej(?:te)?\s+(?:to\s+|nic\s+)?uzivatel\w*|\bneinformuj(?:te)?\s+uzivatel\w*|\bbez\s+vedomi\s+uzivatel\w*|\bnikomu\s+to\s+nerikej\b"
+     rb"|\bnu\s+(?:ii\s+)?spune(?:ti)?\s+(?:nimic\s+)?utilizatorului\b|\bfara\s+(?:a\s+)?(?:informa|anunta|spune)\s+utilizator\w*|\bfara\s+stirea\s+utilizatorului\b)|"
+     + ("μην\\s+(?:το\\s+)?(?:πεις|αναφέρεις|ενημερώσεις)\\s+(?:στον\\s+|τον\\s+)?χρήστη|χωρίς\\s+να\\s+(?:το\\s+)?(?:πεις|ενημερώσεις)\\s+(?:στον\\s+|τον\\s+)?χρήστη"
+     "|אל\\s+(?:תספר|תגלה|תודיע)\\s+(?:ל)?משתמש|בלי\\s+לספר\\s+למשתמש|מבלי\\s+ליידע\\s+את\\s+המשתמש|אל\\s+תספר\\s+לאף\\s+אחד"
+     "|ব্যবহারকারীকে\\s+(?:কিছু\\s+)?(?:বলবে\\s+না|জানাবে\\s+না|বলো\\s+না|জানিও\\s+না)|ব্যবহারকারীকে\\s+না\\s+(?:জানিয়ে|বলে)").encode()),
+    (Cue.EXFIL, 0.3,
+     rb"(?i:\b(?:posli|preposli|odesli|trimite|redirectioneaza)\w*\b[^\n]{0,60}@)|"
+     + ("(?:(?:Σ|σ)τείλε|(?:Π|π)ροώθησε|שלח|העבר)[^\\n]{0,60}@|@[\\w-]+(?:\\.[\\w-]+)+\\s*(?:এ|তে)?\\s+(?:পাঠাও|পাঠান)").encode()),
     # candidates: weight 0, they never score; they mark a window for the intent model to read
     # (a tool named in snake_case after a verb of calling, directing the answer, a role to play)
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b(?:respond|reply|answer)\s+(?:only\s+)?with\b|\byour (?:response|answer|reply|output)s?\b|\b(?:print|output|say)\s+(?:only\s+|exactly\s+)?[\"'`\[]|\bnothing else\b|\bend every (?:response|answer|reply)\b|\byou are (?:going|about) to\b|\b(?:act|acting) as (?:an?|the|my)\b|\bpretend (?:to be|you)\b|\bstay in character\b|\bfrom now on\b|\bfor the rest of this conversation\b|\b(?:prior|previous|original|current) task\b|\bthe above\b|\[system\])"),
