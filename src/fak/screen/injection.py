@@ -7,9 +7,11 @@ earlier instructions, an addressee that is the assistant / AI / agent / model, a
 instructions, requests for secrecy from the user, fake tool-call syntax, ``<INFORMATION>``-style
 envelopes, hidden carriers (HTML comments, zero-size or transparent CSS, alt text, markdown
 comments), exfiltrating actions, and markdown images whose URL carries data. The same families
-are spelled in fr, de, es, pt, it, zh, ja, ko and ru. A window of text scores the largest weight
-of each family present, summed; one word never reaches the threshold alone, and a cue quoted in
-text that discusses injection (papers, docs, fixtures) counts for less. Pure; spans, no bytes.
+are spelled in fr, de, es, pt, it, zh, ja, ko and ru, and most of them in tr, ar, fa, hi, uk,
+vi, id, pl, nl, th, sw, cs, ro, el, he and bn (Latin-script ones as their ASCII skeleton). A
+window of text scores the largest weight of each family present, summed; one word never reaches
+the threshold alone, and a cue quoted in text that discusses injection (papers, docs, fixtures)
+counts for less. Pure; spans, no bytes.
 """
 
 from __future__ import annotations
