@@ -2,11 +2,11 @@
 
 ``normalize_reference`` defines it: NFKD folds compatibility forms and splits accents off,
 Unicode tag characters read as the ASCII they encode, Cyrillic/Greek homoglyphs map to their
-Latin twins, everything else non-ASCII (and invalid UTF-8, and NUL) is dropped. That is a
-per-character map, so ``normalize`` computes it from a table of the characters whose skeleton is
-not empty (built once, on first use): a body with few non-ASCII bytes is folded run by run, one
-without any folding character needs one byte deletion, one with a few of them one charmap pass;
-NFKD runs only on bodies with too many distinct ones. Pure.
+Latin twins (and ı, ł, đ, ø to their ASCII bases), everything else non-ASCII (and invalid UTF-8,
+and NUL) is dropped. That is a per-character map, so ``normalize`` computes it from a table of
+the characters whose skeleton is not empty (built once, on first use): a body with few non-ASCII
+bytes is folded run by run, one without any folding character needs one byte deletion, one with
+a few of them one charmap pass; NFKD runs only on bodies with too many distinct ones. Pure.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ _HOMOGLYPHS = {
     "υ": "u", "χ": "x", "γ": "y",
     "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
     "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+    # Latin letters NFKD does not split but a reader takes for their ASCII base: Turkish
+    # dotless i, Polish l with stroke, Vietnamese d with stroke, Nordic o with stroke
+    "ı": "i", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "ø": "o", "Ø": "O",
 }  # fmt: skip
 
 # A charmap encoder keeps ASCII, turns each homoglyph into a private byte 128 + i, and drops every
