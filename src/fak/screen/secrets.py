@@ -80,10 +80,10 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("telegram_bot_token", rb"[0-9]{5,16}:[0-9A-Za-z_-]{30}"),  # bot id, then 35 (scanners: 30+)
     ("digitalocean_token", rb"do[oprt]_v1_[a-f0-9]{64}"),
     ("azure_storage_key", rb"(?i:accountkey)=[A-Za-z0-9+/]{40}"),
-    # vendor prefixes at a word's start or after a string escape (``\\n``: the validator's
-    # ``_clean_start``; in the automaton, no thread starts inside a base64 run), then a token
-    # vendor prefixes (whispers' known-key list), then a token (vendors' alphabets differ: any
-    # token character; the validator judges the randomness). Terraform Cloud's and FCM's random
+    # vendor prefixes (whispers' known-key list, then ``secret_prefixes``) at a word's start or
+    # after a string escape (``\\n``: as the validator's ``_clean_start``; in the automaton, no
+    # thread starts inside a base64 run), then a token (vendors' alphabets differ: any token
+    # character; the validator judges the randomness). Terraform Cloud's and FCM's random
     # part comes first: matched at the marker, read back. One group: every group added slows the
     # per-match submatch pass on candidate-dense text (``key=key=key=``)
     ("vendor_token",
