@@ -41,7 +41,7 @@ def test_adjudicate_allow_deny_transform(app_factory: Callable[..., Any]) -> Non
                 "/v1/fak/adjudicate",
                 {"tool": "read_file", "arguments": {"path": "a", "password": "hunter2"}},
             ),
-            ("/v1/fak/adjudicate", {"tool": "read_file", "args": "[not json", "extra": 1}),
+            ("/v1/fak/adjudicate", {"tool": "read_file", "args": {"path": "/etc/shadow"}}),
         ],
     )
     assert allow.status_code == 200
@@ -53,13 +53,44 @@ def test_adjudicate_allow_deny_transform(app_factory: Callable[..., Any]) -> Non
     assert deny.json()["trace_id"] == "t-1"
     assert transform.json()["verdict"]["kind"] == "TRANSFORM"
     assert transform.json()["repaired_arguments"] == {"path": "a", "password": "[REDACTED]"}
-    # the body key is `arguments`: `args` is ignored, so the call has no arguments
-    assert ignored.json()["verdict"]["kind"] == "ALLOW"
+    # the body key is `arguments`: a typo'd `args` is refused by name, never judged as a call
+    # with no arguments (an ALLOW the client would spend on the arguments it holds)
+    assert ignored.status_code == 400
+    assert ignored.json()["error"]["code"] == "unknown_field"
+    assert ignored.json()["error"]["param"] == "args"
+    assert "arguments" in ignored.json()["error"]["message"]
 
 
 def test_missing_tool_is_a_400(app_factory: Callable[..., Any]) -> None:
     [r] = post_all(app_factory(MockPlanner()), [("/v1/fak/adjudicate", {"arguments": {}})])
     assert r.status_code == 400 and r.json()["error"]["code"] == "missing_tool"
+
+
+def test_native_routes_refuse_a_field_they_do_not_read_and_admit_wants_a_result(
+    app_factory: Callable[..., Any],
+) -> None:
+    kernel = Kernel(Policy.default())
+    kernel.register_tool("read_file", lambda args: "text", read_only=True)
+    app = app_factory(MockPlanner(), kernel=kernel)
+    content, no_result, extra, syscall_extra, empty = post_all(
+        app,
+        [
+            ("/v1/fak/admit", {"tool": "fetch", "content": "key " + SECRET}),
+            ("/v1/fak/admit", {"tool": "fetch"}),
+            ("/v1/fak/admit", {"tool": "fetch", "result": "ok", "trace_id": "t", "mode": 1}),
+            ("/v1/fak/syscall", {"tool": "read_file", "arguments": {}, "read_only": True,
+                                 "witness": "w", "argumnets": {"path": "x"}}),
+            ("/v1/fak/admit", {"tool": "fetch", "result": "", "tool_call_id": "c1"}),
+        ],
+    )  # fmt: skip
+    # the result sent under another key is neither admitted as "{}" nor echoed back
+    assert content.status_code == 400 and content.json()["error"]["code"] == "unknown_field"
+    assert content.json()["error"]["param"] == "content" and SECRET not in content.text
+    assert no_result.status_code == 400
+    assert no_result.json()["error"]["code"] == "missing_result"
+    assert extra.json()["error"]["param"] == "mode"
+    assert syscall_extra.json()["error"]["param"] == "argumnets"
+    assert empty.status_code == 200 and empty.json()["verdict"]["kind"] == "ALLOW"
 
 
 def test_syscall_runs_a_registered_tool_and_screens_its_result(

@@ -51,8 +51,23 @@ async def read_body(state: GatewayState, request: Request) -> tuple[Any, bytes]:
     return await read_json(request, o.body_cap, o.read_timeout_s)
 
 
-async def read_object(state: GatewayState, request: Request) -> Mapping[str, Any]:
+async def read_object(
+    state: GatewayState, request: Request, fields: frozenset[str] | None = None
+) -> Mapping[str, Any]:
+    """The JSON object a fak route was sent. With ``fields``, a key the route does not read is
+    refused by name (``unknown_field``): a typo'd key (``args`` for ``arguments``) would
+    otherwise be judged as absent, and the verdict would be about a call nobody made."""
     body, _ = await read_body(state, request)
     if not isinstance(body, Mapping):
         raise GatewayError(400, "invalid_request", "request body must be a JSON object")
+    if fields is not None:
+        unknown = sorted(str(key) for key in body if key not in fields)
+        if unknown:
+            raise GatewayError(
+                400,
+                "unknown_field",
+                f"unknown field {unknown[0]!r} in {request.url.path}; its fields are "
+                + ", ".join(sorted(fields)),
+                param=unknown[0],
+            )
     return body

@@ -51,6 +51,13 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
+# the keys each route reads; any other is refused by name (``read_object``)
+_REVOKE_FIELDS = frozenset({"witness"})
+_ADJUDICATE_FIELDS = frozenset({"tool", "arguments", "trace_id", "context"})
+_SYSCALL_FIELDS = _ADJUDICATE_FIELDS | {"read_only", "witness"}
+_ADMIT_FIELDS = frozenset({"tool", "result", "tool_call_id", "trace_id"})
+
+
 def _tool(body: Mapping[str, Any]) -> str:
     tool = body.get("tool")
     if not isinstance(tool, str) or not tool:
@@ -162,7 +169,7 @@ async def approve(request: Request) -> Response:
 async def revoke(request: Request) -> Response:
     state = gateway(request)
     k = witness_auth(state, request)
-    body = await read_object(state, request)
+    body = await read_object(state, request, _REVOKE_FIELDS)
     witness = body.get("witness")
     if not isinstance(witness, str) or not witness:
         raise GatewayError(400, "missing_witness", "witness is required: the id to revoke")
@@ -180,7 +187,7 @@ async def revoke(request: Request) -> Response:
 
 async def adjudicate(request: Request) -> Response:
     state = gateway(request)
-    body = await read_object(state, request)
+    body = await read_object(state, request, _ADJUDICATE_FIELDS)
     tool, args = _tool(body), _arguments(body)
     ctx = context(request)
     trace_id = _trace(request, body)
@@ -287,7 +294,7 @@ def _syscall_body(
 
 async def syscall(request: Request) -> Response:
     state = gateway(request)
-    body = await read_object(state, request)
+    body = await read_object(state, request, _SYSCALL_FIELDS)
     trace_id = _trace(request, body)
     call = _call(request, body, trace_id)
     t0 = time.perf_counter()
@@ -312,9 +319,16 @@ def _payload(value: Any) -> bytes:
 
 async def admit(request: Request) -> Response:
     state = gateway(request)
-    body = await read_object(state, request)
+    body = await read_object(state, request, _ADMIT_FIELDS)
     tool = _tool(body)
-    payload = _payload(body.get("result"))
+    if "result" not in body:  # admitting nothing would answer for bytes the client still holds
+        raise GatewayError(
+            400,
+            "missing_result",
+            "result is required: the tool's output to admit (a string or any JSON value)",
+            param="result",
+        )
+    payload = _payload(body["result"])
     call_id = body.get("tool_call_id")
     ctx = context(request, pageout=True)  # a fak-native client can page a pointer back in
     trace_id = _trace(request, body)
