@@ -57,7 +57,8 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("openai_legacy", rb"sk-(?:[A-Za-z0-9]{20}|[A-Za-z0-9_-]*T3BlbkFJ)"),
     # key ids are base32 (A-Z, 2-7); fixtures and docs write any digit, scanners accept it
     ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
-    ("github_token", rb"gh[pousr]_[A-Za-z0-9_]{36}\b"),
+    # a classic token, or an app installation token holding a JWT (``ghs_<app id>_eyJ…``)
+    ("github_token", rb"gh[pousr]_(?:[A-Za-z0-9_]{36}\b|[0-9]{1,12}_eyJ)"),
     ("github_pat", rb"github_pat_[A-Za-z0-9_]{82}\b"),  # 22 + ``_`` + 59; scanners: any 82
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{24}"),
@@ -93,14 +94,18 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
      + rb")[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     rb"|JQQJ[A-Za-z0-9]{28}"  # Azure's 84-character identifiable keys: 52, JQQJ, 28
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
     # scheme://user:password@host — the password is judged below
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
-    ("url_credentials", rb"://[^\s:/@'\"<>]+:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
-    ("auth_header", rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+)"),
+    # the user may be empty (``redis://:password@host``)
+    ("url_credentials", rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
+    # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``
+    ("auth_header",
+     rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic|apikey|sso-key)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
     (
@@ -266,6 +271,13 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             token = text[start:end]
             return None if token.endswith(b"EXAMPLE") or is_placeholder(token) else (start, end)
         case "github_token":
+            if text[end - 3 : end] == b"eyJ":  # ``ghs_<app id>_<JWT>``: the JWT decides
+                head = text.index(b"_", start + 4) + 1
+                stop = _token_end(text, head, _TOKEN_CHARS | {ord(".")})
+                jwt = text[head:stop]
+                if jwt.count(b".") != 2 or not _jwt_header_ok(jwt):
+                    return None
+                return None if is_placeholder(jwt.rsplit(b".", 1)[-1]) else (start, stop)
             body = text[start + 4 : end]
             if _github_crc_ok(body) or _random_looking(body, bits=3.5):
                 return start, end
@@ -362,6 +374,7 @@ _VENDOR_PREFIX = re.compile(
 )
 _LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
 _VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
+_ALNUM = _TOKEN_CHARS - frozenset(b"_-")
 _NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
 
 
@@ -376,6 +389,16 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if start - head < 4 or is_placeholder(text[head:stop]):
             return None
         return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
+    if text[start] == 0x4A:  # ``JQQJ``: an Azure identifiable key, 52 or 53 characters before it
+        head = start
+        while head > max(0, start - 54) and text[head - 1 : head].isalnum():
+            head -= 1
+        stop = _token_end(text, end, _ALNUM, limit=8)
+        if not 52 <= start - head <= 53 or not 84 <= stop - head <= 86:
+            return None
+        if not _clean_start(text, head) or (stop < len(text) and text[stop] in b"_-+/"):
+            return None
+        return (head, stop) if _random_looking(text[head:start], bits=3.5) else None
     if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
         # accept any lower-case letter)
         head = start - 32
@@ -445,7 +468,10 @@ def _alnum_kinds(value: bytes) -> int:
     )
 
 
-_BENIGN_KEY = re.compile(b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN))
+_BENIGN_KEY = re.compile(
+    b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN if w not in (b"max", b"min"))
+    + rb"|(?<![a-z])m(?:ax|in)(?![a-z])"  # ``min_length``, not ``ADMIN_PASSWORD``
+)
 
 
 def _dotted_name(value: bytes) -> bool:
