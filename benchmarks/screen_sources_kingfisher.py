@@ -37,7 +37,7 @@ _PUBLIC = re.compile(
 )
 # scanners' common documentation stop words (gitleaks' and Kingfisher's ``ignore_if_contains``)
 _PLACEHOLDER = re.compile(r"(?i)example|xxxx|\*\*\*\*|placeholder|dummy|redacted|your[_-]|<|\$\{")
-_TOKEN = re.compile(rb"[A-Za-z0-9+/=_.-]{16,}")
+_TOKEN = re.compile(rb"[A-Za-z0-9+/_-]{16,}")  # a key's, a JWT part's, a base64 line's body
 
 
 def bundle(binary: Path) -> dict[str, str]:
