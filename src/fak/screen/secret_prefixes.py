@@ -20,7 +20,7 @@ __all__ = ["PREFIXED", "PREFIXED_AT", "PREFIXED_RE2"]
 PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     # llm-guard's secrets plugins (gitleaks' rules) and trufflehog3's
     (rb"p8e-", 32, True),  # Adobe client secret
-    (rb"AGE-SECRET-KEY-1", 58, True),  # age
+    (rb"AGE-SECRET-KEY-(?:PQ-)?1", 58, True),  # age (``PQ-``: post-quantum)
     (rb"LTAI", 12, True),  # Alibaba access key id
     (rb"dapi", 32, False),  # Databricks (``-<digit>`` may follow)
     (rb"duffel_(?:test|live)_", 40, False),
@@ -157,6 +157,15 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"secret-(?:test|live)-", 35, False),  # Stytch
     (rb"secret-", 40, True),  # Statsig server secret
     (rb"cio", 32, True),  # crates.io
+    (rb"key_(?:live|test)_", 32, True),  # Branch
+    (rb"sk_", 48, True),  # ElevenLabs (Stripe's ``sk_live_`` is its own kind)
+    (rb"pat_", 64, True),  # Coze
+    (rb"sct_(?:rwa|rs|r|w)_", 40, False),  # Shortcut
+    (rb"VF\.DM\.", 30, False),  # Voiceflow
+    (rb"hawk\.", 30, False),  # StackHawk
+    (rb"wrka-", 40, False),  # Workato
+    (rb"v1\.0-", 140, False),  # Cloudflare origin CA key
+    (rb"aio_", 28, True),  # Adafruit IO
 )  # fmt: skip
 
 PREFIXED_RE2: bytes = b"|".join(prefix for prefix, _, _ in PREFIXED)

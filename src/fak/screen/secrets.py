@@ -52,7 +52,8 @@ _B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # Lengths are minimums: the validators read the whole token from the match on.
 _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
-    ("anthropic_key", rb"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{60}"),
+    # API / admin keys, OAuth access and refresh tokens (``oat`` / ``ort``)
+    ("anthropic_key", rb"sk-ant-(?:api|admin|oat|ort)[0-9]{2,3}-[A-Za-z0-9_-]{40}"),
     # a legacy key, or any key holding OpenAI's base64 marker (``T3BlbkFJ``)
     ("openai_legacy", rb"sk-(?:[A-Za-z0-9]{20}|[A-Za-z0-9_-]*T3BlbkFJ)"),
     # key ids are base32 (A-Z, 2-7); fixtures and docs write any digit, scanners accept it
@@ -103,15 +104,18 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # bounds the lengths
     # the user may be empty (``redis://:password@host``)
     ("url_credentials", rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
-    # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``
+    # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``, Okta's ``SSWS``, DeepL's
     ("auth_header",
-     rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic|apikey|sso-key)\s+)"),
+     rb"(?i:authorization\s*[:=]\s*[\"']?"
+     rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
     (
         "assignment",
         rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
-        rb"|token|private[_-]?key|credential)"
+        rb"|token|private[_-]?key|credential"
+        # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
+        rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key)"
         rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
     ),
 )  # fmt: skip
@@ -358,8 +362,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
-            key = text[_key_start(text, start) : vstart].lower()
-            if _BENIGN_KEY.search(key) is not None:
+            raw = text[_key_start(text, start) : vstart]
+            if _BENIGN_KEY.search(raw.lower()) is not None or _MIN_MAX.search(raw) is not None:
                 return None
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
@@ -470,8 +474,10 @@ def _alnum_kinds(value: bytes) -> int:
 
 _BENIGN_KEY = re.compile(
     b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN if w not in (b"max", b"min"))
-    + rb"|(?<![a-z])m(?:ax|in)(?![a-z])"  # ``min_length``, not ``ADMIN_PASSWORD``
 )
+# ``max`` / ``min`` as a word of the key (``min_length``, ``maxTokens``, ``passwordMinLength``),
+# not inside one (``ADMIN_PASSWORD``); read on the key as written, for camel case
+_MIN_MAX = re.compile(rb"(?<![A-Za-z])(?:max|min|Max|Min|MAX|MIN)|(?<=[a-z])(?:Max|Min)")
 
 
 def _dotted_name(value: bytes) -> bool:
