@@ -206,6 +206,54 @@ def test_lookalikes_of_the_fourth_source_formats_pass(text: bytes) -> None:
     assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
 
 
+B64 = ALNUM + "+/"
+
+
+def identifiable(before: int, signature: str, after: str, alphabet: str = B64) -> str:
+    """An Azure identifiable key of Microsoft's shape: random, the signature, the rest."""
+    return rand(alphabet, before) + signature + after
+
+
+IDENTIFIABLE = {
+    "storage (64 bytes)": identifiable(76, "+ASt", rand(B64, 5) + "Q=="),
+    "cosmos db (64 bytes)": identifiable(76, "ACDb", rand(B64, 5) + "g=="),
+    "api management (64 bytes)": identifiable(76, "APIM", rand(B64, 5) + "w=="),
+    "event hub (32 bytes)": identifiable(33, "+AEh", "K" + rand(B64, 5) + "="),
+    "iot hub (32 bytes)": identifiable(33, "AIoT", "B" + rand(B64, 5) + "="),
+    "search (39 bytes)": identifiable(42, "AzSe", "C" + rand(ALNUM, 5), ALNUM),
+    "container registry (39 bytes)": identifiable(42, "+ACR", "D" + rand(B64, 5)),
+    "functions (40 bytes)": identifiable(44, "AzFu", rand(ALNUM + "_-", 5) + "A==", ALNUM + "_-"),
+    "entra id client secret": identifiable(3, "8Q~", rand(ALNUM + "_-.~", 34), ALNUM + "_-.~"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDENTIFIABLE))
+def test_azure_identifiable_keys_are_held_whole(name: str) -> None:
+    key = IDENTIFIABLE[name]
+    for text in (f"AZURE_KEY={key}\n", f'{{"primaryKey": "{key}"}}', f'"log\\n{key}"'):
+        hits = find_secrets(text.encode())
+        assert [text.encode()[h.start : h.end] for h in hits] == [key.encode()], (name, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"Azure APIM policies and AIoT devices; AzSe, AzFu and ACDb are signatures",
+        b"see the 8Q~ marker in the docs and 7Q~ too",
+        # a signature not at its offset, or in a run longer than any key
+        ("k=" + rand(B64, 70) + "+ASt" + rand(B64, 5) + "Q==").encode(),
+        ("k=" + rand(B64, 120) + "APIM" + rand(B64, 5) + "w==").encode(),
+        ("k=" + rand(B64, 33) + "+AEh" + rand(B64, 30) + "=").encode(),
+        # the last line of a PEM block can be 44 characters: a signature there is one in 6e7
+        b"-----BEGIN CERTIFICATE-----\nMIIB"
+        + rand(B64, 60).encode()
+        + b"\n-----END CERTIFICATE-----",
+    ],
+)
+def test_signature_lookalikes_pass(text: bytes) -> None:
+    assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
 def test_jqqj_inside_base64_is_not_an_azure_key() -> None:
     rng = random.Random(26)
     for _ in range(60):

@@ -95,7 +95,9 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
      + rb")[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
-     rb"|JQQJ[A-Za-z0-9]{28}"  # Azure's 84-character identifiable keys: 52, JQQJ, 28
+     # Azure's identifiable keys: a service's signature at a fixed offset (read back)
+     rb"|(?:JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM)[A-Za-z0-9+/_-]{5}"
+     rb"|[78]Q~[A-Za-z0-9._~-]{12}"
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
@@ -393,16 +395,9 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if start - head < 4 or is_placeholder(text[head:stop]):
             return None
         return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
-    if text[start] == 0x4A:  # ``JQQJ``: an Azure identifiable key, 52 or 53 characters before it
-        head = start
-        while head > max(0, start - 54) and text[head - 1 : head].isalnum():
-            head -= 1
-        stop = _token_end(text, end, _ALNUM, limit=8)
-        if not 52 <= start - head <= 53 or not 84 <= stop - head <= 86:
-            return None
-        if not _clean_start(text, head) or (stop < len(text) and text[stop] in b"_-+/"):
-            return None
-        return (head, stop) if _random_looking(text[head:start], bits=3.5) else None
+    marker = _IDENTIFIABLE_AT.match(text, start)
+    if marker is not None:  # an Azure identifiable key: its signature at a fixed offset
+        return _identifiable(text, start, marker.end(), _IDENTIFIABLE[marker.group()])
     if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
         # accept any lower-case letter)
         head = start - 32
@@ -442,6 +437,52 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
         return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
     return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
+
+
+# signature -> characters before it, key lengths, alphabet (Microsoft's
+# security-utilities patterns; DevOps PATs and CASK keys with ``JQQJ`` at 52)
+_B64 = _ALNUM | frozenset(b"+/")
+_URLSAFE = _ALNUM | frozenset(b"_-")
+_IDENTIFIABLE: dict[bytes, tuple[tuple[int, ...], tuple[int, int], frozenset[int]]] = {
+    **{m: ((33,), (44, 44), _B64) for m in (b"+ARm", b"+AEh", b"+ASb", b"AIoT", b"AzCa", b"AZEG")},
+    b"AzSe": ((42,), (52, 52), _ALNUM),
+    b"+ACR": ((42,), (52, 52), _B64),
+    b"AzFu": ((44,), (56, 56), _URLSAFE),
+    **{m: ((76,), (88, 88), _B64) for m in (b"+ASt", b"+ABa", b"+AMC", b"ACDb", b"APIM")},
+    b"JQQJ": ((52, 53), (84, 88), _ALNUM),
+    **{m: ((3,), (37, 40), _URLSAFE | frozenset(b".~")) for m in (b"8Q~", b"7Q~")},
+}
+_IDENTIFIABLE_AT = re.compile(
+    rb"JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM|[78]Q~"
+)
+
+
+def _identifiable(
+    text: bytes,
+    start: int,
+    after: int,
+    shape: tuple[tuple[int, ...], tuple[int, int], frozenset[int]],
+) -> tuple[int, int] | None:
+    """The key around a signature at ``start`` when the signature sits at its offset and the key
+    has its length: a run of the key's alphabet (then ``=`` padding) of exactly that shape."""
+    befores, (least, most), chars = shape
+    head = start
+    while head > max(0, start - befores[-1] - 1) and text[head - 1] in chars:
+        head -= 1
+    escaped = head > 0 and text[head - 1] == 0x5C and text[head] in b"nrt"
+    if escaped and start - head - 1 in befores:  # ``\\n`` before the key: JSON-encoded text
+        head += 1
+    if start - head not in befores:
+        return None  # the signature is not at its offset (or the run goes on: not a key)
+    stop = _token_end(text, start, chars, limit=most)
+    while stop < len(text) and stop - head < most and text[stop] == 0x3D:  # ``=`` padding
+        stop += 1
+    if not least <= stop - head <= most or (stop < len(text) and text[stop] in chars):
+        return None
+    if head > 0 and text[head - 1] in _B64 | frozenset(b"_-") and not _clean_start(text, head):
+        return None  # glued to a longer run
+    key = text[head:start] + text[after:stop]
+    return (head, stop) if _random_looking(key.rstrip(b"="), bits=3.5) else None
 
 
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
