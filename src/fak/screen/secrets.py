@@ -466,21 +466,19 @@ def _identifiable(
     """The key around a signature at ``start`` when the signature sits at its offset and the key
     has its length: a run of the key's alphabet (then ``=`` padding) of exactly that shape."""
     befores, (least, most), chars = shape
-    head = start
-    while head > max(0, start - befores[-1] - 1) and text[head - 1] in chars:
-        head -= 1
-    escaped = head > 0 and text[head - 1] == 0x5C and text[head] in b"nrt"
-    if escaped and start - head - 1 in befores:  # ``\\n`` before the key: JSON-encoded text
-        head += 1
-    if start - head not in befores:
+    for before in befores:  # the key's first character: ``before`` back, the run all key bytes
+        head = start - before
+        if head < 0 or _token_end(text, head, chars, limit=before) != start:
+            continue
+        if head == 0 or text[head - 1] not in chars or text[head - 2 : head - 1] == b"\\":
+            break  # nothing of the key's alphabet glued before it (a ``\\n`` escape may be)
+    else:
         return None  # the signature is not at its offset (or the run goes on: not a key)
     stop = _token_end(text, start, chars, limit=most)
     while stop < len(text) and stop - head < most and text[stop] == 0x3D:  # ``=`` padding
         stop += 1
     if not least <= stop - head <= most or (stop < len(text) and text[stop] in chars):
         return None
-    if head > 0 and text[head - 1] in _B64 | frozenset(b"_-") and not _clean_start(text, head):
-        return None  # glued to a longer run
     key = text[head:start] + text[after:stop]
     return (head, stop) if _random_looking(key.rstrip(b"="), bits=3.5) else None
 
