@@ -9,10 +9,12 @@ beside the main one, so ``screen_train.py``'s injection model never sees these i
   OpenSSH); strings generated from other projects' secret *rules* — Yelp's detect-secrets plugin
   regexes, Skyscanner's whispers rule files (YAML, read as data), llm-guard's secrets plugins,
   trufflehog3's rule file, betterleaks' default rules (gitleaks' TOML, a text constant of its
-  shared library, read as bytes) and secretlint's recommended preset (npm) — by ``rstr`` (a
-  regex-to-string generator,
-  run by the corpus venv's interpreter, never imported here), regenerated at build time;
-  credential-shaped values found in the installed packages' files.
+  shared library, read as bytes), Microsoft's identifiable-key patterns
+  (``screen_sources_msft``) and secretlint's recommended preset (npm) — by ``rstr`` (a
+  regex-to-string generator, run by the corpus venv's interpreter, never imported here),
+  regenerated at build time; the examples Kingfisher's rules carry (``screen_sources_kingfisher``:
+  strings its authors wrote per format); credential-shaped values found in the installed
+  packages' files.
 - **benign near-misses** (label ``benign``): public keys, certificates and parameters, CA
   certificates, vendor-documented example keys, hashes / UUIDs / lockfile integrity strings.
 - **pollution** (label ``pollution``): the output the "repeat a word forever" divergence attack
