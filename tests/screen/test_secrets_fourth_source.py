@@ -128,6 +128,14 @@ def test_structured_shapes_are_held(kind: str) -> None:
     assert kind in {h.kind for h in find_secrets(STRUCTURED[kind].encode())}
 
 
+def test_a_devops_pat_with_zero_padded_fields_is_held() -> None:
+    # the fields after ``JQQJ`` are not random (a date, zero padding, the provider); the 52
+    # characters before it are
+    key = rand(ALNUM, 52) + "JQQJ99BAAC" + "A" * 14 + "AZDO" + rand(ALNUM, 4)
+    hits = find_secrets(f'{{"pat": "{key}"}}'.encode())
+    assert [h.kind for h in hits] == ["vendor_token"]
+
+
 def test_an_azure_key_is_spanned_from_its_first_character() -> None:
     key = azure_key("ACOG")
     text = ('{"key": "' + key + '"}').encode()

@@ -479,8 +479,10 @@ def _identifiable(
         stop += 1
     if not least <= stop - head <= most or (stop < len(text) and text[stop] in chars):
         return None
-    key = text[head:start] + text[after:stop]
-    return (head, stop) if _random_looking(key.rstrip(b"="), bits=3.5) else None
+    # the random part: before the signature (CASK keys carry zero-padded fields after it), or
+    # after it for Entra ID's three-character head
+    part = text[head:start] if start - head >= stop - after else text[after:stop]
+    return (head, stop) if _random_looking(part.rstrip(b"="), bits=3.5) else None
 
 
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
