@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fak.abi import Context
 from fak.policy import lookup
 from fak.policy.lookup import MARK, SEP, TextIndex, _emails, _hosts, normal_text
-from fak.policy.provenance import ProvenanceIndex
+from fak.policy.origins import ProvenanceIndex
 
 
 def _word(ch: str) -> bool:

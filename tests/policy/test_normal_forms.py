@@ -16,7 +16,7 @@ import pytest
 from fak.abi import Context, Reason, ToolCall, Verdict, VerdictKind
 from fak.kernel import Kernel
 from fak.policy import Policy
-from fak.policy.provenance import ProvenanceIndex
+from fak.policy.origins import ProvenanceIndex
 
 ATTACKER_IBAN = "GB29NWBK60161331926819"
 USER_IBAN = "DE89370400440532013000"

@@ -20,7 +20,8 @@ from typing import Final
 from fak.abi import Context
 from fak.policy.hosts import email_address, links
 from fak.policy.lookup import normal_text
-from fak.policy.provenance import Origin, ProvenanceIndex, ProvenanceRung
+from fak.policy.origins import Origin, ProvenanceIndex
+from fak.policy.provenance import ProvenanceRung
 
 __all__ = ["Named", "answer_note", "answer_sources"]
 
