@@ -6,11 +6,9 @@ window is described by which concepts its sentences hold — an addressee that i
 reader as "you", an imperative at a sentence start, instructions / rules / prompts, disregarding
 what came before, something new instead, controlling the answer, acting on data, a role to
 play, secrecy, leaking the system prompt, urgency, exfiltration-shaped links — in en, fr, de,
-es, pt, it, zh, ja, ko and ru; orders addressed to the model inside a document (English only):
-a question about the model itself, a reader named as a model / summarizer / translator, a
-quoted string to print, an order against the document's task; and which of them meet in one
-sentence; and by what marks text as *about* injection or as code or narrative; by the shape
-of its sentences over coarse word classes (``class_grams``: "you must print", ". override w instr" in any wording); and by its
+es, pt, it, zh, ja, ko and ru, and which of them meet in one sentence; and by what marks text
+as *about* injection or as code or narrative; by the shape of its sentences over coarse word
+classes (``class_grams``: "you must print", ". override w instr" in any wording); and by its
 words and word pairs (``grams``). A logistic regression (``benchmarks/screen_train.py``, fitted
 on the train sources of the by-source corpus and on generated text only; the average of a
 model over everything and one over concepts and word classes only) weighs them; the weights
@@ -83,12 +81,6 @@ CONCEPTS: dict[str, str] = {
     "toolcall": r"\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[a-z]+_[a-z_]+\s*\(",
     "hidden": r"<!--|display\s*:\s*none|font-size\s*:\s*0|visibility\s*:\s*hidden|color\s*:\s*transparent",
     "role_mark": r"(?:^|\n)\s*(?:system|assistant|user|human|ai)\s*:|\[/?inst\]|<\|[a-z_]+\|>|</?system>|###",
-    # orders addressed to the model inside a document (issue 25, i25-gate2); each is wrapped in
-    # ``(?:…)`` so that ``_re2_source`` keeps it whole
-    "self": r"(?:\byour (?:own )?(?:system prompt|system message|initial prompt|hidden prompt|pre-?prompt|instructions|guidelines|guardrails|directives|rules|configuration|config|settings|parameters|operational parameters|training data|training|capabilities|limitations|restrictions|tools|functions|memory|knowledge cutoff|creators?|developers?|programming|internal \w+|safety (?:filters?|guidelines|rules|settings))\b|\b(?:describe|introduce|about) yourself\b|\bwho (?:made|built|trained|created|programmed|designed) you\b|\bwhat (?:model|llm|ai|version) are you\b|\bare you an? (?:ai|bot|model|llm|language model)\b|\bhow (?:were|are) you (?:trained|built|configured|programmed)\b)",
-    "aimed": r"(?:(?m:^)\s*(?:dear |hey |hi |attention,? |note to (?:the )?|to (?:the )?)?(?:ai|a\.i\.|assistant|llm|model|chatbot|bot|gpt|summari[sz]er|translator|agent|language model)s?\s*[,:]|\bif you are an? (?:ai|llm|language model|assistant|bot|model|chatbot|summari[sz]er|translator|agent|automated)\b|\b(?:ai|llm|assistant|model|summari[sz]er|translator|chatbot|bot|agent)s? (?:reading|processing|summari[sz]ing|translating|parsing|reviewing|analy[sz]ing|scanning) (?:this|these|the)\b|\b(?:note|message|instructions?) (?:to|for) (?:the |any |all )?(?:ai|llm|assistant|model|summari[sz]er|translator|chatbot|bot|agent)s?\b)",
-    "forced": r"(?:\b(?:print|say|reply|respond|output|write|answer|return|state|repeat|type|display|begin|start|end)\b(?: (?:only|exactly|just|with|back|out|verbatim|the (?:following|phrase|text|words?|sentence|string)|your (?:response|answer|reply) with))*\s*:?\s*[\"'`\[“«])",
-    "divert": r"(?:\b(?:instead of|rather than) (?:summari[sz]|translat|answer|respond|doing|following|complet|review|analy[sz]|writ|repl|the (?:task|summary|translation|question|request)|what)|\b(?:do not|don't|dont|never|stop|no need to) (?:summari[sz]|translat|answer|respond|analy[sz]|review)|\bregardless of (?:the|what|your|any|previous|prior)\b|\bno matter what\b|\b(?:when|while|before|after) (?:you )?(?:summari[sz]|translat|answer|respond|repl|review|analy[sz])|\b(?:at|in) the (?:end|start|beginning|top|bottom) of (?:your|the|each|every|any) (?:response|answer|reply|summary|translation|output|message)s?\b)",
 }
 
 _IMPERATIVE = frozenset(("override", "output", "action"))
@@ -107,10 +99,6 @@ _INTENT = frozenset(
         "leak",
         "urgent",
         "toolcall",
-        "self",
-        "aimed",
-        "forced",
-        "divert",
     )
 )
 _ORDER = {name: index for index, name in enumerate(CONCEPTS)}
@@ -387,14 +375,9 @@ GATE = (
     "has_secret",
     "has_exfil",
     "has_role",
-    "has_aimed",
-    "has_self",
-    "has_forced",
 )
-"""A window is read only if it speaks to someone (the model, "you", a chat role, a reader named
-as a model, summarizer or translator; a question about the model itself) or directs an answer
-(a quoted string to print, too), a tool, a leak or a link: "ignore the previous draft" in a
-README does neither."""
+"""A window is read only if it speaks to someone (the model, "you", a chat role) or directs an
+answer, a tool, a leak or a link: "ignore the previous draft" in a README does neither."""
 
 
 ORDERS = (
@@ -408,9 +391,6 @@ ORDERS = (
     "has_exfil",
     "has_instr",
     "has_role_mark",
-    "has_self",
-    "has_forced",
-    "has_divert",
 )
 """And, at the default threshold, only if it holds an order of some kind: "Note to the AI
 assistant: the itinerary is in the shared folder" speaks to the model but asks nothing of it;
