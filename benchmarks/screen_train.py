@@ -213,6 +213,13 @@ def main() -> None:
     parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
     parser.add_argument("--show", action="store_true", help="print the held validation items")
     parser.add_argument("--no-context", action="store_true", help="no ``context`` features")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=WEIGHTS,
+        help="where to write the weights (with --validate: "
+        "the fit without that source, for benchmarks/screen_doccheck.py)",
+    )
     args = parser.parse_args()
     global CONTEXT
     CONTEXT = not args.no_context
@@ -295,7 +302,7 @@ def main() -> None:
                 _show(model, threshold, item)
         fates = Counter(_fate(model, threshold, i) for i in validate if i["label"] != "benign")
         print(f"  injections' fates: {dict(sorted(fates.items()))}")
-    if args.dry_run or validate:
+    if args.dry_run or (validate and args.out == WEIGHTS):
         return
     model_doc["threshold"] = round(threshold, 3)
     model_doc["provenance"] = {
@@ -311,16 +318,16 @@ def main() -> None:
         "benchmarks/screen_synth.py (composed here, ten languages)",
         "items": len(items) + len(generated),
         "windows": len(rows),
-        "params": vars(args),
+        "params": {k: v for k, v in vars(args).items() if k != "out"},
         "seed": SEED,
     }
-    WEIGHTS.write_bytes(
+    args.out.write_bytes(
         gzip.compress(
             json.dumps(model_doc, sort_keys=True, separators=(",", ":")).encode(), 9, mtime=0
         )
     )
-    size = WEIGHTS.stat().st_size
-    print(f"wrote {WEIGHTS.relative_to(ROOT)} ({size} bytes, {len(weights)} weights)")
+    size = args.out.stat().st_size
+    print(f"wrote {args.out} ({size} bytes, {len(weights)} weights)")
 
 
 if __name__ == "__main__":
