@@ -40,6 +40,7 @@ from pathlib import Path
 
 import yaml
 
+import screen_sources_api as api
 import screen_sources_secpol as secpol
 from screen_sources_more import (
     MORE_BENIGN,
@@ -87,6 +88,7 @@ BENIGN_SOURCES: dict[str, tuple[str, str]] = {
 }
 PACKAGES |= MORE_PACKAGES  # promptfoo (npm), inspect-evals, deepteam: train
 BENIGN_SOURCES |= MORE_BENIGN
+BENIGN_SOURCES |= api.API_BENIGN
 
 
 def site_packages(prefix: Path) -> Path:
@@ -105,6 +107,7 @@ def install() -> None:
     subprocess.run([*pip, *pins], check=True)
     install_npm()
     secpol.install(pip)
+    api.install()
 
 
 # --- reading string literals out of source files without importing them ----------------------
@@ -681,6 +684,11 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
         tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
         items.append({"id": f"{source}-{n}", "source": source, "split": split,
                       "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
+    for source, family, body in api.benign_api():  # whole replies, as the API sent them
+        n = counts[source] = counts.get(source, 0) + 1
+        split = BENIGN_SOURCES[source][1]
+        items.append({"id": f"{source}-{n}", "source": source, "split": split, "label": "benign",
+                      "family": family, "tool": "http_get", "text": body})  # fmt: skip
     for name, reader in ATTACK_READERS.items():
         split = PACKAGES[name][2]
         for n, bare in enumerate(reader(corpus_site, _keyed(name))):

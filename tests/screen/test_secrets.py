@@ -141,6 +141,27 @@ def test_aws_pair_session_token_and_key_id() -> None:
     assert {"aws_key_id", "assignment"} <= kinds
 
 
+def test_a_signed_requests_credential_scope_is_not_a_secret() -> None:
+    """A presigned S3 upload an API hands out names its key id in a SigV4 credential scope
+    (``X-Amz-Credential``, raw or URL-encoded): not a secret. The session token beside it is."""
+    key_id = "ASIA" + rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
+    scope = f"{key_id}/20201203/us-east-1/s3/aws4_request"
+    for text in (
+        f'{{"name": "X-Amz-Credential", "value": "{scope}"}}',
+        f'{{"x-amz-credential": "{scope}"}}',
+        "https://b.s3.amazonaws.com/k?X-Amz-Credential=" + scope.replace("/", "%2F"),
+        f"Authorization: AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders=host",
+    ):
+        assert find_secret(text.encode()) is None, text
+    token = rand(ALNUM + "+/", 120)
+    assert find_secret(
+        f'{{"x-amz-credential": "{scope}", "x-amz-security-token": "{token}"}}'.encode()
+    )
+    # the key id alone, or followed by anything but a scope, is still held
+    assert find_secret(f"aws_access_key_id={key_id}".encode())
+    assert find_secret(f"{key_id}/notes/readme".encode())
+
+
 PLACEHOLDERS = [
     b"export OPENAI_API_KEY=sk-...",
     b"export OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",

@@ -256,6 +256,15 @@ def _jwt_header_ok(token: bytes) -> bool:
     return raw.lstrip().startswith(b"{") and b'"alg"' in raw
 
 
+# What follows an access key id inside a SigV4 credential scope (``X-Amz-Credential``, a
+# presigned URL's query, an ``Authorization: AWS4-HMAC-SHA256 Credential=`` header): the date,
+# region and service, ``/`` or URL-encoded. AWS documents the key id as not secret; the scope is
+# in every presigned upload or download an API hands out.
+_SIGV4_SCOPE = re.compile(
+    rb"(?:/|%2[fF])[0-9]{8}(?:/|%2[fF])[a-z0-9-]{2,32}(?:/|%2[fF])[a-z0-9-]{1,32}(?:/|%2[fF])aws4_request"
+)
+_SIGV4_CREDENTIAL = re.compile(rb"(?:AKIA|ASIA)[A-Z0-9]{16}" + _SIGV4_SCOPE.pattern)
+
 _KEY_WORDS_BENIGN = (
     b"page", b"csrf", b"xsrf", b"next", b"cursor", b"sync", b"public", b"_id", b"length", b"count",
     b"izer", b"_name", b"type", b"policy", b"expire", b"max", b"min", b"limit", b"usage", b"file",
@@ -275,6 +284,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             return (start, stop) if _random_looking(body, bits=3.2) else None
         case "aws_key_id":
             token = text[start:end]
+            if _SIGV4_SCOPE.match(text, end) is not None:
+                return None  # a signed request's credential scope names the key, never its secret
             return None if token.endswith(b"EXAMPLE") or is_placeholder(token) else (start, end)
         case "github_token":
             if text[end - 3 : end] == b"eyJ":  # ``ghs_<app id>_<JWT>``: the JWT decides
@@ -369,6 +380,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
+            if _SIGV4_CREDENTIAL.fullmatch(value) is not None:
+                return None  # ``x-amz-credential``'s value: a key id and its scope (see above)
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
 
