@@ -264,6 +264,34 @@ def test_a_word_loop_shaped_as_a_list_is_still_held(body: bytes) -> None:
     assert find_pollution(b"Results follow.\n" + body + b"\nend") is not None
 
 
+def _reply_chain(levels: int) -> bytes:
+    """A comment tree's reply chain as Reddit's API sends it: every level repeats the comment's
+    leading fields, then opens the next level's listing."""
+    level = (
+        '{"kind": "Listing", "data": {"modhash": "", "children": [{"kind": "t1", "data": '
+        '{"subreddit_id": "t5_2qzb6", "banned_by": null, "removal_reason": null, '
+        '"link_id": "t3_57dw9a", "likes": null, "replies": '
+    )
+    close = '""}}]}}'
+    return (level * levels + close * levels).encode()
+
+
+def test_a_reply_chain_descending_its_own_structure_is_not_pollution() -> None:
+    assert find_pollution(b'{"thread": ' + _reply_chain(8) + b"}") is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _reply_chain(60),  # deeper than any thread: a nesting bomb
+        b'{"a": "spam spam spam", "b": [' * 80,  # a loop that also opens brackets
+        b'{"note": "buy cheap meds now!!"}, ' * 60,  # balanced records repeated
+    ],
+)
+def test_a_nesting_bomb_or_a_bracketed_loop_is_still_held(body: bytes) -> None:
+    assert find_pollution(b"Results follow.\n" + body + b"\nend") is not None
+
+
 def test_a_loop_after_a_list_of_values_is_still_held() -> None:
     # the scan passes over the mappings and finds the loop after them
     body = MINIFIED["vlq_mappings"].encode() + b"\n" + FILLER + b"buy cheap meds! " * 80

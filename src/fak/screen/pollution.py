@@ -10,9 +10,11 @@ date (a CSV, ``ping``, ``ls -l``, a progress log) never repeat exactly. A unit o
 only counts when the raw bytes repeat too (a run of ``=``, not indentation and brackets). A
 stretch that is a list of values — numbers, short quoted constants or source-map segments,
 between commas or semicolons (or numbers between spaces) — is data, not a loop: minified code's
-tables and ``mappings`` strings pass, a word or phrase looping does not. Linear: one anchor every
-``ANCHOR_STRIDE`` bytes, each checked against the candidate periods within ``MAX_PERIOD`` bytes
-with C-level slice compares. Pure; spans, never bytes.
+tables and ``mappings`` strings pass, a word or phrase looping does not. Nor is a stretch whose
+every copy opens more brackets than it closes, down to ``MAX_NESTING`` levels (a comment tree's
+reply chain). Linear: one anchor every ``ANCHOR_STRIDE`` bytes, each checked against the
+candidate periods within ``MAX_PERIOD`` bytes with C-level slice compares. Pure; spans, never
+bytes.
 """
 
 from __future__ import annotations
@@ -232,11 +234,15 @@ def find_repeats(data: bytes) -> RepeatHit | None:
         return found
 
     def raw_list(start: int, end: int, period: int) -> bool:
-        return is_list(start, end - start, period)
+        return is_list(start, end - start, period) or _descends(data, start, end, period)
 
     def folded_list(start: int, end: int, period: int) -> bool:
         # the raw bytes from there on hold the folded stretch's bytes and separators
-        return is_list(unfold(start), end - start, period)
+        begin = unfold(start)
+        if is_list(begin, end - start, period):
+            return True
+        unit = unfold(start + period) - begin  # the folded unit's raw bytes (brackets too)
+        return _descends(data, begin, begin + unit * ((end - start) // period), unit)
 
     scan = _scan(data.translate(_SEP), "raw", data, raw_list)
     if scan.hit is not None:
@@ -280,6 +286,21 @@ def _is_data(text: bytes) -> bool:
             return bool(_LIST.fullmatch(inner)) and bool(inner.translate(None, _NOT_VALUE))
     words = text.split()[1:-1]
     return len(words) >= 3 and bool(_NUMBERS.fullmatch(b" ".join(words)))
+
+
+MAX_NESTING = 48
+"""Levels a repeated stretch may descend in all and still be structure (see ``_descends``)."""
+
+
+def _descends(data: bytes, start: int, end: int, period: int) -> bool:
+    """Each copy of the unit at ``start`` opens more brackets than it closes, and the stretch
+    descends at most ``MAX_NESTING`` levels: a document going down its own structure (a reply
+    chain in a comment tree, whose every level repeats the same leading fields), not a loop.
+    Deeper is a nesting bomb and stays pollution. Any window of one period in an exact repeat
+    holds the same brackets, so where the stretch starts does not matter."""
+    unit = data[start : start + period]
+    depth = unit.count(b"{") + unit.count(b"[") - unit.count(b"}") - unit.count(b"]")
+    return depth > 0 and depth * ((end - start) // max(period, 1)) <= MAX_NESTING
 
 
 class _Unfold:
