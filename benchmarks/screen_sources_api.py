@@ -59,7 +59,7 @@ def install() -> None:
 def _github(tar: tarfile.TarFile) -> Iterator[str]:
     """Response bodies of ReplayData files: after each request's status and header lines, the
     JSON body is the line that opens with a brace or a bracket (not a header dict or list:
-those are Python reprs)."""
+    those are Python reprs)."""
     for member in tar:
         if not (member.isfile() and "/tests/ReplayData/" in member.name):
             continue
