@@ -23,8 +23,9 @@ import random
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -72,35 +73,18 @@ def _github(tar: tarfile.TarFile) -> Iterator[str]:
                 yield text
 
 
-def _reddit(tar: tarfile.TarFile) -> Iterator[str]:
-    """Response bodies of the Betamax cassettes (``interactions[].response.body.string``)."""
+def _cassettes(tar: tarfile.TarFile, suffix: str, load: Callable[[bytes], Any]) -> Iterator[str]:
+    """Response bodies of recorded cassettes (Betamax's JSON, vcrpy's YAML: both keep
+    ``interactions[].response.body.string``; vcrpy may store it as bytes)."""
     for member in tar:
-        if not (member.isfile() and "/cassettes/" in member.name and member.name.endswith(".json")):
+        if not (member.isfile() and "/cassettes/" in member.name and member.name.endswith(suffix)):
             continue
         handle = tar.extractfile(member)
         if handle is None:
             continue
         try:
-            cassette = json.loads(handle.read())
-        except ValueError:
-            continue
-        for interaction in cassette.get("interactions", []):
-            body = interaction.get("response", {}).get("body", {}).get("string")
-            if isinstance(body, str):
-                yield body
-
-
-def _mastodon(tar: tarfile.TarFile) -> Iterator[str]:
-    """Response bodies of the vcrpy cassettes (YAML; ``interactions[].response.body.string``)."""
-    for member in tar:
-        if not (member.isfile() and "/cassettes/" in member.name and member.name.endswith(".yaml")):
-            continue
-        handle = tar.extractfile(member)
-        if handle is None:
-            continue
-        try:
-            cassette = yaml.safe_load(handle.read())
-        except yaml.YAMLError:
+            cassette = load(handle.read())
+        except (ValueError, yaml.YAMLError):
             continue
         for interaction in (cassette or {}).get("interactions", []):
             body = interaction.get("response", {}).get("body", {}).get("string")
@@ -108,6 +92,16 @@ def _mastodon(tar: tarfile.TarFile) -> Iterator[str]:
                 body = body.decode("utf-8", errors="replace")
             if isinstance(body, str):
                 yield body
+
+
+def _reddit(tar: tarfile.TarFile) -> Iterator[str]:
+    """praw's Betamax cassettes (JSON)."""
+    return _cassettes(tar, ".json", json.loads)
+
+
+def _mastodon(tar: tarfile.TarFile) -> Iterator[str]:
+    """Mastodon.py's vcrpy cassettes (YAML)."""
+    return _cassettes(tar, ".yaml", yaml.safe_load)
 
 
 _READERS = {"api-github": _github, "api-reddit": _reddit, "api-mastodon": _mastodon}
