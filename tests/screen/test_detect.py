@@ -286,10 +286,23 @@ def test_a_reply_chain_descending_its_own_structure_is_not_pollution() -> None:
         _reply_chain(60),  # deeper than any thread: a nesting bomb
         b'{"a": "spam spam spam", "b": [' * 80,  # a loop that also opens brackets
         b'{"note": "buy cheap meds now!!"}, ' * 60,  # balanced records repeated
+        # the same, seen from inside a list: a window that opens ``[{`` is not the stretch
+        b'"people": [{"isMod": false, "name": "kim", "id": 22104}, ' + b'{"isMod": false, '
+        b'"name": "kim", "id": 22104}, ' * 40,
     ],
 )
 def test_a_nesting_bomb_or_a_bracketed_loop_is_still_held(body: bytes) -> None:
     assert find_pollution(b"Results follow.\n" + body + b"\nend") is not None
+
+
+def test_descending_is_counted_over_the_whole_stretch() -> None:
+    # balanced records: a window that happens to open the list (``[{``) does not make them a
+    # descent; a reply chain's copies each open levels
+    records = b'[{"a": 1}, ' + b'{"a": 1}, ' * 9
+    assert not pollution_module._descends(records, 0, len(records), len(b'[{"a": 1}, '))
+    chain = _reply_chain(6)
+    unit = (len(chain) - 6 * len(b'""}}]}}')) // 6  # one level's opening
+    assert pollution_module._descends(chain, 0, 6 * unit, unit)
 
 
 def test_a_loop_after_a_list_of_values_is_still_held() -> None:

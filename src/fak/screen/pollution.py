@@ -288,19 +288,21 @@ def _is_data(text: bytes) -> bool:
     return len(words) >= 3 and bool(_NUMBERS.fullmatch(b" ".join(words)))
 
 
-MAX_NESTING = 48
-"""Levels a repeated stretch may descend in all and still be structure (see ``_descends``)."""
+MAX_NESTING = 96
+"""Bracket levels a repeated stretch may descend in all and still be structure (a Reddit reply
+level opens five; see ``_descends``)."""
 
 
 def _descends(data: bytes, start: int, end: int, period: int) -> bool:
-    """Each copy of the unit at ``start`` opens more brackets than it closes, and the stretch
-    descends at most ``MAX_NESTING`` levels: a document going down its own structure (a reply
-    chain in a comment tree, whose every level repeats the same leading fields), not a loop.
-    Deeper is a nesting bomb and stays pollution. Any window of one period in an exact repeat
-    holds the same brackets, so where the stretch starts does not matter."""
-    unit = data[start : start + period]
-    depth = unit.count(b"{") + unit.count(b"[") - unit.count(b"}") - unit.count(b"]")
-    return depth > 0 and depth * ((end - start) // max(period, 1)) <= MAX_NESTING
+    """The stretch's copies of one ``period`` open more brackets than they close — at least one
+    level a copy, at most ``MAX_NESTING`` levels in all: a document going down its own structure
+    (a reply chain in a comment tree, whose every level repeats the same leading fields), not a
+    loop. Deeper is a nesting bomb and stays pollution. Counted over the whole stretch of raw
+    bytes, so a near repeat (the folded view) is judged by what all its copies hold."""
+    copies = (end - start) // max(period, 1)
+    stretch = data[start : start + copies * period]
+    depth = stretch.count(b"{") + stretch.count(b"[") - stretch.count(b"}") - stretch.count(b"]")
+    return 0 < copies <= depth <= MAX_NESTING
 
 
 class _Unfold:
