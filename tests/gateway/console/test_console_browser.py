@@ -5,7 +5,8 @@ tool result, a witness key, a journal) in front of the recording upstream double
 for the module. A real OpenAI SDK turn proposes the attacker's IBAN read from a tool result;
 the console shows the hold with the value marked in that result; Approve admits the SDK's next
 turn once, Deny refuses it; hostile markup in a tool result stays text. Each page is
-screenshotted into docs/console/.
+screenshotted into a scratch directory, or into docs/console/ (the pictures docs/console.md
+shows) when ``FAK_CONSOLE_SHOTS=docs`` asks for it: a test run leaves the tracked tree as it was.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,7 +50,11 @@ ATTACKER = "US133000000121212121212"
 ATTACKER_AS_WRITTEN = "US13 3000 0001 2121 2121 212"  # the bill writes it in groups
 LANDLORD = "DE89370400440532013000"
 WITNESS_KEY = "wk-console-test"
-SHOTS = Path(__file__).resolve().parents[3] / "docs" / "console"
+SHOTS = (
+    Path(__file__).resolve().parents[3] / "docs" / "console"
+    if os.environ.get("FAK_CONSOLE_SHOTS") == "docs"
+    else Path(tempfile.gettempdir()) / "fak-console-shots"
+)
 MANIFEST = {
     "allow": ["read_file", "send_money"],
     "redact_fields": ["memo"],
