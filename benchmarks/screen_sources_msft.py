@@ -19,6 +19,8 @@ import json
 import re
 from pathlib import Path
 
+from regex_groups import top_level
+
 PIN = ("microsoft-security-utilities-secret-masker==1.0.0b4", "MIT", "train")
 
 _FILES = ("PreciselyClassifiedSecurityKeys.json", "HighConfidenceSecurityModels.json")
@@ -46,20 +48,6 @@ def refined(source: str) -> str:
     at = source.find("(?P<refine>")
     if at < 0:
         return source
-    depth, i = 0, at
-    while i < len(source):
-        char = source[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = source.index("]", i + 2 if source[i + 1] == "^" else i + 1)
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if not depth:
-                break
-        i += 1
+    end, _ = top_level(source, at)
     flags = re.match(r"\(\?[a-z]+\)", source)
-    return (flags.group() if flags else "") + source[at + len("(?P<refine>") : i]
+    return (flags.group() if flags else "") + source[at + len("(?P<refine>") : end]

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import screen_sources_kingfisher as kingfisher
 import screen_sources_msft as msft
+from regex_groups import top_level
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "screen_sources_secpol.jsonl"
@@ -260,30 +261,6 @@ def trufflehog3_rules(site: Path) -> list[tuple[str, str]]:
 _WHISPERS_VALUE_RULES = ("apikey-known", "aws-id", "privatekey", "webhook")
 
 
-def _top_level(source: str, at: int) -> tuple[int, list[str]]:
-    """The end of the group opening at ``source[at]`` and its top-level alternatives."""
-    depth, start, parts, i = 0, at + 1, [], at
-    while i < len(source):
-        char = source[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = source.index("]", i + 2 if source[i + 1] == "^" else i + 1) + 1
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i, [*parts, source[start:i]]
-        elif char == "|" and depth == 1:
-            parts.append(source[start:i])
-            start = i + 1
-        i += 1
-    raise ValueError(f"unbalanced group in {source!r}")
-
-
 def whispers_rules(site: Path) -> list[tuple[str, str]]:
     """(rule:alternative, regex) of whispers' value rules. A rule whose regex is one group of
     alternatives (``apikey-known``: ~40 vendor prefixes, then a shared tail) is split into one
@@ -298,7 +275,7 @@ def whispers_rules(site: Path) -> list[tuple[str, str]]:
                 continue
             source = _LOOKAROUND.sub("", source).strip("^$")
             at = source.find("(")
-            end, parts = _top_level(source, at) if at >= 0 else (-1, [])
+            end, parts = top_level(source, at) if at >= 0 else (-1, [])
             if len(parts) < 3 or source[end + 1 : end + 2] in ("?", "*", "+", "{"):
                 rules.append((rule["id"], source))
                 continue
