@@ -64,8 +64,12 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{24}"),
     ("slack_token", rb"(?:xox[abposrecd]|xapp)-[0-9A-Za-z-]{10}"),  # c, d: session tokens
+    # incoming webhooks, and Workflow Builder's webhooks (``workflows/``) and triggers
+    # (``triggers/<team>/<trigger id>/<secret>``): whoever holds the URL can post or run the flow
     ("slack_webhook",
-     rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
+     rb"hooks\.slack\.com/(?:services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/"
+     rb"|workflows/[TE][A-Za-z0-9_]+/A[A-Za-z0-9_]+/[0-9]+/|triggers/[TE][A-Za-z0-9_]+/[0-9]+/)"
+     rb"[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
     ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
     # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
@@ -617,12 +621,18 @@ _FORMAT_PREFIXES = (
 )  # fmt: skip
 
 
+_OPEN_QUOTE = re.compile(rb"(?:\\*[\"'`])?")
+
+
 def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     """A credential that starts inside an assignment's value (a format, or a nested key)."""
     key_end = _KEY_OPERATOR.match(text, start)
     if key_end is None:
         return None
-    vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
+    # past the value's opening quote, escaped too (``\\"`` in a JSON-encoded object: a service
+    # account's ``\\"private_key\\": \\"-----BEGIN`` inside a string)
+    opened = _OPEN_QUOTE.match(text, key_end.end())
+    vstart = opened.end() if opened else key_end.end()
     _, vend = _value_at(text, vstart)
     head = text[vstart : vend + 4]
     if not (
