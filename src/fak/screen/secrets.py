@@ -13,15 +13,23 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import re2
 
-from fak.screen.secret_prefixes import PREFIXED, PREFIXED_AT, PREFIXED_RE2
+from fak.screen.secret_prefixes import PREFIXED_AT, PREFIXED_RE2
+from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
+from fak.screen.secret_values import alnum_kinds as _alnum_kinds
+from fak.screen.secret_values import char_classes as _classes
+from fak.screen.secret_values import clean_start as _clean_start
+from fak.screen.secret_values import entropy as _entropy
+from fak.screen.secret_values import is_placeholder
+from fak.screen.secret_values import random_looking as _random_looking
+from fak.screen.secret_values import token_end as _token_end
+from fak.screen.secret_values import value_at as _value_at
+from fak.screen.secret_vendors import vendor_token as _vendor_token
 from fak.screen.tokens import BIG_DFA, compile_latin1
 
 __all__ = [
@@ -131,97 +139,6 @@ SECRET_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, src in _FORMATS)
 """RE2 source (Latin-1): matches wherever a credential format could start (one group each)."""
 SECRET_FIND: bytes = b"|".join(b"(?:" + src + b")" for _, src in _FORMATS)
 """The same without groups (a find-only scan: the Python wrapper's per-match cost stays low)."""
-
-_PLACEHOLDER_WORDS = (
-    b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
-    b"change_me", b"replace", b"insert", b"here", b"fake", b"****", b"...", b"\xe2\x80\xa6",
-    b"<", b">", b"${", b"{{", b"%s", b"todo", b"secret_key", b"my-secret", b"mysecret",
-    b"password", b"token", b"123456", b"abcdef", b"qwerty",
-    # well-known documentation examples: jwt.io's token, Stripe's docs test key, GitHub's docs
-    b"sflkxwrjsmekkf2qt4fwpmejf36pok6yjv_adqssw5c", b"4ec39hqlyjwdarjtt1zdp7dc",
-    b"16c7e42f292c6912e7710c838347ae178b4a",
-)  # fmt: skip
-
-
-_PLACEHOLDER = re.compile(b"|".join(re.escape(w) for w in _PLACEHOLDER_WORDS))
-
-
-def is_placeholder(value: bytes) -> bool:
-    """Whether a credential-shaped value is a documentation placeholder or a masked value."""
-    low = value.lower()
-    if _PLACEHOLDER.search(low) is not None:
-        return True
-    if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
-        return True
-    # long runs of one character (masking)
-    return _longest_run_at_least_6(low)
-
-
-_MASK_RUN = re.compile(rb"(.)\1{5}", re.DOTALL)  # six of one byte: masking (linear)
-
-
-def _longest_run_at_least_6(value: bytes) -> bool:
-    return _MASK_RUN.search(value) is not None
-
-
-def _entropy(value: bytes) -> float:
-    """Shannon entropy in bits per byte."""
-    size = len(value)
-    if not size:
-        return 0.0
-    return -sum(c / size * math.log2(c / size) for c in Counter(value).values())
-
-
-_LOWER = bytes(range(97, 123))
-_UPPER = bytes(range(65, 91))
-_DIGIT = bytes(range(48, 58))
-
-
-def _classes(value: bytes) -> int:
-    """How many of lower / upper / digit / other occur."""
-    rest = value.translate(None, _LOWER + _UPPER + _DIGIT)
-    return (
-        (len(value.translate(None, _LOWER)) != len(value))
-        + (len(value.translate(None, _UPPER)) != len(value))
-        + (len(value.translate(None, _DIGIT)) != len(value))
-        + bool(rest)
-    )
-
-
-def _random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bool:
-    """Long enough, high-entropy, mixing character classes, and not a placeholder."""
-    if len(value) < min_len or is_placeholder(value):
-        return False
-    if _classes(value) < 2:
-        return len(value) >= 32 and _entropy(value) >= 3.5  # e.g. long hex keys
-    return _entropy(value) >= bits
-
-
-_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
-    """The end of the run of ``chars`` starting at ``start`` (at most ``limit`` bytes)."""
-    pattern = _RUNS.get(chars)
-    if pattern is None:
-        klass = b"".join(re.escape(bytes([c])) for c in sorted(chars))
-        pattern = _RUNS[chars] = re.compile(b"[" + klass + b"]*")
-    match = pattern.match(text, start, min(len(text), start + limit))
-    return match.end() if match else start
-
-
-_RUNS: dict[frozenset[int], re.Pattern[bytes]] = {}
-_VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts a new value
-
-
-def _value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
-    """The [start, end) of an unquoted or quoted value beginning at ``start``."""
-    if text[start : start + 1] == b"\\":
-        start += 1
-    if start < len(text) and text[start] in b"\"'`":
-        start += 1
-    match = _VALUE.match(text, start, min(len(text), start + limit))
-    return start, (match.end() if match else start)
 
 
 class _Scan:
@@ -390,118 +307,6 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
     return None
 
 
-_VENDOR_PREFIX = re.compile(
-    rb"(?:CFPAT|CLOJARS|dp\.[a-z]+\.|dt0c01\.|EAACEdEose0cBA|FLWSECK(?:_TEST)?|fio-u-|glsa_|glc_"
-    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab)[-_]?",
-    re.IGNORECASE,
-)
-_LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
-_VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
-_ALNUM = _TOKEN_CHARS - frozenset(b"_-")
-_NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
-
-
-def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    """A vendor-prefixed token, a token before Terraform Cloud's / FCM's marker, or a webhook
-    URL whose last part is random-looking."""
-    if text[start] in b".:":  # ``<random>.atlasv1.<random>``, ``<id>:APA91b<random>``
-        head = start
-        while head > max(0, start - 64) and text[head - 1] in _TOKEN_CHARS:
-            head -= 1
-        stop = _token_end(text, end, _TOKEN_CHARS | frozenset(b"=."))
-        if start - head < 4 or is_placeholder(text[head:stop]):
-            return None
-        return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
-    marker = _IDENTIFIABLE_AT.match(text, start)
-    if marker is not None:  # an Azure identifiable key: its signature at a fixed offset
-        return _identifiable(text, start, marker.end(), _IDENTIFIABLE[marker.group()])
-    if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
-        # accept any lower-case letter)
-        head = start - 32
-        if head < 0 or not _clean_start(text, head):
-            return None
-        key = text[head:start]
-        if not all(c in _LOWER_DIGITS for c in key) or not _random_looking(key, min_len=32):
-            return None
-        return head, end
-    if text[start] == 0x5C:  # ``\\n`` before the prefix: a JSON-encoded line
-        start += 2
-    least, alnum = 0, False  # a prefix of ``secret_prefixes``: its numbers
-    prefix = _VENDOR_PREFIX.match(text, start)
-    if prefix is None and (prefix := PREFIXED_AT.match(text, start)) is not None:
-        _, least, alnum = PREFIXED[(prefix.lastindex or 1) - 1]
-    if prefix is None:  # a webhook URL
-        stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
-        tail = text[start:stop].rstrip(b"/").rsplit(b"/", 1)[-1]
-        return (start, stop) if _random_looking(tail, min_len=6, bits=2.5) else None
-    if not _clean_start(text, start):
-        return None
-    # from the prefix's end: a prefix may hold ``:`` ``~`` ``!`` ``$`` (``AstraCS:``, ``sha256~``)
-    stop = _token_end(text, prefix.end(), _VENDOR_CHARS)
-    if text.startswith(b"access_token$", start):  # Braintree: ``$production$<id>$<hex>``
-        for _ in range(3):
-            if text[stop : stop + 1] == b"$":
-                stop = _token_end(text, stop + 1, _VENDOR_CHARS)
-    while stop > start and text[stop - 1] in b"./+":  # a sentence's full stop, a path's slash
-        stop -= 1
-    body = text[prefix.end() : stop]
-    if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
-        return None
-    if least and start > 0 and text[start - 1] in b"+/":
-        return None  # a chance match in a base64 run (a token may end in ``+``: not the end)
-    if len(body) < max(least, 12) or (alnum and not body.isalnum()):
-        return None  # too short, or ``rnd_seed_value``: a name that shares a prefix
-    if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
-        return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
-    return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
-
-
-# signature -> characters before it, key lengths, alphabet (Microsoft's
-# security-utilities patterns; DevOps PATs and CASK keys with ``JQQJ`` at 52)
-_B64 = _ALNUM | frozenset(b"+/")
-_URLSAFE = _ALNUM | frozenset(b"_-")
-_IDENTIFIABLE: dict[bytes, tuple[tuple[int, ...], tuple[int, int], frozenset[int]]] = {
-    **{m: ((33,), (44, 44), _B64) for m in (b"+ARm", b"+AEh", b"+ASb", b"AIoT", b"AzCa", b"AZEG")},
-    b"AzSe": ((42,), (52, 52), _ALNUM),
-    b"+ACR": ((42,), (52, 52), _B64),
-    b"AzFu": ((44,), (56, 56), _URLSAFE),
-    **{m: ((76,), (88, 88), _B64) for m in (b"+ASt", b"+ABa", b"+AMC", b"ACDb", b"APIM")},
-    b"JQQJ": ((52, 53), (84, 88), _ALNUM),
-    **{m: ((3,), (37, 40), _URLSAFE | frozenset(b".~")) for m in (b"8Q~", b"7Q~")},
-}
-_IDENTIFIABLE_AT = re.compile(
-    rb"JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM|[78]Q~"
-)
-
-
-def _identifiable(
-    text: bytes,
-    start: int,
-    after: int,
-    shape: tuple[tuple[int, ...], tuple[int, int], frozenset[int]],
-) -> tuple[int, int] | None:
-    """The key around a signature at ``start`` when the signature sits at its offset and the key
-    has its length: a run of the key's alphabet (then ``=`` padding) of exactly that shape."""
-    befores, (least, most), chars = shape
-    for before in befores:  # the key's first character: ``before`` back, the run all key bytes
-        head = start - before
-        if head < 0 or _token_end(text, head, chars, limit=before) != start:
-            continue
-        if head == 0 or text[head - 1] not in chars or text[head - 2 : head - 1] == b"\\":
-            break  # nothing of the key's alphabet glued before it (a ``\\n`` escape may be)
-    else:
-        return None  # the signature is not at its offset (or the run goes on: not a key)
-    stop = _token_end(text, start, chars, limit=most)
-    while stop < len(text) and stop - head < most and text[stop] == 0x3D:  # ``=`` padding
-        stop += 1
-    if not least <= stop - head <= most or (stop < len(text) and text[stop] in chars):
-        return None
-    # the random part: before the signature (CASK keys carry zero-padded fields after it), or
-    # after it for Entra ID's three-character head
-    part = text[head:start] if start - head >= stop - after else text[after:stop]
-    return (head, stop) if _random_looking(part.rstrip(b"="), bits=3.5) else None
-
-
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
     """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
     ``+`` or ``/`` touches it on either side."""
@@ -518,16 +323,6 @@ def _key_start(text: bytes, at: int) -> int:
     while at > stop and text[at - 1] in _KEY_CHARS:
         at -= 1
     return at
-
-
-def _alnum_kinds(value: bytes) -> int:
-    """How many of lower / upper / digit occur (a word with dashes has one)."""
-    size = len(value)
-    return (
-        (len(value.translate(None, _LOWER)) != size)
-        + (len(value.translate(None, _UPPER)) != size)
-        + (len(value.translate(None, _DIGIT)) != size)
-    )
 
 
 _BENIGN_KEY = re.compile(
@@ -572,15 +367,6 @@ _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
 # matched inside a longer key / URL (``vendor_token`` checks its own start)
 _ANYWHERE = frozenset({"assignment", "url_credentials", "vendor_token"})
-_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def _clean_start(text: bytes, start: int) -> bool:
-    """A format starts a token: nothing word-like glued before it, except a string escape
-    (``\\n``, ``\\t``, ``\\r``) as in JSON-encoded text."""
-    if start == 0 or text[start - 1] not in _WORD:
-        return True
-    return start >= 2 and text[start - 2] == 0x5C and text[start - 1] in b"nrt"
 
 
 def validate_candidates(
