@@ -2,12 +2,15 @@
 
 A vendor prefix (whispers' list, ``fak.screen.secret_prefixes``) and the token behind it, a token
 before Terraform Cloud's / FCM's marker, a Mailchimp key before its data centre, a webhook URL,
-and Azure's identifiable keys (a service signature at a fixed offset). Each is judged on its own
-random part. Pure; reads a bounded window around the candidate.
+Azure's identifiable keys (a service signature at a fixed offset) and Discord bot tokens (a user
+id in base64). Each is judged on its own random part. Pure; reads a bounded window around the
+candidate.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 
 from fak.screen.secret_prefixes import PREFIXED, PREFIXED_AT
@@ -63,6 +66,8 @@ def vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     prefix = _VENDOR_PREFIX.match(text, start)
     if prefix is None and (prefix := PREFIXED_AT.match(text, start)) is not None:
         _, least, alnum = PREFIXED[(prefix.lastindex or 1) - 1]
+    if prefix is None and (discord := _DISCORD.match(text, start)) is not None:
+        return _discord_token(text, start, discord)
     if prefix is None:  # a webhook URL
         stop = token_end(text, start, TOKEN_CHARS | frozenset(b"./@"))
         tail = text[start:stop].rstrip(b"/").rsplit(b"/", 1)[-1]
@@ -87,6 +92,26 @@ def vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
         return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
     return (start, stop) if random_looking(body, min_len=12, bits=3.0) else None
+
+
+# a Discord bot token: the bot's user id in base64 (17-20 digits: 23-27 characters, ``M``,
+# ``N`` or ``O`` first), a timestamp, an HMAC (27 characters; 38 in newer tokens)
+_DISCORD = re.compile(rb"([MNO][DTjz][A-Za-z0-9_-]{21,25})\.[A-Za-z0-9_-]{6}\.([A-Za-z0-9_-]{27,})")
+
+
+def _discord_token(text: bytes, start: int, match: re.Match[bytes]) -> tuple[int, int] | None:
+    """The token when its first part decodes to a user id (digits only) and its HMAC is
+    random-looking (look-alikes with a random first part fail the first test)."""
+    head, hmac = match.group(1), match.group(2)
+    if not clean_start(text, start) or len(hmac) > 40:
+        return None
+    try:
+        user_id = base64.urlsafe_b64decode(head + b"=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    if not (user_id.isdigit() and 17 <= len(user_id) <= 20 and user_id[:1] != b"0"):
+        return None
+    return (start, match.end()) if random_looking(hmac, min_len=27, bits=3.5) else None
 
 
 # signature -> characters before it, key lengths, alphabet (Microsoft's

@@ -56,6 +56,14 @@ class SecretHit:
 
 _B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+# The words that make a key secret-named (RE2 and ``re`` read them alike)
+_SECRET_WORDS = (
+    rb"api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
+    rb"|token|private[_-]?key|credential"
+    # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
+    rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key"
+)
+
 # (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
 # Lengths are minimums: the validators read the whole token from the match on.
 _FORMATS: tuple[tuple[str, bytes], ...] = (
@@ -107,6 +115,8 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
      + rb")[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     # Discord bot tokens: the bot's user id (17-20 digits) in base64, a timestamp, an HMAC
+     rb"|(?:\b|\\[nrt])[MNO][DTjz][A-Za-z0-9_-]{21,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"
      # Azure's identifiable keys: a service's signature at a fixed offset (read back)
      rb"|(?:JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM)[A-Za-z0-9+/_-]{5}"
      rb"|[78]Q~[A-Za-z0-9._~-]{12}"
@@ -117,19 +127,22 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths
     # the user may be empty (``redis://:password@host``)
-    ("url_credentials", rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
+    # Oracle's thin JDBC driver writes ``user/password@``; curl's ``-u`` / ``--user`` /
+    # ``--proxy-user`` take ``user:password`` (the match stops at the colon: read on below)
+    ("url_credentials",
+     rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"
+     rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
+     rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"),
     # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``, Okta's ``SSWS``, DeepL's
     ("auth_header",
      rb"(?i:authorization\s*[:=]\s*[\"']?"
      rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
-    # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
+    # a secret-named key assigned a value: KEY=..., "key": "...", key: ...; npm's ``_auth``
+    # (a word of its own: ``SERVICE_AUTH=`` must not hide a key named in its value)
     (
         "assignment",
-        rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
-        rb"|token|private[_-]?key|credential"
-        # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
-        rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key)"
+        rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth)"
         rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
     ),
 )  # fmt: skip
@@ -275,12 +288,12 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
         case "url_credentials":
+            if text[start] != 0x3A:  # not ``://``: Oracle's JDBC string or a curl option
+                return _login_pair(text, start, end)
             colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
             password = text[colon + 1 : at]
-            if colon - start > 67 or len(password) > 128:
-                return None
-            if is_placeholder(password) or len(password) < 6 or _classes(password) < 2:
+            if colon - start > 67 or len(password) > 128 or not _password_ok(password):
                 return None
             return colon + 1, at
         case "auth_header" | "bearer":
@@ -296,6 +309,13 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
+            if text[start : start + 5].lower() == b"_auth":  # npm's ``_auth``: user:password
+                key = text[start : _token_end(text, start, _KEY_CHARS, limit=48)]
+                if len(key) == 5:
+                    paired = _base64_pair(value)
+                    return (vstart, vend) if paired and _password_ok(paired) else None
+                if _SECRET_WORD.search(key, 5) is None:
+                    return None  # ``_author``, ``_authority``: not a secret's name
             raw = text[_key_start(text, start) : vstart]
             if _BENIGN_KEY.search(raw.lower()) is not None or _MIN_MAX.search(raw) is not None:
                 return None
@@ -311,6 +331,65 @@ def _inside_base64(text: bytes, start: int, stop: int) -> bool:
     """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
     ``+`` or ``/`` touches it on either side."""
     return (start > 0 and text[start - 1] in b"+/") or text[stop : stop + 1] in (b"+", b"/")
+
+
+_SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+
+
+def _password_ok(password: bytes) -> bool:
+    """A password written beside its user (a URL, a login pair): no placeholder, at least six
+    characters of two classes (``user:@host``, ``${PASSWORD}``, ``<password>``, ``****`` fail)."""
+    return not is_placeholder(password) and len(password) >= 6 and _classes(password) >= 2
+
+
+def _base64_pair(value: bytes) -> bytes | None:
+    """The password of a base64 ``user:password`` (npm's ``_auth``), or None."""
+    try:
+        raw = base64.b64decode(value + b"=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    user, colon, password = raw.partition(b":")
+    if not colon or not user or not all(32 < c < 127 for c in raw):
+        return None
+    return password
+
+
+_CURL_OPTION = re.compile(rb"\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?")
+_CURL = re.compile(rb"(?<![\w.-])curl(?:\.exe)?[ \t]")
+_PASSWORD_CHARS = frozenset(range(33, 127)) - frozenset(b"\"'`")
+
+
+def _login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The password of Oracle's ``jdbc:oracle:thin:user/password@`` or of curl's ``-u
+    user:password`` (on a curl command line, continued lines included); ``-u token:`` (an API
+    key as the user, no password) is judged as a token."""
+    if text[start] == 0x6A:  # ``jdbc:oracle:thin:``
+        slash = text.index(b"/", start + 17)
+        return (slash + 1, end - 1) if _password_ok(text[slash + 1 : end - 1]) else None
+    if not _on_curl_line(text, start):
+        return None
+    option = _CURL_OPTION.match(text, start)
+    colon = end - 1
+    user = text[option.end() if option else colon : colon]
+    stop = _token_end(text, end, _PASSWORD_CHARS, limit=128)
+    while stop > end and text[stop - 1] == 0x5C:  # ``\\"`` closing a JSON-encoded quote
+        stop -= 1
+    password = text[end:stop]
+    if not password:
+        return (colon - len(user), colon) if _random_looking(user, min_len=16) else None
+    if _alnum_kinds(password) < 2 or not _password_ok(password):
+        return None  # ``docker -u www-data:www-data``-like pairs are names, not passwords
+    return end, stop
+
+
+def _on_curl_line(text: bytes, at: int) -> bool:
+    """Whether the command line holding ``at`` (back to 1 KiB, through ``\\`` continuations)
+    runs curl."""
+    low = max(0, at - 1024)
+    line = text.rfind(b"\n", low, at)
+    while line > low and text[line - 2 : line].rstrip(b"\r").endswith(b"\\"):
+        line = text.rfind(b"\n", low, line - 1)
+    return _CURL.search(text, max(line, low), at + 1) is not None
 
 
 _KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
