@@ -355,7 +355,7 @@ def _base64_pair(value: bytes) -> bytes | None:
 
 
 _CURL_OPTION = re.compile(rb"\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?")
-_CURL = re.compile(rb"(?<![\w.-])curl(?:\.exe)?[ \t]")
+_CURL = re.compile(rb"(?:^|[^\w.-])curl(?:\.exe)?[ \t]")  # at ``curl`` or one byte before
 _PASSWORD_CHARS = frozenset(range(33, 127)) - frozenset(b"\"'`")
 
 
@@ -389,7 +389,10 @@ def _on_curl_line(text: bytes, at: int) -> bool:
     line = text.rfind(b"\n", low, at)
     while line > low and text[line - 2 : line].rstrip(b"\r").endswith(b"\\"):
         line = text.rfind(b"\n", low, line - 1)
-    return _CURL.search(text, max(line, low), at + 1) is not None
+    found = text.rfind(b"curl", max(line, low), at)
+    while found >= 0 and _CURL.match(text, found - (found > 0)) is None:
+        found = text.rfind(b"curl", max(line, low), found)
+    return found >= 0
 
 
 _KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
