@@ -62,6 +62,9 @@ _SECRET_WORDS = (
     rb"|token|private[_-]?key|credential"
     # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
     rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key"
+    # a passphrase; ``_PASS`` ending an environment variable's name (``DB_PASS``, ``SMTP_PASS``;
+    # upper case only: ``pass`` / ``p90_pass`` in code are booleans; not ``DB_PASS_FILE``)
+    rb"|passphrase|(?-i:_PASS)\b"
 )
 
 # (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
@@ -128,21 +131,30 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # bounds the lengths
     # the user may be empty (``redis://:password@host``)
     # Oracle's thin JDBC driver writes ``user/password@``; curl's ``-u`` / ``--user`` /
-    # ``--proxy-user`` take ``user:password`` (the match stops at the colon: read on below)
+    # ``--proxy-user`` take ``user:password`` (the match stops at the colon: read on below); a
+    # .netrc entry (``machine h login u password p``, JSON-escaped lines too); SQL's ``IDENTIFIED
+    # BY '…'`` / ``WITH PASSWORD '…'`` (upper case: "with password 'x'" is prose)
     ("url_credentials",
      rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"
      rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
-     rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"),
+     rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"
+     rb"|(?i:(?:\b|\\[nrt])machine(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+login(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+password)"
+     rb"(?:\s|\\[nrt])+"
+     rb"|(?:(?i:\bidentified(?:\s+with\s+[a-z0-9_]+)?\s+by)"
+     rb"|\bWITH\s+(?:LOGIN\s+)?(?:ENCRYPTED\s+)?PASSWORD)\s+\\?'"),
     # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``, Okta's ``SSWS``, DeepL's
+    # the header as a line, a JSON member or a dict item (``"Authorization": "Basic …"``,
+    # ``headers['Authorization'] = '…'``, escaped in a JSON string too)
     ("auth_header",
-     rb"(?i:authorization\s*[:=]\s*[\"']?"
+     rb"(?i:authorization\\?[\"']?\]?\s*[:=]\s*\\?[\"']?"
      rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...; npm's ``_auth``
-    # (a word of its own: ``SERVICE_AUTH=`` must not hide a key named in its value)
+    # (a word of its own: ``SERVICE_AUTH=`` must not hide a key named in its value) and a
+    # Docker config's ``"auth"`` (both base64 ``user:password``)
     (
         "assignment",
-        rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth)"
+        rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
         rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
     ),
 )  # fmt: skip
@@ -300,21 +312,25 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
             while vstart < len(text) and text[vstart] in b" \t":
                 vstart += 1
+            if text[vstart : vstart + 1] in (b"\\", b'"', b"'"):
+                return None  # the scheme's string closes: ``"Bearer " + token`` (code)
             vstart, vend = _value_at(text, vstart)
             value = text[vstart:vend]
+            if any(c in value for c in b"([{}$"):
+                return None
             return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
         case "assignment":
-            key_end = _KEY_OPERATOR.match(text, start)
+            key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))  # ``"auth"``
             vstart, vend = _value_at(text, key_end.end() if key_end else end)
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
-            if text[start : start + 5].lower() == b"_auth":  # npm's ``_auth``: user:password
-                key = text[start : _token_end(text, start, _KEY_CHARS, limit=48)]
-                if len(key) == 5:
+            if text[start + 1 : start + 5].lower() == b"auth":  # ``_auth`` / ``"auth"``
+                key = text[start + 1 : _token_end(text, start + 1, _KEY_CHARS, limit=48)]
+                if len(key) == 4:  # base64 ``user:password`` (npm, Docker)
                     paired = _base64_pair(value)
                     return (vstart, vend) if paired and _password_ok(paired) else None
-                if _SECRET_WORD.search(key, 5) is None:
+                if _SECRET_WORD.search(key, 4) is None:
                     return None  # ``_author``, ``_authority``: not a secret's name
             raw = text[_key_start(text, start) : vstart]
             if _BENIGN_KEY.search(raw.lower()) is not None or _MIN_MAX.search(raw) is not None:
@@ -366,6 +382,14 @@ def _login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if text[start] == 0x6A:  # ``jdbc:oracle:thin:``
         slash = text.index(b"/", start + 17)
         return (slash + 1, end - 1) if _password_ok(text[slash + 1 : end - 1]) else None
+    if (
+        text[start] not in b" \t\r\n\x0b\x0c"
+    ):  # .netrc's ``password``, SQL's ``BY`` (the value next)
+        if text[start] in b"Mm\\":  # .netrc: up to a space or a JSON escape
+            vstart, vend = end, _token_end(text, end, _PASSWORD_CHARS - {0x5C}, limit=128)
+        else:
+            vstart, vend = _value_at(text, end - 1)  # from the string's opening quote
+        return (vstart, vend) if _password_ok(text[vstart:vend]) else None
     if not _on_curl_line(text, start):
         return None
     option = _CURL_OPTION.match(text, start)
@@ -494,7 +518,7 @@ _OPEN_QUOTE = re.compile(rb"(?:\\*[\"'`])?")
 
 def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     """A credential that starts inside an assignment's value (a format, or a nested key)."""
-    key_end = _KEY_OPERATOR.match(text, start)
+    key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))
     if key_end is None:
         return None
     # past the value's opening quote, escaped too (``\\"`` in a JSON-encoded object: a service
