@@ -93,6 +93,16 @@ HELD: dict[str, tuple[str, str, str]] = {
         "curl https://api.example.com/v1/charges -u " + "k_" + rand(ALNUM, 24) + ":",
         "",
     ),
+    "password_option": (
+        "url_credentials",
+        f"docker login -u ci --password {PASSWORD} registry.example.com",
+        PASSWORD,
+    ),
+    "powershell_password": (
+        "url_credentials",
+        f"Connect-VIServer -Server vc01 -User ops@vsphere.local -Password {PASSWORD}",
+        PASSWORD,
+    ),
     "oracle_thin": (
         "url_credentials",
         f"jdbc:oracle:thin:app/{PASSWORD}@//db.internal:1521/ORCL",
@@ -201,6 +211,14 @@ PASSES = [
     "_authority = SomeAuthorityX1",
     '{"auth": "oauth2-client-credentials"}',
     '{"auths": {"quay.io": {"auth": "' + b64("user12:token34567890") + '"}}}',
+    # a password option: stdin, a variable, a call, prose, a documented default, a flag
+    "echo $PW | docker login -u ci --password-stdin registry.example.com",
+    "mysql --password $DB_PASSWORD -h db",
+    'New-LocalUser -Password (ConvertTo-SecureString "x" -AsPlainText -Force)',
+    "use the --password option to set it",
+    "Connect-VIServer -Server vc01 -User administrator@vsphere.local -Password VMware1!",
+    "curl -u admin:P@ssw0rd https://api.example.com",
+    "run it with --password --verbose",
     # Oracle: the documentation's scott/tiger, no user, a variable
     "jdbc:oracle:thin:scott/tiger@localhost:1521:orcl",
     "jdbc:oracle:thin:@//db:1521/ORCL",

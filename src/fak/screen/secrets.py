@@ -126,18 +126,18 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
-    # scheme://user:password@host — the password is judged below
-    # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
-    # bounds the lengths
-    # the user may be empty (``redis://:password@host``)
-    # Oracle's thin JDBC driver writes ``user/password@``; curl's ``-u`` / ``--user`` /
-    # ``--proxy-user`` take ``user:password`` (the match stops at the colon: read on below); a
-    # .netrc entry (``machine h login u password p``, JSON-escaped lines too); SQL's ``IDENTIFIED
-    # BY '…'`` / ``WITH PASSWORD '…'`` (upper case: "with password 'x'" is prose)
+    # a password beside its user: scheme://user:password@host (the user may be empty,
+    # ``redis://:password@host``; unbounded classes keep RE2's automaton small, the validator
+    # bounds the lengths); Oracle's thin JDBC ``user/password@``; curl's ``-u`` / ``--user`` /
+    # ``--proxy-user`` ``user:password`` (the match stops at the colon: read on below); a
+    # command's ``--password <value>`` (PowerShell's ``-Password``); a .netrc entry (``machine h
+    # login u password p``, JSON-escaped lines too); SQL's ``IDENTIFIED BY '…'`` / ``WITH
+    # PASSWORD '…'`` (upper case: "with password 'x'" is prose)
     ("url_credentials",
      rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"
      rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
      rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"
+     rb"|\s(?i:--?passw(?:or)?d)[ \t]+"
      rb"|(?i:(?:\b|\\[nrt])machine(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+login(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+password)"
      rb"(?:\s|\\[nrt])+"
      rb"|(?:(?i:\bidentified(?:\s+with\s+[a-z0-9_]+)?\s+by)"
@@ -375,21 +375,41 @@ _CURL = re.compile(rb"(?:^|[^\w.-])curl(?:\.exe)?[ \t]")  # at ``curl`` or one b
 _PASSWORD_CHARS = frozenset(range(33, 127)) - frozenset(b"\"'`")
 
 
+# passwords of documentation and vendor defaults, refused whole by the shapes below (``-p
+# P@ssw0rd``, vSphere's ``VMware1!``; connection strings holding them were held before and are)
+_DOC_PASSWORDS = frozenset(
+    {b"p@ssw0rd", b"passw0rd", b"p@ssword", b"s3cret", b"s3cr3t", b"vmware1!"}
+)
+
+
 def _login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    """The password of Oracle's ``jdbc:oracle:thin:user/password@`` or of curl's ``-u
-    user:password`` (on a curl command line, continued lines included); ``-u token:`` (an API
-    key as the user, no password) is judged as a token."""
-    if text[start] == 0x6A:  # ``jdbc:oracle:thin:``
+    """The password of Oracle's ``jdbc:oracle:thin:user/password@``, of a .netrc entry, of
+    SQL's ``IDENTIFIED BY '…'``, of a ``--password`` option, or of curl's ``-u user:password``
+    (on a curl command line, continued lines included; ``-u token:``, an API key as the user and
+    no password, is judged as a token)."""
+    span = _login_span(text, start, end)
+    if span is None or text[span[0] : span[1]].lower() in _DOC_PASSWORDS:
+        return None
+    return span
+
+
+def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    first = text[start]
+    if first == 0x6A:  # ``jdbc:oracle:thin:``
         slash = text.index(b"/", start + 17)
         return (slash + 1, end - 1) if _password_ok(text[slash + 1 : end - 1]) else None
-    if (
-        text[start] not in b" \t\r\n\x0b\x0c"
-    ):  # .netrc's ``password``, SQL's ``BY`` (the value next)
-        if text[start] in b"Mm\\":  # .netrc: up to a space or a JSON escape
-            vstart, vend = end, _token_end(text, end, _PASSWORD_CHARS - {0x5C}, limit=128)
-        else:
-            vstart, vend = _value_at(text, end - 1)  # from the string's opening quote
+    if first in b"Mm\\":  # .netrc's ``password``: up to a space or a JSON escape
+        vstart, vend = end, _token_end(text, end, _PASSWORD_CHARS - {0x5C}, limit=128)
         return (vstart, vend) if _password_ok(text[vstart:vend]) else None
+    if first not in b" \t\r\n\x0b\x0c":  # SQL's ``BY '``: from the string's opening quote
+        vstart, vend = _value_at(text, end - 1)
+        return (vstart, vend) if _password_ok(text[vstart:vend]) else None
+    if text[end - 1] != 0x3A:  # ``--password <value>``: not a flag, a variable or a call
+        vstart, vend = _value_at(text, end)
+        value = text[vstart:vend]
+        if value[:1] == b"-" or any(c in value for c in b"([{}$") or _alnum_kinds(value) < 2:
+            return None
+        return (vstart, vend) if _password_ok(value) else None
     if not _on_curl_line(text, start):
         return None
     option = _CURL_OPTION.match(text, start)
