@@ -3,10 +3,12 @@
 One RE2 pass (Latin-1 mode, linear, no backtracking) finds every place a credential format could
 start; each candidate is then validated in Python on a bounded window: fixed prefixes and
 lengths, alphabets, GitHub's CRC32 tail, a JWT header that decodes to JSON naming an ``alg``,
-PEM armour around a private key, URL user-info passwords, and an entropy test for generic
-``api_key=`` / ``secret:`` / ``Authorization: Bearer`` assignments. Documentation placeholders
-and masked values (``sk-...``, ``<YOUR_KEY>``, ``xxxx``, ``AKIAIOSFODNN7EXAMPLE``, ``${VAR}``)
-are not secrets. Pure; a hit carries a byte span, never the bytes.
+PEM armour around a private key, a password beside its user (URL user-info, curl's ``-u``,
+.netrc, SQL, npm's base64 ``_auth``), and an entropy test for generic ``api_key=`` /
+``secret:`` / ``Authorization: Bearer`` assignments. Documentation placeholders and masked
+values (``sk-...``, ``<YOUR_KEY>``, ``xxxx``, ``AKIAIOSFODNN7EXAMPLE``, ``${VAR}``) are not
+secrets. How a value is judged lives in ``fak.screen.secret_values``; vendor tokens are judged
+in ``fak.screen.secret_vendors``. Pure; a hit carries a byte span, never the bytes.
 """
 
 from __future__ import annotations
