@@ -44,6 +44,18 @@ SERVICE_ACCOUNT = json.dumps(
         "client_email": "deploy@acme-prod.iam.gserviceaccount.com",
     }
 )
+CERTIFICATE = (
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE" + rand(ALNUM + "+/", 300) + "\n"
+    "-----END CERTIFICATE-----\n"
+)
+KEY_B64 = b64(PEM + rand(ALNUM, 200))
+KUBECONFIG = (
+    "users:\n- name: admin\n  user:\n    client-certificate-data: "
+    + b64(CERTIFICATE)
+    + "\n    client-key-data: "
+    + KEY_B64
+    + "\n"
+)
 USER_ID = str(RNG.randrange(10**17, 10**19))
 DISCORD = (
     base64.urlsafe_b64encode(USER_ID.encode()).decode().rstrip("=")
@@ -146,6 +158,8 @@ HELD: dict[str, tuple[str, str, str]] = {
     "db_pass": ("assignment", f"DB_PASS={PASSWORD}", PASSWORD),
     "passphrase": ("assignment", f'GPG_PASSPHRASE="{PASSWORD}"', PASSWORD),
     "service_account_escaped": ("private_key", json.dumps({"value": SERVICE_ACCOUNT}), ""),
+    "kubeconfig_client_key": ("private_key", KUBECONFIG, KEY_B64),
+    "secret_in_json_base64": ("private_key", json.dumps({"tls.key": KEY_B64}), KEY_B64),
     "slack_workflow": (
         "slack_webhook",
         "https://hooks.slack.com/workflows/T02QW7RTZ/A05KP3LMN8Q/468813957654827031/"
@@ -248,6 +262,10 @@ PASSES = [
     "postgres://app@db.internal:5432/app",
     "redis://:${REDIS_PASSWORD}@cache:6379",
     "mongodb://<user>:<password>@cluster0.example.net",
+    # base64 of PEM armour: a certificate, the armour alone, inside a longer base64 run
+    "tls.crt: " + b64(CERTIFICATE),
+    "echo LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ== | base64 -d",
+    "data: QUJD" + KEY_B64,
     # Discord-shaped placeholders
     "DISCORD_TOKEN=MTIzNDU2Nzg5MDEyMzQ1Njc4.XXXXXX.XXXXXXXXXXXXXXXXXXXXXXXXXXX",
 ]

@@ -92,7 +92,10 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"|workflows/[TE][A-Za-z0-9_]+/A[A-Za-z0-9_]+/[0-9]+/|triggers/[TE][A-Za-z0-9_]+/[0-9]+/)"
      rb"[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
-    ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
+    # PEM armour, or the armour in base64 (``LS0tLS1CRUdJTi`` is ``-----BEGIN``: a kubeconfig's
+    # ``client-key-data``, a Kubernetes secret's ``tls.key``)
+    ("private_key",
+     rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)|LS0tLS1CRUdJTi[A-Za-z0-9+/]{16}"),
     # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
     # wants 20 characters mixing letters and digits
     ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
@@ -290,6 +293,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return start, stop
         case "private_key":
+            if text[start] == 0x4C:  # ``LS0t…``: base64 of the armour
+                return _base64_pem(text, start)
             after = text[end : end + 80].lstrip()
             if (
                 after.startswith((b"...", b"\xe2\x80\xa6"))
@@ -352,6 +357,25 @@ def _inside_base64(text: bytes, start: int, stop: int) -> bool:
 
 
 _SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+_BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_PEM_PRIVATE = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+
+
+def _base64_pem(text: bytes, start: int) -> tuple[int, int] | None:
+    """A PEM private key written in base64: a run that starts clean (no base64 character before
+    it, so runs never overlap), decodes to the armour and is a key's length (200+ characters:
+    the armour alone, in documentation, is not a key)."""
+    if start > 0 and text[start - 1] in _BASE64_CHARS:
+        return None
+    stop = _token_end(text, start, _BASE64_CHARS, limit=16384)
+    if stop - start < 200:
+        return None
+    try:
+        head = base64.b64decode(text[start : start + 96], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    stop += text[stop : stop + 2].count(b"=") if text[stop : stop + 1] == b"=" else 0
+    return (start, stop) if _PEM_PRIVATE.match(head) else None
 
 
 def _password_ok(password: bytes) -> bool:
@@ -532,6 +556,7 @@ _FORMAT_PREFIXES = (
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
     b"AKCp", b"sq0", b"AC", b"SK", b"A3T", b"CFPAT", b"CLOJARS", b"dp.", b"dt0c01.", b"EAAC",
     b"FLWSECK", b"fio-u-", b"lin_", b"NR", b"PMAK-", b"whsec_", b"amzn.", b"akab", b"sk.", b"xapp",
+    b"LS0tLS1CRUdJTi",
 )  # fmt: skip
 
 
