@@ -160,6 +160,11 @@ HELD: dict[str, tuple[str, str, str]] = {
     "service_account_escaped": ("private_key", json.dumps({"value": SERVICE_ACCOUNT}), ""),
     "kubeconfig_client_key": ("private_key", KUBECONFIG, KEY_B64),
     "secret_in_json_base64": ("private_key", json.dumps({"tls.key": KEY_B64}), KEY_B64),
+    "base64_key_after_an_escape": (
+        "private_key",
+        json.dumps({"out": "wrote key.b64:\n" + KEY_B64 + "\n"}),
+        KEY_B64,
+    ),
     "slack_workflow": (
         "slack_webhook",
         "https://hooks.slack.com/workflows/T02QW7RTZ/A05KP3LMN8Q/468813957654827031/"

@@ -93,9 +93,11 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
     # PEM armour, or the armour in base64 (``LS0tLS1CRUdJTi`` is ``-----BEGIN``: a kubeconfig's
-    # ``client-key-data``, a Kubernetes secret's ``tls.key``)
+    # ``client-key-data``, a Kubernetes secret's ``tls.key``; at a word's start or after a string
+    # escape, so no automaton thread starts inside a base64 run)
     ("private_key",
-     rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)|LS0tLS1CRUdJTi[A-Za-z0-9+/]{16}"),
+     rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"
+     rb"|(?:\b|\\[nrt])LS0tLS1CRUdJTi[A-Za-z0-9+/]{16}"),
     # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
     # wants 20 characters mixing letters and digits
     ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
@@ -293,7 +295,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return start, stop
         case "private_key":
-            if text[start] == 0x4C:  # ``LS0t…``: base64 of the armour
+            if text[start] in b"L\\":  # ``LS0t…``: base64 of the armour
                 return _base64_pem(text, start)
             after = text[end : end + 80].lstrip()
             if (
@@ -365,7 +367,9 @@ def _base64_pem(text: bytes, start: int) -> tuple[int, int] | None:
     """A PEM private key written in base64: a run that starts clean (no base64 character before
     it, so runs never overlap), decodes to the armour and is a key's length (200+ characters:
     the armour alone, in documentation, is not a key)."""
-    if start > 0 and text[start - 1] in _BASE64_CHARS:
+    if text[start] == 0x5C:  # after a ``\\n`` escape
+        start += 2
+    elif start > 0 and text[start - 1] in _BASE64_CHARS:
         return None
     stop = _token_end(text, start, _BASE64_CHARS, limit=16384)
     if stop - start < 200:
@@ -541,7 +545,8 @@ def validate_candidates(
                 if first:
                     break
                 continue
-        clean = kind in _ANYWHERE or _clean_start(text, start)
+        # a match that begins at a string escape (``\\n`` before a prefix) starts a token
+        clean = kind in _ANYWHERE or text[start] == 0x5C or _clean_start(text, start)
         span = _validate(kind, text, start, end, scan) if clean else None
         looked[kind] = span[1] if span is not None else end
         if span is not None:
