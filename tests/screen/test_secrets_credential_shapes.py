@@ -115,6 +115,30 @@ HELD: dict[str, tuple[str, str, str]] = {
         f"Connect-VIServer -Server vc01 -User ops@vsphere.local -Password {PASSWORD}",
         PASSWORD,
     ),
+    "token_as_url_user": (
+        "url_credentials",
+        "GEMFURY_URL=https://" + PASSWORD + rand(ALNUM, 6) + ":@pypi.fury.io/acme/",
+        "",
+    ),
+    "token_option": (
+        "url_credentials",
+        "kubeadm join 10.0.0.1:6443 --token be8dfd.da8a689a46edc282 --discovery-token-unsafe",
+        "be8dfd.da8a689a46edc282",
+    ),
+    "api_key_option": ("url_credentials", "heroku --api-key " + PASSWORD + "Qz81", ""),
+    "token_secret_option": (
+        "url_credentials",
+        "modal token set --token-id ak-"
+        + rand(ALNUM, 22)
+        + " --token-secret as-"
+        + rand(ALNUM, 22),
+        "",
+    ),
+    "bootstrap_token_assignment": (
+        "assignment",
+        "BOOTSTRAP_TOKEN=be8dfd.da8a689a46edc282",
+        "be8dfd.da8a689a46edc282",
+    ),
     "oracle_thin": (
         "url_credentials",
         f"jdbc:oracle:thin:app/{PASSWORD}@//db.internal:1521/ORCL",
@@ -238,6 +262,15 @@ PASSES = [
     "Connect-VIServer -Server vc01 -User administrator@vsphere.local -Password VMware1!",
     "curl -u admin:P@ssw0rd https://api.example.com",
     "run it with --password --verbose",
+    # token options: a variable, a file, a name, stdin, a documentation token, punctuation
+    "vault login --token $VAULT_TOKEN",
+    "kubelet --token-file /var/run/secrets/token",
+    "docker buildx build --secret id=npmrc,src=.npmrc .",
+    "gh auth login --with-token < token.txt",
+    "kubeadm join --tls-bootstrap-token abcdef.1234567890abcdef",
+    "the --token option takes one argument",
+    "a -token .UKhdmQDj5wq3qMHMzzQ4 b",
+    "settings.SECRET_KEY = env.API_KEY",
     # Oracle: the documentation's scott/tiger, no user, a variable
     "jdbc:oracle:thin:scott/tiger@localhost:1521:orcl",
     "jdbc:oracle:thin:@//db:1521/ORCL",

@@ -137,14 +137,15 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # ``redis://:password@host``; unbounded classes keep RE2's automaton small, the validator
     # bounds the lengths); Oracle's thin JDBC ``user/password@``; curl's ``-u`` / ``--user`` /
     # ``--proxy-user`` ``user:password`` (the match stops at the colon: read on below); a
-    # command's ``--password <value>`` (PowerShell's ``-Password``); a .netrc entry (``machine h
+    # command's ``--password <value>`` (PowerShell's ``-Password``; ``--token``, ``--api-key``,
+    # ``--bootstrap-token`` …: a token); a .netrc entry (``machine h
     # login u password p``, JSON-escaped lines too); SQL's ``IDENTIFIED BY '…'`` / ``WITH
     # PASSWORD '…'`` (upper case: "with password 'x'" is prose)
     ("url_credentials",
-     rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"
+     rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]*@[A-Za-z0-9.\[-]"
      rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
      rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"
-     rb"|\s(?i:--?passw(?:or)?d)[ \t]+"
+     rb"|\s(?i:--?(?:[a-z0-9]+-)*(?:passw(?:or)?d|token|secret|api-?key))[ \t]+"
      rb"|(?i:(?:\b|\\[nrt])machine(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+login(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+password)"
      rb"(?:\s|\\[nrt])+"
      rb"|(?:(?i:\bidentified(?:\s+with\s+[a-z0-9_]+)?\s+by)"
@@ -314,9 +315,12 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
             password = text[colon + 1 : at]
-            if colon - start > 67 or len(password) > 128 or not _password_ok(password):
+            if colon - start > 67 or len(password) > 128:
                 return None
-            return colon + 1, at
+            if not password:  # ``https://<token>:@host``: an API token as the user (Gemfury)
+                user = text[start + 3 : colon]
+                return (start + 3, colon) if _random_looking(user, min_len=16, bits=3.2) else None
+            return (colon + 1, at) if _password_ok(password) else None
         case "auth_header" | "bearer":
             vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
             while vstart < len(text) and text[vstart] in b" \t":
@@ -434,11 +438,13 @@ def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if first not in b" \t\r\n\x0b\x0c":  # SQL's ``BY '``: from the string's opening quote
         vstart, vend = _value_at(text, end - 1)
         return (vstart, vend) if _password_ok(text[vstart:vend]) else None
-    if text[end - 1] != 0x3A:  # ``--password <value>``: not a flag, a variable or a call
+    if text[end - 1] != 0x3A:  # ``--password <value>``, ``--token <value>``
         vstart, vend = _value_at(text, end)
         value = text[vstart:vend]
-        if value[:1] == b"-" or any(c in value for c in b"([{}$") or _alnum_kinds(value) < 2:
-            return None
+        if not value[:1].isalnum() or any(c in value for c in b"([{}$") or _alnum_kinds(value) < 2:
+            return None  # a flag, punctuation, a variable or a call
+        if b"passw" not in text[start:end].lower():  # ``--token``, ``--api-key``: a token
+            return (vstart, vend) if _random_looking(value, min_len=16) else None
         return (vstart, vend) if _password_ok(value) else None
     if not _on_curl_line(text, start):
         return None
@@ -489,9 +495,14 @@ _BENIGN_KEY = re.compile(
 _MIN_MAX = re.compile(rb"(?<![A-Za-z])(?:max|min|Max|Min|MAX|MIN)|(?<=[a-z])(?:Max|Min)")
 
 
+_BOOTSTRAP_TOKEN = re.compile(rb"[a-z0-9]{6}\.[a-z0-9]{16}")
+
+
 def _dotted_name(value: bytes) -> bool:
     """``settings.SECRET_KEY``, ``env.API_KEY``, ``!!r.withCredentials`` (minified code's
     boolean of a property): a reference, not a value."""
+    if _BOOTSTRAP_TOKEN.fullmatch(value) is not None:
+        return False  # a Kubernetes bootstrap token, ``<6>.<16>`` in lower case and digits
     parts = value.lstrip(b"!").split(b".")
     return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
 
