@@ -134,13 +134,13 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
     # a password beside its user: scheme://user:password@host (the user may be empty,
-    # ``redis://:password@host``; unbounded classes keep RE2's automaton small, the validator
-    # bounds the lengths); Oracle's thin JDBC ``user/password@``; curl's ``-u`` / ``--user`` /
-    # ``--proxy-user`` ``user:password`` (the match stops at the colon: read on below); a
-    # command's ``--password <value>`` (PowerShell's ``-Password``; ``--token``, ``--api-key``,
-    # ``--bootstrap-token`` …: a token); a .netrc entry (``machine h
-    # login u password p``, JSON-escaped lines too); SQL's ``IDENTIFIED BY '…'`` / ``WITH
-    # PASSWORD '…'`` (upper case: "with password 'x'" is prose)
+    # ``redis://:password@host``, or a token with no password, ``https://<token>:@host``;
+    # unbounded classes keep RE2's automaton small, the validator bounds the lengths); Oracle's
+    # thin JDBC ``user/password@``; curl's ``-u`` / ``--user`` / ``--proxy-user``
+    # ``user:password`` (the match stops at the colon: read on below); a command's ``--password
+    # <value>`` (PowerShell's ``-Password``) or ``--token`` / ``--api-key`` / ``--bootstrap-token``
+    # … value; a .netrc entry (``machine h login u password p``, JSON-escaped lines too); SQL's
+    # ``IDENTIFIED BY '…'`` / ``WITH PASSWORD '…'`` (upper case: "with password 'x'" is prose)
     ("url_credentials",
      rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]*@[A-Za-z0-9.\[-]"
      rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
@@ -310,7 +310,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
         case "url_credentials":
-            if text[start] != 0x3A:  # not ``://``: Oracle's JDBC string or a curl option
+            if text[start] != 0x3A:  # not ``://``: one of the login shapes
                 return _login_pair(text, start, end)
             colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
@@ -428,6 +428,7 @@ def _login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
 
 
 def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The secret's span for each login shape, told apart by the match's first byte."""
     first = text[start]
     if first == 0x6A:  # ``jdbc:oracle:thin:``
         slash = text.index(b"/", start + 17)
