@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from screen_sources import BENIGN_SOURCES, PACKAGES  # noqa: E402
 from screen_sources import OUT as SOURCES  # noqa: E402
+from screen_sources_api import API_SOURCES  # noqa: E402
 from screen_synth import generate as synthesize  # noqa: E402
 
 GENERATED = ROOT / "benchmarks" / "data" / "screen_corpus.jsonl"
@@ -226,7 +227,11 @@ def main() -> None:
 
     train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
     train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
-    items = [i for i in _load(SOURCES) if i["split"] == "train"]
+    # Replies recorded against public APIs are a precision check on the train side, never fitted
+    # on: fitting on them was tried and rejected (docs/claims.md, "API replies as benign
+    # training"); the shipped weights were fitted without them.
+    train_sources -= API_SOURCES.keys()
+    items = [i for i in _load(SOURCES) if i["split"] == "train" and i["source"] in train_sources]
     assert all(i["source"] in train_sources for i in items)
     validate = [i for i in items if i["source"] == args.validate]
     items = [i for i in items if i["source"] != args.validate]
@@ -313,7 +318,7 @@ def main() -> None:
         "packages": {
             n: {"pin": p, "licence": lic} for n, (p, lic, s) in PACKAGES.items() if s == "train"
         },
-        "benign_sources": {n: lic for n, (lic, s) in BENIGN_SOURCES.items() if s == "train"},
+        "benign_sources": {n: lic for n, (lic, _) in BENIGN_SOURCES.items() if n in train_sources},
         "generated": "benchmarks/data/screen_corpus.jsonl, tune split (fak's own generator); "
         "benchmarks/screen_synth.py (composed here, ten languages)",
         "items": len(items) + len(generated),
