@@ -205,7 +205,9 @@ def main() -> None:
     parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
     parser.add_argument("--keep", type=int, default=40000, help="weights kept (largest first)")
     parser.add_argument("--own-only", action="store_true", help="positives: injection text only")
-    parser.add_argument("--min-logit", type=float, default=1.0, help="decision logit at least")
+    parser.add_argument(
+        "--min-logit", type=float, default=2.4, help="decision logit at least (the shipped: 2.4)"
+    )
     parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
     parser.add_argument(
         "--ensemble", type=float, default=0.5, help="share of the words-free model in the mix"
