@@ -41,9 +41,8 @@ from fak.screen.intent import WINDOW, context, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from screen_sources import BENIGN_SOURCES, PACKAGES  # noqa: E402
+from screen_sources import BENIGN_SOURCES, CHECK_ONLY, PACKAGES  # noqa: E402
 from screen_sources import OUT as SOURCES  # noqa: E402
-from screen_sources_api import API_SOURCES  # noqa: E402
 from screen_synth import generate as synthesize  # noqa: E402
 
 GENERATED = ROOT / "benchmarks" / "data" / "screen_corpus.jsonl"
@@ -229,10 +228,9 @@ def main() -> None:
 
     train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
     train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
-    # Replies recorded against public APIs are a precision check on the train side, never fitted
-    # on: fitting on them was tried and rejected (docs/claims.md, "API replies as benign
-    # training"); the shipped weights were fitted without them.
-    train_sources -= API_SOURCES.keys()
+    # train-side precision checks, never fitted on (``screen_sources.CHECK_ONLY``): the recorded
+    # API replies (fitting on them was tried and rejected, docs/claims.md) and the changelogs
+    train_sources -= CHECK_ONLY
     items = [i for i in _load(SOURCES) if i["split"] == "train" and i["source"] in train_sources]
     assert all(i["source"] in train_sources for i in items)
     validate = [i for i in items if i["source"] == args.validate]
