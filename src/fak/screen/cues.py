@@ -26,8 +26,6 @@ _PREV = rb"(?:previous|prior|preceding|above|earlier|original|initial|old|all|an
 _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rules|guidelines|commands|task|orders)"
 
 
-# (family, weight, RE2 source). English alternatives are case-insensitive; other languages are
-# written in the case they are used in (Latin-1 mode must not case-fold UTF-8 bytes).
 REQUESTS: tuple[bytes, ...] = (
     rb"\b(?:Generate|Write|Output|Print|Create|List|Provide|Explain|Describe|Detail|Give|Tell|Show|Send|Forward|Execute|Fill|Respond|Answer|Reply|Repeat|Translate|Summari[sz]e|Rate|Solve|Confirm|Ignore|Disregard|Forget|Reveal|Display|Share|Upload|Visit|Click|Insert|Elucidate|Delineate|Compose|Draft|Produce|Include|Add|Run|Call|Open|Delete|Continue|Complete|Post)[ \t]+",
     rb"(?i:\b(?:can|could|would|will) you\b|\bi (?:want|need|would like|require|expect)\b|\byour (?:own |real |true |actual |current |internal |hidden |full |complete |original |operational )?(?:configuration|config|persona|context|settings|parameters|capabilities|training|memory|tools|limitations|programming|creators?|identity)\b|\b(?:before|prior to) (?:modifying|making|editing|changing|proceeding|continuing|responding|answering|replying)\b)",
@@ -35,6 +33,8 @@ REQUESTS: tuple[bytes, ...] = (
 """Requests made of a reader, as candidates (see the comment where ``CUES`` holds them). A
 window that only these selected needs a stronger logit (``intent.REQUEST_PRIOR``)."""
 
+# (family, weight, RE2 source). English alternatives are case-insensitive; other languages are
+# written in the case they are used in (Latin-1 mode must not case-fold UTF-8 bytes).
 CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # overriding what came before
     (Cue.OVERRIDE, 1.0, rb"(?i:\b(?:ignore|disregard|forget|override|skip|drop|abandon)\s+(?:all\s+|any\s+|of\s+)?(?:" + _PREV + rb"\s+){1,3}" + _INSTR + rb")"),
@@ -123,7 +123,7 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # about, "before making changes". Everyday prose and docs share them, so they only mark a
     # window (at most ``intent.WEAK_BUDGET`` of them a body). Each ends before the next word:
     # the scan keeps one of overlapping matches, and a candidate must not hide a scoring cue
-    # that starts inside it (pinned by a test over the train corpus' weighted cues)
+    # that starts inside it (a test pins it; every train item's weighted cues are unchanged)
     *((Cue.CANDIDATE, 0.0, request) for request in REQUESTS),
     (Cue.CANDIDATE, 0.0,
      "(?:\\b(?:[Ii]gnorez|[Oo]ubliez?|[Ii]gnoriere|[Vv]ergiss|[Ii]gnora|[Oo]lvida|[Ee]squeça|[Dd]imentica)\\b|(?:И|и)гнорируй|(?:З|з)абудь"
