@@ -121,7 +121,8 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # requests made of a reader: a capitalised imperative (a verb of producing, telling,
     # sending or doing), "could you", "I want / need", the reader's own configuration asked
     # about, "before making changes". Everyday prose and docs share them, so they only mark a
-    # window (at most ``intent.WEAK_BUDGET`` of them a body). Each ends before the next word:
+    # window, within the body's window budget, which must then clear the threshold plus
+    # ``intent.REQUEST_PRIOR`` when nothing else selected it. Each ends before the next word:
     # the scan keeps one of overlapping matches, and a candidate must not hide a scoring cue
     # that starts inside it (a test pins it; every train item's weighted cues are unchanged)
     *((Cue.CANDIDATE, 0.0, request) for request in REQUESTS),
