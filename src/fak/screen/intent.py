@@ -574,14 +574,16 @@ def _judge(
         logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
         if shared is not None:
             shared.windows[window, orders] = (model, logit)
+    if logit == -math.inf:
+        return None
+    prior = REQUEST_PRIOR if all(_REQUEST.fullmatch(data[s:e]) for s, e in group) else 0.0
     # the body around the window: a few byte counts, added to the (shared) window's own logit;
     # when no context weight is positive, context only lowers a logit: read it only for a hit
     get = model.weights.get
     lifts = any(get(k, 0.0) > 0 for k in CONTEXT_FEATURES)
-    if logit > -math.inf and (lifts or logit >= cut) and (around := context(data, lo, hi)):
+    if (lifts or logit - prior >= cut) and (around := context(data, lo, hi)):
         logit += sum(get(k, 0.0) * v for k, v in around.items())
-    if logit > -math.inf and all(_REQUEST.fullmatch(data[s:e]) for s, e in group):
-        logit -= REQUEST_PRIOR
+    logit -= prior
     if logit < cut:
         return None
     return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))
