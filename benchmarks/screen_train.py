@@ -41,7 +41,7 @@ from fak.screen.intent import WINDOW, context, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from screen_sources import BENIGN_SOURCES, PACKAGES  # noqa: E402
+from screen_sources import BENIGN_SOURCES, CHECK_ONLY, PACKAGES  # noqa: E402
 from screen_sources import OUT as SOURCES  # noqa: E402
 from screen_synth import generate as synthesize  # noqa: E402
 
@@ -204,7 +204,9 @@ def main() -> None:
     parser.add_argument("--synth", type=int, default=6000, help="generated pairs (screen_synth)")
     parser.add_argument("--keep", type=int, default=40000, help="weights kept (largest first)")
     parser.add_argument("--own-only", action="store_true", help="positives: injection text only")
-    parser.add_argument("--min-logit", type=float, default=1.0, help="decision logit at least")
+    parser.add_argument(
+        "--min-logit", type=float, default=2.4, help="decision logit at least (the shipped: 2.4)"
+    )
     parser.add_argument("--max-positive", type=int, default=3, help="positive windows per item")
     parser.add_argument(
         "--ensemble", type=float, default=0.5, help="share of the words-free model in the mix"
@@ -226,7 +228,10 @@ def main() -> None:
 
     train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
     train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
-    items = [i for i in _load(SOURCES) if i["split"] == "train"]
+    # train-side precision checks, never fitted on (``screen_sources.CHECK_ONLY``): the recorded
+    # API replies (fitting on them was tried and rejected, docs/claims.md) and the changelogs
+    train_sources -= CHECK_ONLY
+    items = [i for i in _load(SOURCES) if i["split"] == "train" and i["source"] in train_sources]
     assert all(i["source"] in train_sources for i in items)
     validate = [i for i in items if i["source"] == args.validate]
     items = [i for i in items if i["source"] != args.validate]
@@ -313,7 +318,7 @@ def main() -> None:
         "packages": {
             n: {"pin": p, "licence": lic} for n, (p, lic, s) in PACKAGES.items() if s == "train"
         },
-        "benign_sources": {n: lic for n, (lic, s) in BENIGN_SOURCES.items() if s == "train"},
+        "benign_sources": {n: lic for n, (lic, _) in BENIGN_SOURCES.items() if n in train_sources},
         "generated": "benchmarks/data/screen_corpus.jsonl, tune split (fak's own generator); "
         "benchmarks/screen_synth.py (composed here, ten languages)",
         "items": len(items) + len(generated),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from fak.screen.cue_families import Cue
 from fak.screen.cues_world import WORLD_CUES
 
-__all__ = ["CUES", "Cue"]
+__all__ = ["CUES", "REQUESTS", "Cue"]
 
 
 _AI = rb"(?:ai|a\.i\.|assistant|agent|llm|language model|model|chatbot|bot|gpt|chatgpt|claude|gemini|copilot|llama)"
@@ -25,6 +25,13 @@ _AI_ONLY = rb"(?:ai|a\.i\.|llm|language model|chatbot|gpt|chatgpt|claude|gemini|
 _PREV = rb"(?:previous|prior|preceding|above|earlier|original|initial|old|all|any|your|the|system)"
 _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rules|guidelines|commands|task|orders)"
 
+
+REQUESTS: tuple[bytes, ...] = (
+    rb"\b(?:Generate|Write|Output|Print|Create|List|Provide|Explain|Describe|Detail|Give|Tell|Show|Send|Forward|Execute|Fill|Respond|Answer|Reply|Repeat|Translate|Summari[sz]e|Rate|Solve|Confirm|Ignore|Disregard|Forget|Reveal|Display|Share|Upload|Visit|Click|Insert|Elucidate|Delineate|Compose|Draft|Produce|Include|Add|Run|Call|Open|Delete|Continue|Complete|Post)[ \t]+",
+    rb"(?i:\b(?:can|could|would|will) you\b|\bi (?:want|need|would like|require|expect)\b|\byour (?:own |real |true |actual |current |internal |hidden |full |complete |original |operational )?(?:configuration|config|persona|context|settings|parameters|capabilities|training|memory|tools|limitations|programming|creators?|identity)\b|\b(?:before|prior to) (?:modifying|making|editing|changing|proceeding|continuing|responding|answering|replying)\b)",
+)  # fmt: skip
+"""Requests made of a reader, as candidates (see the comment where ``CUES`` holds them). A
+window that only these selected needs a stronger logit (``intent.REQUEST_PRIOR``)."""
 
 # (family, weight, RE2 source). English alternatives are case-insensitive; other languages are
 # written in the case they are used in (Latin-1 mode must not case-fold UTF-8 bytes).
@@ -111,6 +118,14 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # window for the intent model, which decides
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:ignore|ignoring|disregard|forget|override)\s+(?:all|any|the|your|every|previous|prior|above|earlier|this|these|those|that|what|everything|rules|instructions|safety|it|them)\b|\binstructions?\b|\byou will now\b|\b(?:pose|behave|respond|answer|reply) as\b|\bno (?:restrictions|limits|filters|rules|limitations)\b|\byour (?:first|next|second|new|only) (?:response|answer|reply|task)\b|\byou (?:must|should|will|need to|have to|are (?:now|to|required|allowed))\b|\b(?:print|say|output|write|respond|reply|answer|repeat|include|return|state)\s+(?:only\s+|exactly\s+|just\s+|the (?:following|phrase|text|word)s?\s*:?\s*)?[\"'<\[]|\b(?:debug|test|testing|training|developer|admin|maintenance|god|safe|evaluation|audit) mode\b|\bsystem (?:note|notice|update|instructions?|override)\b|\bpwned\b|\b(?:please|kindly)\s+(?:do|execute|perform|run|complete|follow|carry out|proceed)\b|\b(?:do|perform|complete|execute|follow) the following\b|\byour (?:task|job|mission|assignment|goal|objective)\b|\b(?:you've|you have) been (?:assigned|given|asked|instructed|tasked)\b|\b(?:tell|give|show) me\b)"),
     (Cue.CANDIDATE, 0.0, rb"\b(?:IMPORTANT|URGENT|ATTENTION|NEW TASK|NOTE TO)\b"),
+    # requests made of a reader: a capitalised imperative (a verb of producing, telling,
+    # sending or doing), "could you", "I want / need", the reader's own configuration asked
+    # about, "before making changes". Everyday prose and docs share them, so they only mark a
+    # window, within the body's window budget, which must then clear the threshold plus
+    # ``intent.REQUEST_PRIOR`` when nothing else selected it. Each ends before the next word:
+    # the scan keeps one of overlapping matches, and a candidate must not hide a scoring cue
+    # that starts inside it (a test pins it; every train item's weighted cues are unchanged)
+    *((Cue.CANDIDATE, 0.0, request) for request in REQUESTS),
     (Cue.CANDIDATE, 0.0,
      "(?:\\b(?:[Ii]gnorez|[Oo]ubliez?|[Ii]gnoriere|[Vv]ergiss|[Ii]gnora|[Oo]lvida|[Ee]squeça|[Dd]imentica)\\b|(?:И|и)гнорируй|(?:З|з)абудь"
      "|忽略|无视|忘记|無視|忘れ|무시|잊어|instructions précédentes|Anweisungen|instrucciones|instruções|istruzioni|инструкци)".encode()),

@@ -33,6 +33,7 @@ from importlib import resources
 
 import re2
 
+from fak.screen.cues import REQUESTS
 from fak.screen.scope import current
 
 __all__ = [
@@ -487,6 +488,13 @@ _CANDIDATE_WEIGHT = 0.3  # a weight-0 candidate cue counts this much when window
 FLOOR = 0.3
 """A window is read when its cues weigh at least this much: one candidate cue (an order-giving
 shape, see ``fak.screen.injection``) or one weak cue is enough; the budget bounds the cost."""
+REQUEST_PRIOR = 2.6
+"""Subtracted from the logit of a window that only requests made of a reader selected
+(``fak.screen.cues.REQUESTS``: "Generate …", "could you", "I want"): people ask people for
+things in everyday text, so such a window must read as an order more strongly (2.4 + 2.6 = 5.0
+at the shipped threshold). Chosen on the train split: the train benign holds those windows add
+fall from 10 to 1 (``benchmarks/screen_quality.py --by-source``)."""
+_REQUEST = re2.compile(b"(?:" + b"|".join(REQUESTS) + b")")
 WEAK = 0.5
 WEAK_BUDGET = 2
 """A window whose cues weigh less than ``WEAK`` is read only if it holds a candidate cue (a lone
@@ -566,12 +574,16 @@ def _judge(
         logit = model.logit(window.decode("utf-8", errors="ignore"), orders=orders)
         if shared is not None:
             shared.windows[window, orders] = (model, logit)
+    if logit == -math.inf:
+        return None
+    prior = REQUEST_PRIOR if all(_REQUEST.fullmatch(data[s:e]) for s, e in group) else 0.0
     # the body around the window: a few byte counts, added to the (shared) window's own logit;
     # when no context weight is positive, context only lowers a logit: read it only for a hit
     get = model.weights.get
     lifts = any(get(k, 0.0) > 0 for k in CONTEXT_FEATURES)
-    if logit > -math.inf and (lifts or logit >= cut) and (around := context(data, lo, hi)):
+    if (lifts or logit - prior >= cut) and (around := context(data, lo, hi)):
         logit += sum(get(k, 0.0) * v for k, v in around.items())
+    logit -= prior
     if logit < cut:
         return None
     return IntentHit(round(logit, 3), group[0][0], max(end for _, end in group))

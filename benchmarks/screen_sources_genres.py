@@ -1,0 +1,93 @@
+"""Benign text in a genre the other train sources lack: project changelogs.
+
+A changelog is written in short imperative lines ("Add support for …", "Fix …", "Drop …",
+"Use …") by people addressing other people: exactly what an intent reader must not take for an
+order to the model. The other train benign sources hold READMEs, docs, docstrings, source and
+translated man pages, but no changelog (Debian's are held out), so a train-side check could not
+see what a change costs on that genre. ``install`` downloads the pinned sdists of 22 projects
+whose names start a-m (the train half of the alphabet the package sources use) from PyPI
+(``pip download --no-binary``; nothing is installed or imported), and ``benign_changelogs``
+reads each project's top-level changelog (CHANGES / CHANGELOG / NEWS / HISTORY, the shallowest
+one) and cuts it into tool-result-sized pieces.
+
+The source is a check, not training data: ``benchmarks/screen_train.py`` does not fit on it
+(``CHECK_ONLY``), so adding it leaves the shipped weights what the script makes.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS_SDIST = ROOT / "benchmarks" / "results" / "corpus-sdist"  # git-ignored
+
+CHANGELOG_PINS = (
+    "aiohttp==3.9.5", "arrow==1.3.0", "attrs==23.2.0", "babel==2.15.0",
+    "beautifulsoup4==4.12.3", "black==24.4.2", "blinker==1.8.2", "click==8.1.7",
+    "coverage==7.5.3", "decorator==5.1.1", "execnet==2.1.1", "flask==3.0.3", "httpx==0.27.0",
+    "idna==3.7", "isort==5.13.2", "itsdangerous==2.2.0", "jinja2==3.1.4",
+    "jsonschema==4.22.0", "lxml==5.2.2", "markdown==3.6", "markupsafe==2.1.5", "mock==5.1.0",
+)  # fmt: skip
+"""Each project's own licence (BSD, MIT, Apache-2.0, PSF): read at benchmark time, not
+committed."""
+
+GENRE_BENIGN = {
+    "changelogs-a-m": ("changelogs in the sdists of 22 projects a-m, each one's licence", "train")
+}
+PER_PROJECT = 12
+"""Pieces read per changelog (a seeded sample of its pieces)."""
+
+_NAME = re.compile(r"(?i)(?:changes|changelog|news|history)(?:\.(?:rst|md|txt))?")
+
+
+def _sdist(pin: str) -> Path | None:
+    """The downloaded sdist of ``name==version`` (PyPI normalises file names' case)."""
+    name, version = pin.split("==")
+    wanted = f"{name}-{version}.tar.gz".lower().replace("_", "-")
+    for path in CORPUS_SDIST.glob("*.tar.gz"):
+        if path.name.lower().replace("_", "-") == wanted:
+            return path
+    return None
+
+
+def install() -> None:
+    """The pinned sdists, downloaded (not installed) from PyPI."""
+    CORPUS_SDIST.mkdir(parents=True, exist_ok=True)
+    missing = [pin for pin in CHANGELOG_PINS if _sdist(pin) is None]
+    if missing:
+        pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"]
+        subprocess.run([*pip, "-d", str(CORPUS_SDIST), *missing], check=True)
+
+
+def changelog(tar: tarfile.TarFile) -> str:
+    """The sdist's shallowest changelog file, as text ("" when it has none)."""
+    names = [m for m in tar.getmembers() if m.isfile() and _NAME.fullmatch(Path(m.name).name)]
+    if not names:
+        return ""
+    member = min(names, key=lambda m: (m.name.count("/"), m.name))
+    handle = tar.extractfile(member)
+    return "" if handle is None else handle.read().decode("utf-8", errors="ignore")
+
+
+def benign_changelogs(
+    chunks: Callable[[str, random.Random], Iterator[str]],
+) -> Iterator[tuple[str, str]]:
+    """(source, piece): ``PER_PROJECT`` pieces of each pinned project's changelog, cut by
+    ``chunks`` (the by-source corpus's cutter)."""
+    if any(_sdist(pin) is None for pin in CHANGELOG_PINS):
+        install()
+    for pin in CHANGELOG_PINS:
+        path = _sdist(pin)
+        assert path is not None, pin
+        with tarfile.open(path) as tar:
+            text = changelog(tar)
+        rng = random.Random(f"changelog:{pin}")
+        pieces = list(chunks(text, rng))
+        for piece in rng.sample(pieces, min(len(pieces), PER_PROJECT)):
+            yield "changelogs-a-m", piece

@@ -1,0 +1,84 @@
+"""The changelog source's pure parts: which file of an sdist is its changelog, and the train-side
+sources the intent model's trainer never fits on."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import random
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _module(name: str) -> ModuleType:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.fixture(scope="module")
+def genres() -> ModuleType:
+    return _module("screen_sources_genres")
+
+
+def _tar(files: dict[str, bytes]) -> tarfile.TarFile:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return tarfile.open(fileobj=buf)
+
+
+def test_the_shallowest_changelog_is_read_and_workflows_are_not(genres: ModuleType) -> None:
+    tar = _tar(
+        {
+            "proj-1.0/.github/workflows/changelog.yml": b"on: push",
+            "proj-1.0/docs/changes.rst": b"see CHANGES.rst",
+            "proj-1.0/CHANGES.rst": b"Version 1.0\n-----------\n\n- Add a flag.\n",
+            "proj-1.0/src/proj/history.py": b"x = 1",
+        }
+    )
+    assert genres.changelog(tar).startswith("Version 1.0")
+
+
+def test_an_sdist_without_a_changelog_gives_nothing(genres: ModuleType) -> None:
+    assert genres.changelog(_tar({"proj-1.0/README.md": b"# proj"})) == ""
+
+
+def test_pieces_are_a_seeded_sample_per_project(
+    genres: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(genres, "CHANGELOG_PINS", ("proj==1.0",))
+    monkeypatch.setattr(genres, "CORPUS_SDIST", tmp_path)
+    data = "".join(f"- Change number {n}.\n" for n in range(400)).encode()
+    with tarfile.open(tmp_path / "proj-1.0.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("proj-1.0/NEWS")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+    def lines(text: str, _rng: random.Random) -> Iterator[str]:
+        yield from text.splitlines()
+
+    first = list(genres.benign_changelogs(lines))
+    assert len(first) == genres.PER_PROJECT
+    assert {source for source, _ in first} == {"changelogs-a-m"}
+    assert first == list(genres.benign_changelogs(lines))
+
+
+def test_the_trainer_never_fits_on_the_check_only_sources() -> None:
+    sources = _module("screen_sources")
+    assert {"api-github", "api-reddit", "changelogs-a-m"} <= sources.CHECK_ONLY
+    assert "api-mastodon" not in sources.CHECK_ONLY  # held out: never read by the trainer at all
+    assert all(sources.BENIGN_SOURCES[name][1] == "train" for name in sources.CHECK_ONLY)
