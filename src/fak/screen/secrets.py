@@ -3,25 +3,35 @@
 One RE2 pass (Latin-1 mode, linear, no backtracking) finds every place a credential format could
 start; each candidate is then validated in Python on a bounded window: fixed prefixes and
 lengths, alphabets, GitHub's CRC32 tail, a JWT header that decodes to JSON naming an ``alg``,
-PEM armour around a private key, URL user-info passwords, and an entropy test for generic
-``api_key=`` / ``secret:`` / ``Authorization: Bearer`` assignments. Documentation placeholders
-and masked values (``sk-...``, ``<YOUR_KEY>``, ``xxxx``, ``AKIAIOSFODNN7EXAMPLE``, ``${VAR}``)
-are not secrets. Pure; a hit carries a byte span, never the bytes.
+PEM armour around a private key, a password beside its user (URL user-info, curl's ``-u``,
+.netrc, SQL, npm's base64 ``_auth``), and an entropy test for generic ``api_key=`` /
+``secret:`` / ``Authorization: Bearer`` assignments. Documentation placeholders and masked
+values (``sk-...``, ``<YOUR_KEY>``, ``xxxx``, ``AKIAIOSFODNN7EXAMPLE``, ``${VAR}``) are not
+secrets. How a value is judged lives in ``fak.screen.secret_values``; vendor tokens are judged
+in ``fak.screen.secret_vendors``. Pure; a hit carries a byte span, never the bytes.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import re2
 
-from fak.screen.secret_prefixes import PREFIXED, PREFIXED_AT, PREFIXED_RE2
+from fak.screen.secret_prefixes import PREFIXED_AT, PREFIXED_RE2
+from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
+from fak.screen.secret_values import alnum_kinds as _alnum_kinds
+from fak.screen.secret_values import char_classes as _classes
+from fak.screen.secret_values import clean_start as _clean_start
+from fak.screen.secret_values import entropy as _entropy
+from fak.screen.secret_values import is_placeholder
+from fak.screen.secret_values import random_looking as _random_looking
+from fak.screen.secret_values import token_end as _token_end
+from fak.screen.secret_values import value_at as _value_at
+from fak.screen.secret_vendors import vendor_token as _vendor_token
 from fak.screen.tokens import BIG_DFA, compile_latin1
 
 __all__ = [
@@ -48,6 +58,17 @@ class SecretHit:
 
 _B62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+# The words that make a key secret-named (RE2 and ``re`` read them alike)
+_SECRET_WORDS = (
+    rb"api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
+    rb"|token|private[_-]?key|credential"
+    # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
+    rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key"
+    # a passphrase; ``_PASS`` ending an environment variable's name (``DB_PASS``, ``SMTP_PASS``;
+    # upper case only: ``pass`` / ``p90_pass`` in code are booleans; not ``DB_PASS_FILE``)
+    rb"|passphrase|(?-i:_PASS)\b"
+)
+
 # (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
 # Lengths are minimums: the validators read the whole token from the match on.
 _FORMATS: tuple[tuple[str, bytes], ...] = (
@@ -64,10 +85,19 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("google_api_key", rb"AIza[0-9A-Za-z_-]{35}"),
     ("stripe_key", rb"[rs]k_(?:live|test|prod)_[0-9A-Za-z]{24}"),
     ("slack_token", rb"(?:xox[abposrecd]|xapp)-[0-9A-Za-z-]{10}"),  # c, d: session tokens
+    # incoming webhooks, and Workflow Builder's webhooks (``workflows/``) and triggers
+    # (``triggers/<team>/<trigger id>/<secret>``): whoever holds the URL can post or run the flow
     ("slack_webhook",
-     rb"hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{20}"),
+     rb"hooks\.slack\.com/(?:services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/"
+     rb"|workflows/[TE][A-Za-z0-9_]+/A[A-Za-z0-9_]+/[0-9]+/|triggers/[TE][A-Za-z0-9_]+/[0-9]+/)"
+     rb"[A-Za-z0-9_]{20}"),
     ("jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16}"),
-    ("private_key", rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"),
+    # PEM armour, or the armour in base64 (``LS0tLS1CRUdJTi`` is ``-----BEGIN``: a kubeconfig's
+    # ``client-key-data``, a Kubernetes secret's ``tls.key``; at a word's start or after a string
+    # escape, so no automaton thread starts inside a base64 run)
+    ("private_key",
+     rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"
+     rb"|(?:\b|\\[nrt])LS0tLS1CRUdJTi[A-Za-z0-9+/]{16}"),
     # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
     # wants 20 characters mixing letters and digits
     ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
@@ -95,29 +125,44 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      + PREFIXED_RE2  # llm-guard's, trufflehog3's and betterleaks' prefixes (issue 25)
      + rb")[A-Za-z0-9_.=+/-]{12}"
      rb"|(?:\.atlasv1\.|:APA91b)[A-Za-z0-9_.=+/-]{12}"
+     # Discord bot tokens: the bot's user id (17-20 digits) in base64, a timestamp, an HMAC
+     rb"|(?:\b|\\[nrt])[MNO][DTjz][A-Za-z0-9_-]{21,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"
      # Azure's identifiable keys: a service's signature at a fixed offset (read back)
      rb"|(?:JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM)[A-Za-z0-9+/_-]{5}"
      rb"|[78]Q~[A-Za-z0-9._~-]{12}"
      rb"|(?:discord(?:app)?\.com/api/webhooks/[0-9]+/|hooks\.zapier\.com/hooks/catch/[0-9]+/"
      rb"|outlook\.office\.com/webhook/|webhook\.office\.com/webhookb2/)[A-Za-z0-9_@-]{6}"
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
-    # scheme://user:password@host — the password is judged below
-    # scheme://user:password@host; unbounded classes keep RE2's automaton small, the validator
-    # bounds the lengths
-    # the user may be empty (``redis://:password@host``)
-    ("url_credentials", rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]+@[A-Za-z0-9.\[-]"),
+    # a password beside its user: scheme://user:password@host (the user may be empty,
+    # ``redis://:password@host``, or a token with no password, ``https://<token>:@host``;
+    # unbounded classes keep RE2's automaton small, the validator bounds the lengths); Oracle's
+    # thin JDBC ``user/password@``; curl's ``-u`` / ``--user`` / ``--proxy-user``
+    # ``user:password`` (the match stops at the colon: read on below); a command's ``--password
+    # <value>`` (PowerShell's ``-Password``) or ``--token`` / ``--api-key`` / ``--bootstrap-token``
+    # … value; a .netrc entry (``machine h login u password p``, JSON-escaped lines too); SQL's
+    # ``IDENTIFIED BY '…'`` / ``WITH PASSWORD '…'`` (upper case: "with password 'x'" is prose)
+    ("url_credentials",
+     rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]*@[A-Za-z0-9.\[-]"
+     rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
+     rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"
+     rb"|\s(?i:--?(?:[a-z0-9]+-)*(?:passw(?:or)?d|token|secret|api-?key))[ \t]+"
+     rb"|(?i:(?:\b|\\[nrt])machine(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+login(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+password)"
+     rb"(?:\s|\\[nrt])+"
+     rb"|(?:(?i:\bidentified(?:\s+with\s+[a-z0-9_]+)?\s+by)"
+     rb"|\bWITH\s+(?:LOGIN\s+)?(?:ENCRYPTED\s+)?PASSWORD)\s+\\?'"),
     # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``, Okta's ``SSWS``, DeepL's
+    # the header as a line, a JSON member or a dict item (``"Authorization": "Basic …"``,
+    # ``headers['Authorization'] = '…'``, escaped in a JSON string too)
     ("auth_header",
-     rb"(?i:authorization\s*[:=]\s*[\"']?"
+     rb"(?i:authorization\\?[\"']?\]?\s*[:=]\s*\\?[\"']?"
      rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
-    # a secret-named key assigned a value: KEY=..., "key": "...", key: ...
+    # a secret-named key assigned a value: KEY=..., "key": "...", key: ...; npm's ``_auth``
+    # (a word of its own: ``SERVICE_AUTH=`` must not hide a key named in its value) and a
+    # Docker config's ``"auth"`` (both base64 ``user:password``)
     (
         "assignment",
-        rb"(?i:(?:api[_-]?key|apikey|secret|passw(?:or)?d|passwd|pwd|access[_-]?key"
-        rb"|token|private[_-]?key|credential"
-        # WireGuard's pre-shared key, ASP.NET's machine keys, Rails' master key
-        rb"|preshared[_-]?key|validationkey|decryptionkey|master[_-]?key)"
+        rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
         rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
     ),
 )  # fmt: skip
@@ -127,97 +172,6 @@ SECRET_PREFILTER: bytes = b"|".join(b"(" + src + b")" for _, src in _FORMATS)
 """RE2 source (Latin-1): matches wherever a credential format could start (one group each)."""
 SECRET_FIND: bytes = b"|".join(b"(?:" + src + b")" for _, src in _FORMATS)
 """The same without groups (a find-only scan: the Python wrapper's per-match cost stays low)."""
-
-_PLACEHOLDER_WORDS = (
-    b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
-    b"change_me", b"replace", b"insert", b"here", b"fake", b"****", b"...", b"\xe2\x80\xa6",
-    b"<", b">", b"${", b"{{", b"%s", b"todo", b"secret_key", b"my-secret", b"mysecret",
-    b"password", b"token", b"123456", b"abcdef", b"qwerty",
-    # well-known documentation examples: jwt.io's token, Stripe's docs test key, GitHub's docs
-    b"sflkxwrjsmekkf2qt4fwpmejf36pok6yjv_adqssw5c", b"4ec39hqlyjwdarjtt1zdp7dc",
-    b"16c7e42f292c6912e7710c838347ae178b4a",
-)  # fmt: skip
-
-
-_PLACEHOLDER = re.compile(b"|".join(re.escape(w) for w in _PLACEHOLDER_WORDS))
-
-
-def is_placeholder(value: bytes) -> bool:
-    """Whether a credential-shaped value is a documentation placeholder or a masked value."""
-    low = value.lower()
-    if _PLACEHOLDER.search(low) is not None:
-        return True
-    if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
-        return True
-    # long runs of one character (masking)
-    return _longest_run_at_least_6(low)
-
-
-_MASK_RUN = re.compile(rb"(.)\1{5}", re.DOTALL)  # six of one byte: masking (linear)
-
-
-def _longest_run_at_least_6(value: bytes) -> bool:
-    return _MASK_RUN.search(value) is not None
-
-
-def _entropy(value: bytes) -> float:
-    """Shannon entropy in bits per byte."""
-    size = len(value)
-    if not size:
-        return 0.0
-    return -sum(c / size * math.log2(c / size) for c in Counter(value).values())
-
-
-_LOWER = bytes(range(97, 123))
-_UPPER = bytes(range(65, 91))
-_DIGIT = bytes(range(48, 58))
-
-
-def _classes(value: bytes) -> int:
-    """How many of lower / upper / digit / other occur."""
-    rest = value.translate(None, _LOWER + _UPPER + _DIGIT)
-    return (
-        (len(value.translate(None, _LOWER)) != len(value))
-        + (len(value.translate(None, _UPPER)) != len(value))
-        + (len(value.translate(None, _DIGIT)) != len(value))
-        + bool(rest)
-    )
-
-
-def _random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bool:
-    """Long enough, high-entropy, mixing character classes, and not a placeholder."""
-    if len(value) < min_len or is_placeholder(value):
-        return False
-    if _classes(value) < 2:
-        return len(value) >= 32 and _entropy(value) >= 3.5  # e.g. long hex keys
-    return _entropy(value) >= bits
-
-
-_TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
-    """The end of the run of ``chars`` starting at ``start`` (at most ``limit`` bytes)."""
-    pattern = _RUNS.get(chars)
-    if pattern is None:
-        klass = b"".join(re.escape(bytes([c])) for c in sorted(chars))
-        pattern = _RUNS[chars] = re.compile(b"[" + klass + b"]*")
-    match = pattern.match(text, start, min(len(text), start + limit))
-    return match.end() if match else start
-
-
-_RUNS: dict[frozenset[int], re.Pattern[bytes]] = {}
-_VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts a new value
-
-
-def _value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
-    """The [start, end) of an unquoted or quoted value beginning at ``start``."""
-    if text[start : start + 1] == b"\\":
-        start += 1
-    if start < len(text) and text[start] in b"\"'`":
-        start += 1
-    match = _VALUE.match(text, start, min(len(text), start + limit))
-    return start, (match.end() if match else start)
 
 
 class _Scan:
@@ -342,6 +296,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return start, stop
         case "private_key":
+            if text[start] in b"L\\":  # ``LS0t…``: base64 of the armour
+                return _base64_pem(text, start)
             after = text[end : end + 80].lstrip()
             if (
                 after.startswith((b"...", b"\xe2\x80\xa6"))
@@ -354,27 +310,41 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
         case "url_credentials":
+            if text[start] != 0x3A:  # not ``://``: one of the login shapes
+                return _login_pair(text, start, end)
             colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
             password = text[colon + 1 : at]
             if colon - start > 67 or len(password) > 128:
                 return None
-            if is_placeholder(password) or len(password) < 6 or _classes(password) < 2:
-                return None
-            return colon + 1, at
+            if not password:  # ``https://<token>:@host``: an API token as the user (Gemfury)
+                user = text[start + 3 : colon]
+                return (start + 3, colon) if _random_looking(user, min_len=16, bits=3.2) else None
+            return (colon + 1, at) if _password_ok(password) else None
         case "auth_header" | "bearer":
             vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
             while vstart < len(text) and text[vstart] in b" \t":
                 vstart += 1
+            if text[vstart : vstart + 1] in (b"\\", b'"', b"'"):
+                return None  # the scheme's string closes: ``"Bearer " + token`` (code)
             vstart, vend = _value_at(text, vstart)
             value = text[vstart:vend]
+            if any(c in value for c in b"([{}$"):
+                return None
             return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
         case "assignment":
-            key_end = _KEY_OPERATOR.match(text, start)
+            key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))  # ``"auth"``
             vstart, vend = _value_at(text, key_end.end() if key_end else end)
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
+            if text[start + 1 : start + 5].lower() == b"auth":  # ``_auth`` / ``"auth"``
+                key = text[start + 1 : _token_end(text, start + 1, _KEY_CHARS, limit=48)]
+                if len(key) == 4:  # base64 ``user:password`` (npm, Docker)
+                    paired = _base64_pair(value)
+                    return (vstart, vend) if paired and _password_ok(paired) else None
+                if _SECRET_WORD.search(key, 4) is None:
+                    return None  # ``_author``, ``_authority``: not a secret's name
             raw = text[_key_start(text, start) : vstart]
             if _BENIGN_KEY.search(raw.lower()) is not None or _MIN_MAX.search(raw) is not None:
                 return None
@@ -386,122 +356,124 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
     return None
 
 
-_VENDOR_PREFIX = re.compile(
-    rb"(?:CFPAT|CLOJARS|dp\.[a-z]+\.|dt0c01\.|EAACEdEose0cBA|FLWSECK(?:_TEST)?|fio-u-|glsa_|glc_"
-    rb"|eyJrIjoi|lin_[a-z]+_|NR[A-Z]{2}|PMAK|whsec_|amzn\.mws\.|sk\.eyj1ijoi|akab)[-_]?",
-    re.IGNORECASE,
-)
-_LOWER_DIGITS = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyz")  # Mailchimp's keys: hex
-_VENDOR_CHARS = _TOKEN_CHARS | frozenset(b".=+/")
-_ALNUM = _TOKEN_CHARS - frozenset(b"_-")
-_NAME = re.compile(rb"[A-Z_]{3,}|[a-z_]{3,}")  # a setting's name in one case
-
-
-def _vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    """A vendor-prefixed token, a token before Terraform Cloud's / FCM's marker, or a webhook
-    URL whose last part is random-looking."""
-    if text[start] in b".:":  # ``<random>.atlasv1.<random>``, ``<id>:APA91b<random>``
-        head = start
-        while head > max(0, start - 64) and text[head - 1] in _TOKEN_CHARS:
-            head -= 1
-        stop = _token_end(text, end, _TOKEN_CHARS | frozenset(b"=."))
-        if start - head < 4 or is_placeholder(text[head:stop]):
-            return None
-        return (head, stop) if _random_looking(text[end - 12 : stop], bits=3.0) else None
-    marker = _IDENTIFIABLE_AT.match(text, start)
-    if marker is not None:  # an Azure identifiable key: its signature at a fixed offset
-        return _identifiable(text, start, marker.end(), _IDENTIFIABLE[marker.group()])
-    if text[start] == 0x2D:  # ``<32 hex>-us<digits>``: a Mailchimp key, read back (scanners
-        # accept any lower-case letter)
-        head = start - 32
-        if head < 0 or not _clean_start(text, head):
-            return None
-        key = text[head:start]
-        if not all(c in _LOWER_DIGITS for c in key) or not _random_looking(key, min_len=32):
-            return None
-        return head, end
-    if text[start] == 0x5C:  # ``\\n`` before the prefix: a JSON-encoded line
-        start += 2
-    least, alnum = 0, False  # a prefix of ``secret_prefixes``: its numbers
-    prefix = _VENDOR_PREFIX.match(text, start)
-    if prefix is None and (prefix := PREFIXED_AT.match(text, start)) is not None:
-        _, least, alnum = PREFIXED[(prefix.lastindex or 1) - 1]
-    if prefix is None:  # a webhook URL
-        stop = _token_end(text, start, _TOKEN_CHARS | frozenset(b"./@"))
-        tail = text[start:stop].rstrip(b"/").rsplit(b"/", 1)[-1]
-        return (start, stop) if _random_looking(tail, min_len=6, bits=2.5) else None
-    if not _clean_start(text, start):
-        return None
-    # from the prefix's end: a prefix may hold ``:`` ``~`` ``!`` ``$`` (``AstraCS:``, ``sha256~``)
-    stop = _token_end(text, prefix.end(), _VENDOR_CHARS)
-    if text.startswith(b"access_token$", start):  # Braintree: ``$production$<id>$<hex>``
-        for _ in range(3):
-            if text[stop : stop + 1] == b"$":
-                stop = _token_end(text, stop + 1, _VENDOR_CHARS)
-    while stop > start and text[stop - 1] in b"./+":  # a sentence's full stop, a path's slash
-        stop -= 1
-    body = text[prefix.end() : stop]
-    if _alnum_kinds(body) < 2 or is_placeholder(body):  # ``access_token$`` holds "token"
-        return None
-    if least and start > 0 and text[start - 1] in b"+/":
-        return None  # a chance match in a base64 run (a token may end in ``+``: not the end)
-    if len(body) < max(least, 12) or (alnum and not body.isalnum()):
-        return None  # too short, or ``rnd_seed_value``: a name that shares a prefix
-    if b"=" in body and _NAME.fullmatch(body.split(b"=", 1)[0]):
-        return None  # ``CLOJARS_USERNAME=alice``: the prefix began a setting's name
-    return (start, stop) if _random_looking(body, min_len=12, bits=3.0) else None
-
-
-# signature -> characters before it, key lengths, alphabet (Microsoft's
-# security-utilities patterns; DevOps PATs and CASK keys with ``JQQJ`` at 52)
-_B64 = _ALNUM | frozenset(b"+/")
-_URLSAFE = _ALNUM | frozenset(b"_-")
-_IDENTIFIABLE: dict[bytes, tuple[tuple[int, ...], tuple[int, int], frozenset[int]]] = {
-    **{m: ((33,), (44, 44), _B64) for m in (b"+ARm", b"+AEh", b"+ASb", b"AIoT", b"AzCa", b"AZEG")},
-    b"AzSe": ((42,), (52, 52), _ALNUM),
-    b"+ACR": ((42,), (52, 52), _B64),
-    b"AzFu": ((44,), (56, 56), _URLSAFE),
-    **{m: ((76,), (88, 88), _B64) for m in (b"+ASt", b"+ABa", b"+AMC", b"ACDb", b"APIM")},
-    b"JQQJ": ((52, 53), (84, 88), _ALNUM),
-    **{m: ((3,), (37, 40), _URLSAFE | frozenset(b".~")) for m in (b"8Q~", b"7Q~")},
-}
-_IDENTIFIABLE_AT = re.compile(
-    rb"JQQJ|\+A(?:Rm|Eh|Sb|St|Ba|MC|CR)|AIoT|AzCa|AZEG|AzSe|AzFu|ACDb|APIM|[78]Q~"
-)
-
-
-def _identifiable(
-    text: bytes,
-    start: int,
-    after: int,
-    shape: tuple[tuple[int, ...], tuple[int, int], frozenset[int]],
-) -> tuple[int, int] | None:
-    """The key around a signature at ``start`` when the signature sits at its offset and the key
-    has its length: a run of the key's alphabet (then ``=`` padding) of exactly that shape."""
-    befores, (least, most), chars = shape
-    for before in befores:  # the key's first character: ``before`` back, the run all key bytes
-        head = start - before
-        if head < 0 or _token_end(text, head, chars, limit=before) != start:
-            continue
-        if head == 0 or text[head - 1] not in chars or text[head - 2 : head - 1] == b"\\":
-            break  # nothing of the key's alphabet glued before it (a ``\\n`` escape may be)
-    else:
-        return None  # the signature is not at its offset (or the run goes on: not a key)
-    stop = _token_end(text, start, chars, limit=most)
-    while stop < len(text) and stop - head < most and text[stop] == 0x3D:  # ``=`` padding
-        stop += 1
-    if not least <= stop - head <= most or (stop < len(text) and text[stop] in chars):
-        return None
-    # the random part: before the signature (CASK keys carry zero-padded fields after it), or
-    # after it for Entra ID's three-character head
-    part = text[head:start] if start - head >= stop - after else text[after:stop]
-    return (head, stop) if _random_looking(part.rstrip(b"="), bits=3.5) else None
-
-
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
     """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
     ``+`` or ``/`` touches it on either side."""
     return (start > 0 and text[start - 1] in b"+/") or text[stop : stop + 1] in (b"+", b"/")
+
+
+_SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+_BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_PEM_PRIVATE = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+
+
+def _base64_pem(text: bytes, start: int) -> tuple[int, int] | None:
+    """A PEM private key written in base64: a run that starts clean (no base64 character before
+    it, so runs never overlap), decodes to the armour and is a key's length (200+ characters:
+    the armour alone, in documentation, is not a key)."""
+    if text[start] == 0x5C:  # after a ``\\n`` escape
+        start += 2
+    elif start > 0 and text[start - 1] in _BASE64_CHARS:
+        return None
+    stop = _token_end(text, start, _BASE64_CHARS, limit=16384)
+    if stop - start < 200:
+        return None
+    try:
+        head = base64.b64decode(text[start : start + 96], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    stop += text[stop : stop + 2].count(b"=") if text[stop : stop + 1] == b"=" else 0
+    return (start, stop) if _PEM_PRIVATE.match(head) else None
+
+
+def _password_ok(password: bytes) -> bool:
+    """A password written beside its user (a URL, a login pair): no placeholder, at least six
+    characters of two classes (``user:@host``, ``${PASSWORD}``, ``<password>``, ``****`` fail)."""
+    return not is_placeholder(password) and len(password) >= 6 and _classes(password) >= 2
+
+
+def _base64_pair(value: bytes) -> bytes | None:
+    """The password of a base64 ``user:password`` (npm's ``_auth``), or None."""
+    try:
+        raw = base64.b64decode(value + b"=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    user, colon, password = raw.partition(b":")
+    if not colon or not user or not all(32 < c < 127 for c in raw):
+        return None
+    return password
+
+
+_CURL_OPTION = re.compile(rb"\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?")
+_CURL = re.compile(rb"(?:^|[^\w.-])curl(?:\.exe)?[ \t]")  # at ``curl`` or one byte before
+_PASSWORD_CHARS = frozenset(range(33, 127)) - frozenset(b"\"'`")
+
+
+# passwords of documentation and vendor defaults, refused whole by the shapes below (``-p
+# P@ssw0rd``, vSphere's ``VMware1!``; connection strings holding them were held before and are)
+_DOC_PASSWORDS = frozenset(
+    {b"p@ssw0rd", b"passw0rd", b"p@ssword", b"s3cret", b"s3cr3t", b"vmware1!"}
+)
+
+
+def _login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The password of Oracle's ``jdbc:oracle:thin:user/password@``, of a .netrc entry, of
+    SQL's ``IDENTIFIED BY '…'``, of a ``--password`` option, or of curl's ``-u user:password``
+    (on a curl command line, continued lines included; ``-u token:``, an API key as the user and
+    no password, is judged as a token)."""
+    span = _login_span(text, start, end)
+    if span is None or text[span[0] : span[1]].lower() in _DOC_PASSWORDS:
+        return None
+    return span
+
+
+def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The secret's span for each login shape, told apart by the match's first byte."""
+    first = text[start]
+    if first == 0x6A:  # ``jdbc:oracle:thin:``
+        slash = text.index(b"/", start + 17)
+        return (slash + 1, end - 1) if _password_ok(text[slash + 1 : end - 1]) else None
+    if first in b"Mm\\":  # .netrc's ``password``: up to a space or a JSON escape
+        vstart, vend = end, _token_end(text, end, _PASSWORD_CHARS - {0x5C}, limit=128)
+        return (vstart, vend) if _password_ok(text[vstart:vend]) else None
+    if first not in b" \t\r\n\x0b\x0c":  # SQL's ``BY '``: from the string's opening quote
+        vstart, vend = _value_at(text, end - 1)
+        return (vstart, vend) if _password_ok(text[vstart:vend]) else None
+    if text[end - 1] != 0x3A:  # ``--password <value>``, ``--token <value>``
+        vstart, vend = _value_at(text, end)
+        value = text[vstart:vend]
+        if not value[:1].isalnum() or any(c in value for c in b"([{}$") or _alnum_kinds(value) < 2:
+            return None  # a flag, punctuation, a variable or a call
+        if b"passw" not in text[start:end].lower():  # ``--token``, ``--api-key``: a token
+            return (vstart, vend) if _random_looking(value, min_len=16) else None
+        return (vstart, vend) if _password_ok(value) else None
+    if not _on_curl_line(text, start):
+        return None
+    option = _CURL_OPTION.match(text, start)
+    colon = end - 1
+    user = text[option.end() if option else colon : colon]
+    stop = _token_end(text, end, _PASSWORD_CHARS, limit=128)
+    while stop > end and text[stop - 1] == 0x5C:  # ``\\"`` closing a JSON-encoded quote
+        stop -= 1
+    password = text[end:stop]
+    if not password:
+        return (colon - len(user), colon) if _random_looking(user, min_len=16) else None
+    if _alnum_kinds(password) < 2 or not _password_ok(password):
+        return None  # ``docker -u www-data:www-data``-like pairs are names, not passwords
+    return end, stop
+
+
+def _on_curl_line(text: bytes, at: int) -> bool:
+    """Whether the command line holding ``at`` (back to 1 KiB, through ``\\`` continuations)
+    runs curl."""
+    low = max(0, at - 1024)
+    line = text.rfind(b"\n", low, at)
+    while line > low and text[line - 2 : line].rstrip(b"\r").endswith(b"\\"):
+        line = text.rfind(b"\n", low, line - 1)
+    found = text.rfind(b"curl", max(line, low), at)
+    while found >= 0 and _CURL.match(text, found - (found > 0)) is None:
+        found = text.rfind(b"curl", max(line, low), found)
+    return found >= 0
 
 
 _KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
@@ -516,16 +488,6 @@ def _key_start(text: bytes, at: int) -> int:
     return at
 
 
-def _alnum_kinds(value: bytes) -> int:
-    """How many of lower / upper / digit occur (a word with dashes has one)."""
-    size = len(value)
-    return (
-        (len(value.translate(None, _LOWER)) != size)
-        + (len(value.translate(None, _UPPER)) != size)
-        + (len(value.translate(None, _DIGIT)) != size)
-    )
-
-
 _BENIGN_KEY = re.compile(
     b"|".join(re.escape(w) for w in _KEY_WORDS_BENIGN if w not in (b"max", b"min"))
 )
@@ -534,9 +496,14 @@ _BENIGN_KEY = re.compile(
 _MIN_MAX = re.compile(rb"(?<![A-Za-z])(?:max|min|Max|Min|MAX|MIN)|(?<=[a-z])(?:Max|Min)")
 
 
+_BOOTSTRAP_TOKEN = re.compile(rb"[a-z0-9]{6}\.[a-z0-9]{16}")
+
+
 def _dotted_name(value: bytes) -> bool:
     """``settings.SECRET_KEY``, ``env.API_KEY``, ``!!r.withCredentials`` (minified code's
     boolean of a property): a reference, not a value."""
+    if _BOOTSTRAP_TOKEN.fullmatch(value) is not None:
+        return False  # a Kubernetes bootstrap token, ``<6>.<16>`` in lower case and digits
     parts = value.lstrip(b"!").split(b".")
     return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
 
@@ -568,15 +535,6 @@ _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
 # matched inside a longer key / URL (``vendor_token`` checks its own start)
 _ANYWHERE = frozenset({"assignment", "url_credentials", "vendor_token"})
-_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def _clean_start(text: bytes, start: int) -> bool:
-    """A format starts a token: nothing word-like glued before it, except a string escape
-    (``\\n``, ``\\t``, ``\\r``) as in JSON-encoded text."""
-    if start == 0 or text[start - 1] not in _WORD:
-        return True
-    return start >= 2 and text[start - 2] == 0x5C and text[start - 1] in b"nrt"
 
 
 def validate_candidates(
@@ -599,7 +557,8 @@ def validate_candidates(
                 if first:
                     break
                 continue
-        clean = kind in _ANYWHERE or _clean_start(text, start)
+        # a match that begins at a string escape (``\\n`` before a prefix) starts a token
+        clean = kind in _ANYWHERE or text[start] == 0x5C or _clean_start(text, start)
         span = _validate(kind, text, start, end, scan) if clean else None
         looked[kind] = span[1] if span is not None else end
         if span is not None:
@@ -614,15 +573,22 @@ _FORMAT_PREFIXES = (
     b"-----", b"SG.", b"gl", b"GR1348941", b"hf_", b"npm_", b"pypi-", b"do", b"https://hooks",
     b"AKCp", b"sq0", b"AC", b"SK", b"A3T", b"CFPAT", b"CLOJARS", b"dp.", b"dt0c01.", b"EAAC",
     b"FLWSECK", b"fio-u-", b"lin_", b"NR", b"PMAK-", b"whsec_", b"amzn.", b"akab", b"sk.", b"xapp",
+    b"LS0tLS1CRUdJTi",
 )  # fmt: skip
+
+
+_OPEN_QUOTE = re.compile(rb"(?:\\*[\"'`])?")
 
 
 def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     """A credential that starts inside an assignment's value (a format, or a nested key)."""
-    key_end = _KEY_OPERATOR.match(text, start)
+    key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))
     if key_end is None:
         return None
-    vstart = key_end.end() + (text[key_end.end() : key_end.end() + 1] in (b'"', b"'", b"`"))
+    # past the value's opening quote, escaped too (``\\"`` in a JSON-encoded object: a service
+    # account's ``\\"private_key\\": \\"-----BEGIN`` inside a string)
+    opened = _OPEN_QUOTE.match(text, key_end.end())
+    vstart = opened.end() if opened else key_end.end()
     _, vend = _value_at(text, vstart)
     head = text[vstart : vend + 4]
     if not (

@@ -1,0 +1,138 @@
+"""How a credential-shaped value is judged (tier T1): placeholders and masking, entropy,
+character classes, where a token or a quoted value ends, whether a format starts a token.
+
+The helpers ``fak.screen.secrets`` and ``fak.screen.secret_vendors`` validate candidates with.
+Pure functions over bytes, each reading a bounded window; no format knowledge lives here (the
+formats and their validators are in those two modules).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+__all__ = [
+    "TOKEN_CHARS",
+    "alnum_kinds",
+    "char_classes",
+    "clean_start",
+    "entropy",
+    "is_placeholder",
+    "random_looking",
+    "token_end",
+    "value_at",
+]
+
+
+_PLACEHOLDER_WORDS = (
+    b"example", b"xxxx", b"your", b"placeholder", b"dummy", b"sample", b"redacted", b"changeme",
+    b"change_me", b"replace", b"insert", b"here", b"fake", b"****", b"...", b"\xe2\x80\xa6",
+    b"<", b">", b"${", b"{{", b"%s", b"todo", b"secret_key", b"my-secret", b"mysecret",
+    b"password", b"token", b"123456", b"abcdef", b"qwerty",
+    # well-known documentation examples: jwt.io's token, Stripe's docs test key, GitHub's docs
+    b"sflkxwrjsmekkf2qt4fwpmejf36pok6yjv_adqssw5c", b"4ec39hqlyjwdarjtt1zdp7dc",
+    b"16c7e42f292c6912e7710c838347ae178b4a",
+)  # fmt: skip
+
+
+_PLACEHOLDER = re.compile(b"|".join(re.escape(w) for w in _PLACEHOLDER_WORDS))
+
+
+def is_placeholder(value: bytes) -> bool:
+    """Whether a credential-shaped value is a documentation placeholder or a masked value."""
+    low = value.lower()
+    if _PLACEHOLDER.search(low) is not None:
+        return True
+    if low.startswith((b"$", b"%", b"@")) or low.endswith(b"_here"):
+        return True
+    # long runs of one character (masking)
+    return _longest_run_at_least_6(low)
+
+
+_MASK_RUN = re.compile(rb"(.)\1{5}", re.DOTALL)  # six of one byte: masking (linear)
+
+
+def _longest_run_at_least_6(value: bytes) -> bool:
+    return _MASK_RUN.search(value) is not None
+
+
+def entropy(value: bytes) -> float:
+    """Shannon entropy in bits per byte."""
+    size = len(value)
+    if not size:
+        return 0.0
+    return -sum(c / size * math.log2(c / size) for c in Counter(value).values())
+
+
+_LOWER = bytes(range(97, 123))
+_UPPER = bytes(range(65, 91))
+_DIGIT = bytes(range(48, 58))
+
+
+def char_classes(value: bytes) -> int:
+    """How many of lower / upper / digit / other occur."""
+    rest = value.translate(None, _LOWER + _UPPER + _DIGIT)
+    return (
+        (len(value.translate(None, _LOWER)) != len(value))
+        + (len(value.translate(None, _UPPER)) != len(value))
+        + (len(value.translate(None, _DIGIT)) != len(value))
+        + bool(rest)
+    )
+
+
+def random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> bool:
+    """Long enough, high-entropy, mixing character classes, and not a placeholder."""
+    if len(value) < min_len or is_placeholder(value):
+        return False
+    if char_classes(value) < 2:
+        return len(value) >= 32 and entropy(value) >= 3.5  # e.g. long hex keys
+    return entropy(value) >= bits
+
+
+TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
+    """The end of the run of ``chars`` starting at ``start`` (at most ``limit`` bytes)."""
+    pattern = _RUNS.get(chars)
+    if pattern is None:
+        klass = b"".join(re.escape(bytes([c])) for c in sorted(chars))
+        pattern = _RUNS[chars] = re.compile(b"[" + klass + b"]*")
+    match = pattern.match(text, start, min(len(text), start + limit))
+    return match.end() if match else start
+
+
+_RUNS: dict[frozenset[int], re.Pattern[bytes]] = {}
+_VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts a new value
+
+
+def value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
+    """The [start, end) of an unquoted or quoted value beginning at ``start``."""
+    if text[start : start + 1] == b"\\":
+        start += 1
+    if start < len(text) and text[start] in b"\"'`":
+        start += 1
+    match = _VALUE.match(text, start, min(len(text), start + limit))
+    return start, (match.end() if match else start)
+
+
+def alnum_kinds(value: bytes) -> int:
+    """How many of lower / upper / digit occur (a word with dashes has one)."""
+    size = len(value)
+    return (
+        (len(value.translate(None, _LOWER)) != size)
+        + (len(value.translate(None, _UPPER)) != size)
+        + (len(value.translate(None, _DIGIT)) != size)
+    )
+
+
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def clean_start(text: bytes, start: int) -> bool:
+    """A format starts a token: nothing word-like glued before it, except a string escape
+    (``\\n``, ``\\t``, ``\\r``) as in JSON-encoded text."""
+    if start == 0 or text[start - 1] not in _WORD:
+        return True
+    return start >= 2 and text[start - 2] == 0x5C and text[start - 1] in b"nrt"
