@@ -4,15 +4,15 @@ the family that keeps replies carrying a credential apart from the ones that mus
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import sys
-import tarfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import yaml
+
+from .tarballs import tar_of
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -26,24 +26,13 @@ def api() -> ModuleType:
         sys.path.remove(str(BENCHMARKS))
 
 
-def _tar(files: dict[str, bytes]) -> tarfile.TarFile:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    return tarfile.open(fileobj=buf)
-
-
 def test_each_reader_yields_the_recorded_bodies_only(api: ModuleType) -> None:
     body = json.dumps({"items": [{"body": "a comment someone wrote"}]})
     replay = "https\nGET\napi.github.com\nNone\n/repos/x\n{'Accept': 'json'}\nNone\n200\n"
     replay += f"[('status', '200 OK')]\n{body}\n"
     cassette = {"interactions": [{"request": {}, "response": {"body": {"string": body}}}]}
     vcr = yaml.safe_dump({"interactions": [{"response": {"body": {"string": body.encode()}}}]})
-    tar = _tar({
+    tar = tar_of({
         "p-1/tests/ReplayData/Repo.testGet.txt": replay.encode(),
         "p-1/tests/other/notes.txt": b"{\"not\": \"a reply\"}",
         "q-1/tests/cassettes/TestX.json": json.dumps(cassette).encode(),

@@ -14,6 +14,8 @@ from types import ModuleType
 
 import pytest
 
+from .tarballs import tar_of
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -30,19 +32,8 @@ def genres() -> ModuleType:
     return _module("screen_sources_genres")
 
 
-def _tar(files: dict[str, bytes]) -> tarfile.TarFile:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    return tarfile.open(fileobj=buf)
-
-
 def test_the_shallowest_changelog_is_read_and_workflows_are_not(genres: ModuleType) -> None:
-    tar = _tar(
+    tar = tar_of(
         {
             "proj-1.0/.github/workflows/changelog.yml": b"on: push",
             "proj-1.0/docs/changes.rst": b"see CHANGES.rst",
@@ -54,7 +45,7 @@ def test_the_shallowest_changelog_is_read_and_workflows_are_not(genres: ModuleTy
 
 
 def test_an_sdist_without_a_changelog_gives_nothing(genres: ModuleType) -> None:
-    assert genres.changelog(_tar({"proj-1.0/README.md": b"# proj"})) == ""
+    assert genres.changelog(tar_of({"proj-1.0/README.md": b"# proj"})) == ""
 
 
 def test_pieces_are_a_seeded_sample_per_project(
