@@ -156,6 +156,9 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
             :mib
         ],
         "assignment-keys-1MiB": (b"api_key=token=secret=password=" * 40000)[:mib],
+        # request candidates (``fak.screen.cues.REQUESTS``) every ~10 bytes: no scoring cue, so
+        # the scan reads on until its start budget holds the body
+        "dense-requests-1MiB": (b"Could you Generate Send Tell I want your config. " * 22000)[:mib],
         "near-periods-1MiB": b"".join(b"line %d of a long log\n" % i for i in range(60000))[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),
         # lists of values (passed over by the pollution scan, issue 25) between short noise:
