@@ -159,6 +159,9 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
         # request candidates (``fak.screen.cues.REQUESTS``) every ~10 bytes: no scoring cue, so
         # the scan reads on until its start budget holds the body
         "dense-requests-1MiB": (b"Could you Generate Send Tell I want your config. " * 22000)[:mib],
+        # one-byte runs inside a unit longer than MAX_PERIOD: every offset in a run matches the
+        # repeat scan's probe, so each anchor checks its whole candidate budget (found, left)
+        "runs-in-long-units-1MiB": ((b"x" * 400 + b" hello world. ") * 2600)[:mib],
         "near-periods-1MiB": b"".join(b"line %d of a long log\n" % i for i in range(60000))[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),
         # lists of values (passed over by the pollution scan, issue 25) between short noise:
