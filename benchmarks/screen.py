@@ -160,7 +160,7 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
         # the scan reads on until its start budget holds the body
         "dense-requests-1MiB": (b"Could you Generate Send Tell I want your config. " * 22000)[:mib],
         # one-byte runs inside a unit longer than MAX_PERIOD: every offset in a run matches the
-        # repeat scan's probe, so each anchor checks its whole candidate budget (found, left)
+        # repeat scan's probe (the scan walks one candidate of a run, not each)
         "runs-in-long-units-1MiB": ((b"x" * 400 + b" hello world. ") * 2600)[:mib],
         "near-periods-1MiB": b"".join(b"line %d of a long log\n" % i for i in range(60000))[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),

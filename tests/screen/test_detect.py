@@ -434,6 +434,55 @@ def test_pollution_agrees_with_the_reference(body: bytes) -> None:
     assert (find_pollution(body) is not None) == _reference_pollution(body)
 
 
+_RUNS = st.builds(
+    lambda letter, run, unit, count, head: head + (letter * run + unit) * count,
+    st.sampled_from([b"x", b"7", b"Q"]),
+    st.integers(48, 130),
+    _ALNUM,
+    st.integers(1, 20),
+    st.one_of(st.just(b""), _ALNUM),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_RUNS)
+def test_a_unit_holding_a_long_run_is_judged_as_every_candidate_were_walked(body: bytes) -> None:
+    # a probe inside a one-byte run recurs at every offset of it; the scan walks the first and
+    # counts the rest as tried: the same answer as walking each (``_plain_scan``). The budget
+    # of 64 candidates an anchor can run out inside the run before the unit's period (a body
+    # of (b"x" * 119 + b"0") * 14 passes though the reference rule holds it): left as it was.
+    for view in (body, pollution_module.fold(body)):
+        fast, plain = pollution_module._scan(view, "v"), _plain_scan(view)
+        assert (fast.hit, fast.anchors, fast.distances) == (
+            plain.hit,
+            plain.anchors,
+            plain.distances,
+        )
+
+
+def _plain_scan(view: bytes) -> pollution_module._Scan:
+    """``pollution._scan`` with every candidate walked (no run is skipped)."""
+    original = pollution_module._run_end
+    pollution_module._run_end = lambda view, anchor, span: anchor
+    try:
+        return pollution_module._scan(view, "v")
+    finally:
+        pollution_module._run_end = original
+
+
+@pytest.mark.parametrize(
+    ("body", "period"),
+    [
+        ((b"x" * 64 + b"ab") * 20, 66),  # the unit's run holds the probe; the period lies past it
+        (b"k" * 30 + b"x" * 1000 + b"k" * 30, 1),  # the run itself
+        ((b"x" * 400 + b" hello world. ") * 40, None),  # a unit longer than MAX_PERIOD
+    ],
+)
+def test_one_byte_runs_inside_units(body: bytes, period: int | None) -> None:
+    hit = pollution_module.find_repeats(body)
+    assert (hit.period if hit else None) == period
+
+
 def _reference_near_hint(distances: list[int], anchors: int) -> bool:
     """The near-repeat hint the plain way: the most distances within 25% + 4 of one another."""
     found = sorted(distances)

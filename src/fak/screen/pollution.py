@@ -152,7 +152,17 @@ def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None 
         # the probe starts with the short one, so it recurs nowhere before ``short``
         found = find(probe, short, stop)
         tried = 0
+        # A probe inside a run of one (non-separator) byte recurs at every later offset of the
+        # run. Each such period's stretch ends where the run does, and the first of them (the
+        # smallest period) covers the whole run: once it failed, the others are counted as
+        # tried (the budget spends as before) without their walks.
+        in_run = _run_end(view, anchor, span)
         while found >= 0 and tried < _MAX_CANDIDATES:
+            if tried and found + span <= in_run:
+                last_inside = min(in_run - span, stop - span)
+                tried += last_inside - found + 1
+                found = find(probe, last_inside + 1, stop)
+                continue
             tried += 1
             period = found - anchor
             # that compare (the probe's own bytes already match)
@@ -181,6 +191,17 @@ def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None 
         anchor = next_anchor
     out.anchors = anchors
     return out
+
+
+def _run_end(view: bytes, anchor: int, span: int) -> int:
+    """Where the run of ``view[anchor]`` from ``anchor`` ends (read at most ``MAX_PERIOD +
+    span`` bytes: no candidate lies further), when the ``span`` bytes from ``anchor`` are all
+    that byte and it is not the separator; else ``anchor``."""
+    byte = view[anchor : anchor + 1]
+    if byte == b" " or view[anchor : anchor + span] != byte * span:
+        return anchor
+    chunk = view[anchor : anchor + MAX_PERIOD + span]
+    return anchor + len(chunk) - len(chunk.lstrip(byte))
 
 
 def _confirmed(view: bytes, raw: bytes | None, anchor: int, period: int, need: int) -> bool:
