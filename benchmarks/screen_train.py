@@ -149,6 +149,8 @@ def _fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) 
         logit = model.logit(
             data[lo:hi].decode("utf-8", errors="ignore"), around=context(data, lo, hi)
         )
+        if all(intent._REQUEST.fullmatch(data[a:b]) for a, b in group):
+            logit -= intent.REQUEST_PRIOR  # as the runtime: a window only requests selected
         best = max(best, logit)
         if min(hi, e) - max(lo, s) > 0:
             best_on = max(best_on, logit)
