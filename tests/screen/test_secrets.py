@@ -70,6 +70,7 @@ CASES: dict[str, str] = {
     "digitalocean_token": "dop_v1_" + rand("0123456789abcdef", 64),
     "azure_storage_key": "AccountKey=" + base64.b64encode(RNG.randbytes(64)).decode() + ";",
     "url_credentials": "DATABASE_URL=postgresql://app:" + rand(ALNUM, 20) + "@db:5432/app",
+    "login_pair": "machine api.example.com login deploy password " + rand(ALNUM, 20),
     "auth_header": "Authorization: Bearer " + rand(ALNUM + "-._", 40),
     "bearer": "curl -H 'x: bearer " + rand(ALNUM, 32) + "'",
     "assignment": 'client_secret: "' + rand(ALNUM + "~-", 34) + '"',

@@ -84,34 +84,34 @@ HELD: dict[str, tuple[str, str, str]] = {
         b64("u:" + PASSWORD),
     ),
     "curl_u": (
-        "url_credentials",
+        "login_pair",
         f"curl -u deploy:{PASSWORD} https://api.example.com/v1/items",
         PASSWORD,
     ),
     "curl_user_quoted": (
-        "url_credentials",
+        "login_pair",
         f"curl -s --user 'deploy:{PASSWORD}' https://api.example.com",
         PASSWORD,
     ),
-    "curl_user_equals": ("url_credentials", f'curl --user="ci:{PASSWORD}" https://x', PASSWORD),
-    "curl_proxy_user": ("url_credentials", f"curl -U proxy:{PASSWORD} https://x", PASSWORD),
+    "curl_user_equals": ("login_pair", f'curl --user="ci:{PASSWORD}" https://x', PASSWORD),
+    "curl_proxy_user": ("login_pair", f"curl -U proxy:{PASSWORD} https://x", PASSWORD),
     "curl_continued_line": (
-        "url_credentials",
+        "login_pair",
         f"curl -X POST \\\n  -u svc:{PASSWORD} \\\n  https://api.example.com/token",
         PASSWORD,
     ),
     "curl_token_as_user": (
-        "url_credentials",
+        "login_pair",
         "curl https://api.example.com/v1/charges -u " + "k_" + rand(ALNUM, 24) + ":",
         "",
     ),
     "password_option": (
-        "url_credentials",
+        "login_pair",
         f"docker login -u ci --password {PASSWORD} registry.example.com",
         PASSWORD,
     ),
     "powershell_password": (
-        "url_credentials",
+        "login_pair",
         f"Connect-VIServer -Server vc01 -User ops@vsphere.local -Password {PASSWORD}",
         PASSWORD,
     ),
@@ -121,13 +121,13 @@ HELD: dict[str, tuple[str, str, str]] = {
         "",
     ),
     "token_option": (
-        "url_credentials",
+        "login_pair",
         "kubeadm join 10.0.0.1:6443 --token be8dfd.da8a689a46edc282 --discovery-token-unsafe",
         "be8dfd.da8a689a46edc282",
     ),
-    "api_key_option": ("url_credentials", "heroku --api-key " + PASSWORD + "Qz81", ""),
+    "api_key_option": ("login_pair", "heroku --api-key " + PASSWORD + "Qz81", ""),
     "token_secret_option": (
-        "url_credentials",
+        "login_pair",
         "modal token set --token-id ak-"
         + rand(ALNUM, 22)
         + " --token-secret as-"
@@ -140,32 +140,32 @@ HELD: dict[str, tuple[str, str, str]] = {
         "be8dfd.da8a689a46edc282",
     ),
     "oracle_thin": (
-        "url_credentials",
+        "login_pair",
         f"jdbc:oracle:thin:app/{PASSWORD}@//db.internal:1521/ORCL",
         PASSWORD,
     ),
     "netrc": (
-        "url_credentials",
+        "login_pair",
         f"machine api.example.com\n  login deploy\n  password {PASSWORD}\n",
         PASSWORD,
     ),
     "netrc_one_line_json": (
-        "url_credentials",
+        "login_pair",
         json.dumps({"netrc": f"machine git.example.com\nlogin ci\npassword {PASSWORD}\n"}),
         PASSWORD,
     ),
     "sql_identified_by": (
-        "url_credentials",
+        "login_pair",
         f"CREATE USER 'app'@'%' IDENTIFIED BY '{PASSWORD}';",
         PASSWORD,
     ),
     "sql_identified_with": (
-        "url_credentials",
+        "login_pair",
         f"ALTER USER app IDENTIFIED WITH caching_sha2_password BY '{PASSWORD}';",
         PASSWORD,
     ),
     "sql_with_password": (
-        "url_credentials",
+        "login_pair",
         f"CREATE ROLE app WITH LOGIN PASSWORD '{PASSWORD}';",
         PASSWORD,
     ),

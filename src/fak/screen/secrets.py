@@ -135,15 +135,16 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"|-us[0-9]{1,2}\b"),  # Mailchimp: 32 hex, then the data centre; read back
     # a password beside its user: scheme://user:password@host (the user may be empty,
     # ``redis://:password@host``, or a token with no password, ``https://<token>:@host``;
-    # unbounded classes keep RE2's automaton small, the validator bounds the lengths); Oracle's
-    # thin JDBC ``user/password@``; curl's ``-u`` / ``--user`` / ``--proxy-user``
+    # unbounded classes keep RE2's automaton small, the validator bounds the lengths); and, a
+    # kind of its own (``login_pair``), Oracle's thin JDBC ``user/password@``; curl's ``-u`` /
+    # ``--user`` / ``--proxy-user``
     # ``user:password`` (the match stops at the colon: read on below); a command's ``--password
     # <value>`` (PowerShell's ``-Password``) or ``--token`` / ``--api-key`` / ``--bootstrap-token``
     # … value; a .netrc entry (``machine h login u password p``, JSON-escaped lines too); SQL's
     # ``IDENTIFIED BY '…'`` / ``WITH PASSWORD '…'`` (upper case: "with password 'x'" is prose)
-    ("url_credentials",
-     rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]*@[A-Za-z0-9.\[-]"
-     rb"|jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
+    ("url_credentials", rb"://[^\s:/@'\"<>]*:[^\s/@'\"<>]*@[A-Za-z0-9.\[-]"),
+    ("login_pair",
+     rb"jdbc:oracle:thin:[^\s:/@'\"<>]+/[^\s/@'\"<>]+@"
      rb"|\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:'\"<>]*:"
      rb"|\s(?i:--?(?:[a-z0-9]+-)*(?:passw(?:or)?d|token|secret|api-?key))[ \t]+"
      rb"|(?i:(?:\b|\\[nrt])machine(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+login(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+password)"
@@ -309,9 +310,9 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             stop = close + 8 if close >= 0 else end
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
+        case "login_pair":
+            return _login_pair(text, start, end)
         case "url_credentials":
-            if text[start] != 0x3A:  # not ``://``: one of the login shapes
-                return _login_pair(text, start, end)
             colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
             password = text[colon + 1 : at]
@@ -534,7 +535,7 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
 _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
 # matched inside a longer key / URL (``vendor_token`` checks its own start)
-_ANYWHERE = frozenset({"assignment", "url_credentials", "vendor_token"})
+_ANYWHERE = frozenset({"assignment", "url_credentials", "login_pair", "vendor_token"})
 
 
 def validate_candidates(
