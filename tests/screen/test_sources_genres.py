@@ -1,5 +1,6 @@
-"""The changelog source's pure parts: which file of an sdist is its changelog, and the train-side
-sources the intent model's trainer never fits on."""
+"""The genre sources' pure parts: which file of an sdist is its changelog, which catalogues are
+its interface translations and how they are drawn per language, and the train-side sources the
+intent model's trainer never fits on."""
 
 from __future__ import annotations
 
@@ -68,8 +69,63 @@ def test_pieces_are_a_seeded_sample_per_project(
     assert first == list(genres.benign_changelogs(lines))
 
 
+def _catalogue(words: str, count: int) -> bytes:
+    entries = (f'msgid "{words} {n}"\nmsgstr "{words} {n}."\n' for n in range(count))
+    return "\n".join(entries).encode()
+
+
+def test_interface_catalogues_are_read_and_fixtures_and_docs_are_not(genres: ModuleType) -> None:
+    tar = tar_of(
+        {
+            "proj-1.0/proj/locale/zh_Hans/LC_MESSAGES/django.po": _catalogue("请输入", 2),
+            "proj-1.0/proj/locale/pt_BR/LC_MESSAGES/djangojs.po": _catalogue("Digite", 2),
+            "proj-1.0/proj/locale/fr/LC_MESSAGES/django.mo": b"\x95\x04\x12\xde",
+            "proj-1.0/proj/translations/ja/LC_MESSAGES/advanced.po": _catalogue("設計", 2),
+            "proj-1.0/tests/i18n/locale/xxx/LC_MESSAGES/django.po": _catalogue("fixture", 2),
+            "proj-1.0/doc/locale/ko/LC_MESSAGES/admin.po": _catalogue("문서", 2),
+        }
+    )
+    found = sorted((locale, Path(name).name) for locale, name, _ in genres.catalogues(tar))
+    assert found == [("pt_BR", "djangojs.po"), ("zh_Hans", "django.po")]
+    assert [genres.language(locale) for locale in ("zh_Hant", "pt_BR", "en", "sr_Latn")] == [
+        "zh",
+        "pt",
+        "en",
+        "other",
+    ]
+
+
+def test_translations_are_a_seeded_sample_per_language(
+    genres: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(genres, "TRANSLATION_PINS", ("proj==1.0",))
+    monkeypatch.setattr(genres, "CORPUS_SDIST", tmp_path)
+    files = {
+        "proj-1.0/proj/locale/fr/LC_MESSAGES/django.po": _catalogue("Veuillez saisir", 200),
+        "proj-1.0/proj/locale/ja/LC_MESSAGES/django.po": _catalogue("入力してください", 200),
+        "proj-1.0/proj/locale/ko/LC_MESSAGES/django.po": _catalogue("입력하세요", 3),
+        "proj-1.0/proj/locale/nl/LC_MESSAGES/django.po": _catalogue("Voer in", 200),
+    }
+    with tarfile.open(tmp_path / "proj-1.0.tar.gz", "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    def entries(text: str, _rng: random.Random) -> Iterator[str]:
+        yield from text.split("\n\n")
+
+    first = list(genres.benign_translations(entries))
+    assert {source for source, _ in first} == {"translations-a-m"}
+    assert sum("Veuillez" in piece for _, piece in first) == genres.PER_LANGUAGE
+    assert sum("してください" in piece for _, piece in first) == genres.PER_LANGUAGE
+    assert sum("입력하세요" in piece for _, piece in first) == 3  # all a small language has
+    assert sum("Voer in" in piece for _, piece in first) == genres.OTHERS
+    assert first == list(genres.benign_translations(entries))
+
+
 def test_the_trainer_never_fits_on_the_check_only_sources() -> None:
     sources = _module("screen_sources")
-    assert {"api-github", "api-reddit", "changelogs-a-m"} <= sources.CHECK_ONLY
+    assert {"api-github", "api-reddit", "changelogs-a-m", "translations-a-m"} <= sources.CHECK_ONLY
     assert "api-mastodon" not in sources.CHECK_ONLY  # held out: never read by the trainer at all
     assert all(sources.BENIGN_SOURCES[name][1] == "train" for name in sources.CHECK_ONLY)
