@@ -147,10 +147,15 @@ def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None 
             continue
         distances.append(short - anchor)
         probe = view[anchor : anchor + span]
+        stop = anchor + MAX_PERIOD + span
         # the probe starts with the short one, so it recurs nowhere before ``short``
+        found = find(probe, short, stop)
+        if found < 0:
+            anchor = next_anchor
+            continue
         # a probe of separators only: the raw bytes judge each period apart
         places = _candidates(
-            view, anchor, probe, short, need, stride, None if probe.strip(b" ") else raw
+            view, anchor, probe, found, need, stride, None if probe.strip(b" ") else raw
         )
         for found in places:
             period = found - anchor
@@ -180,34 +185,23 @@ def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None 
     return out
 
 
-def _period(probe: bytes) -> int:
-    """The probe's smallest period when it is at most half its length, else 0. A period d of
-    the probe puts its first half (rounded up) at d, so only those places are checked."""
-    half = len(probe) // 2
-    head = probe[: len(probe) - half]
-    at = probe.find(head, 1, half + len(head))
-    while at > 0:
-        if probe[at:] == probe[:-at]:
-            return at
-        at = probe.find(head, at + 1, half + len(head))
-    return 0
-
-
 def _candidates(
     view: bytes,
     anchor: int,
     probe: bytes,
-    first: int,
+    found: int,
     need: int,
     stride: int,
     raw: bytes | None,
 ) -> Iterator[int]:
-    """The places within ``MAX_PERIOD`` (from ``first`` on) where the anchor's probe recurs
-    and whose walk can change the scan: the same verdict, anchors and hints as walking each.
+    """The places within ``MAX_PERIOD`` (from ``found``, the first) where the anchor's probe
+    recurs and whose walk can change the scan: the same verdict, anchors and hints as walking
+    each.
 
-    A probe with no period of at most half its length recurs at places more than half its
-    length apart: a handful, each walked. A probe of a short period q (a one-byte run,
-    ``abab…``) recurs at every q-th place of each stretch of period q in reach, up to
+    Two places less than half the probe's length apart make that distance the probe's smallest
+    period q (a one-byte run, ``abab…``; a shorter one would put a place between them); with no
+    such period, places lie more than half the probe's length apart: a handful, each walked.
+    A probe of period q recurs at every q-th place of each stretch of period q in reach, up to
     ``MAX_PERIOD / q`` times. Let [b, e) be the anchor's own stretch of period q:
 
     * a place in [b, e) is a period whose walk covers exactly [b, e): only the first can
@@ -223,18 +217,21 @@ def _candidates(
     """
     find, span = view.find, len(probe)
     stop = anchor + MAX_PERIOD + span
-    found = find(probe, first, stop)
-    if found < 0:
-        return
-    unit = _period(probe)
-    if not unit:
-        while found >= 0:
+    close = span // 2
+    unit = found - anchor
+    if unit > close:  # no place in the anchor's own stretch
+        while True:
             yield found
-            found = find(probe, found + 1, stop)
-        return
-    own_end = _forward(view, anchor, unit) + unit
-    if found + span <= own_end:  # the anchor's own stretch (``found`` is ``anchor + unit``)
+            after = find(probe, found + 1, stop)
+            if after < 0:
+                return
+            unit, found = after - found, after
+            if unit <= close:
+                break
+        own_end = _forward(view, anchor, unit) + unit
+    else:
         yield found
+        own_end = _forward(view, anchor, unit) + unit
         covered = own_end - _backward(view, anchor, unit) if raw is not None else 0
         if covered >= need:  # the others' walks are known: only their raw bytes judge
             longest = min(covered // MIN_REPEATS, own_end - span - anchor, MAX_PERIOD)
