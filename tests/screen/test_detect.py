@@ -457,7 +457,10 @@ _RUNS_IN_UNITS = st.builds(
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(_RUNS, _RUNS_IN_UNITS))
 def test_runs_inside_units_agree_with_the_reference(body: bytes) -> None:
-    assert (find_pollution(body) is not None) == _reference_pollution(body)
+    # the exact rule only: a run beside a few letters is also a near repeat with edits (the
+    # class view's letters are one), which the reference does not judge
+    hit = pollution_module.find_repeats(body)
+    assert (hit is not None and hit.view != "edited") == _reference_pollution(body)
 
 
 def test_a_unit_whose_run_holds_more_places_than_a_budget_is_held() -> None:
@@ -556,6 +559,9 @@ def _plain_scan(view: bytes, raw: bytes | None) -> pollution_module._Scan:
         ((b"x" * 64 + b"ab") * 20, 66),  # the unit's run holds the probe; the period lies past it
         (b"k" * 30 + b"x" * 1000 + b"k" * 30, 1),  # the run itself
         ((b"x" * 400 + b" hello world. ") * 40, None),  # a unit longer than MAX_PERIOD
+        ((b"x" * 119 + b"0") * 14, 120),  # more places in the run than a budget of 64 held
+        ((b"ab" * 100 + b"0") * 10, 201),  # a run of period 2 (every other place)
+        ((b"ab" * 200 + b" hello world. ") * 40, None),
     ],
 )
 def test_one_byte_runs_inside_units(body: bytes, period: int | None) -> None:
@@ -655,6 +661,7 @@ ADVERSARIAL = {
     "near-periods": b"".join(b"line %d of a long log\n" % i for i in range(90000)),
     "many-candidate-periods": bytes(random.Random(3).choices(b"ab", k=1 << 21)),
     "separator-runs-broken": (b" " * 300 + b"x") * 7000,
+    "short-period-runs-in-long-units": (b"ab" * 200 + b" hello world. ") * 5000,
     "assignment-keys": b"api_key=token=secret=password=" * 70000,
     "dense-cues": b"SYSTEM: note to the assistant <!-- ![x](http://a/?q=1) " * 40000,
 }
