@@ -198,9 +198,9 @@ def _candidates(
     recurs and whose walk can change the scan: the same verdict, anchors and hints as walking
     each.
 
-    Two places less than half the probe's length apart make that distance the probe's smallest
-    period q (a one-byte run, ``abab…``; a shorter one would put a place between them); with no
-    such period, places lie more than half the probe's length apart: a handful, each walked.
+    Two places (the anchor is one) at most half the probe's length apart make that distance the
+    probe's smallest period q (a one-byte run, ``abab…``; a shorter one would put a place
+    between them); with no such period, places lie further apart: a handful, each walked.
     A probe of period q recurs at every q-th place of each stretch of period q in reach, up to
     ``MAX_PERIOD / q`` times. Let [b, e) be the anchor's own stretch of period q:
 
