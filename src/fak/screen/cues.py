@@ -28,7 +28,7 @@ _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rul
 
 REQUESTS: tuple[bytes, ...] = (
     rb"\b(?:Generate|Write|Output|Print|Create|List|Provide|Explain|Describe|Detail|Give|Tell|Show|Send|Forward|Execute|Fill|Respond|Answer|Reply|Repeat|Translate|Summari[sz]e|Rate|Solve|Confirm|Ignore|Disregard|Forget|Reveal|Display|Share|Upload|Visit|Click|Insert|Elucidate|Delineate|Compose|Draft|Produce|Include|Add|Run|Call|Open|Delete|Continue|Complete|Post)[ \t]+",
-    rb"(?i:\b(?:can|could|would|will) you\b|\bi (?:want|need|would like|require|expect)\b|\byour (?:own |real |true |actual |current |internal |hidden |full |complete |original |operational )?(?:configuration|config|persona|context|settings|parameters|capabilities|training|memory|tools|limitations|programming|creators?|identity)\b|\b(?:please|kindly)\s+(?:do|execute|perform|run|complete|follow|carry out|proceed)\b|\b(?:before|prior to) (?:modifying|making|editing|changing|proceeding|continuing|responding|answering|replying)\b)",
+    rb"(?i:\b(?:can|could|would|will) you\b|\bi (?:want|need|would like|require|expect)\b|\byour (?:own |real |true |actual |current |internal |hidden |full |complete |original |operational )?(?:configuration|config|persona|context|settings|parameters|capabilities|training|memory|tools|limitations|programming|creators?|identity)\b|\b(?:please|kindly)\b|\b(?:before|prior to) (?:modifying|making|editing|changing|proceeding|continuing|responding|answering|replying)\b)",
 )  # fmt: skip
 """Requests made of a reader, as candidates (see the comment where ``CUES`` holds them). A
 window that only these selected needs a stronger logit (``intent.REQUEST_PRIOR``)."""
@@ -120,7 +120,7 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     (Cue.CANDIDATE, 0.0, rb"\b(?:IMPORTANT|URGENT|ATTENTION|NEW TASK|NOTE TO)\b"),
     # requests made of a reader: a capitalised imperative (a verb of producing, telling,
     # sending or doing), "could you", "I want / need", the reader's own configuration asked
-    # about, "please follow / do / run", "before making changes". Everyday prose and docs (and
+    # about, "please" / "kindly", "before making changes". Everyday prose and docs (and
     # forum posts: "Please follow the subreddit's rules") share them, so they only mark a
     # window, within the body's window budget, which must then clear the threshold plus
     # ``intent.REQUEST_PRIOR`` when nothing else selected it. Each ends before the next word:
