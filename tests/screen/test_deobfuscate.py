@@ -174,8 +174,19 @@ def test_arbitrary_unicode_is_screened_without_error(text: str) -> None:
 def test_zero_width_insertion_never_hides_the_phrase(filler: str, where: int) -> None:
     hidden = ZW.join(PHRASE)
     at = min(where, len(filler))
+    plain = (filler[:at] + " " + PHRASE + " " + filler[at:]).encode()
     body = (filler[:at] + " " + hidden + " " + filler[at:]).encode()
-    assert screen_deobfuscated(body) is not None
+    # the words around the phrase may change the verdict (a filler of "JAILBREAK" marks text
+    # about attacks, and the phrase beside it passes written plainly too); zero-width
+    # characters between its letters must not
+    if screen_deobfuscated(plain) is not None:
+        assert screen_deobfuscated(body) is not None
+
+
+def test_zero_width_insertion_hides_nothing_beside_ordinary_words() -> None:
+    hidden = ZW.join(PHRASE)
+    for filler in ("", "Meeting notes", "status: ok", "数据"):
+        assert screen_deobfuscated((filler + " " + hidden + " " + filler).encode()) is not None
 
 
 def test_decode_work_is_bounded_for_a_huge_single_token() -> None:

@@ -344,7 +344,7 @@ _DATA_MIN = 64
 """A stretch's first three periods, ``_DATA_MIN`` to ``_DATA_WINDOW`` bytes, are judged."""
 _ESCAPED_SPACE = re.compile(rb"\\[nrt]")  # a newline or tab inside a JSON or JS string
 _NUMBER = rb"[-+]?+(?:0[xX][0-9a-fA-F]++|\d++(?:\.\d*+)?+|\.\d++)(?:[eE][-+]?+\d++)?+"
-_QUOTED = rb"([\"'])\\*+[^\"'\\\s]{1,3}\\*+\1"  # a code of one to three characters
+_QUOTED = rb"([\"'])\\*+[^\"'\\\s,;]{1,3}\\*+\1"  # a code of one to three characters, no separator
 _VLQ = rb"[g-z0-9+/]*+[A-Za-f]"  # one base64 VLQ value: continuation digits, then a last one
 _SEGMENT = rb"%s(?:(?:%s){3}(?:%s)?)?" % (_VLQ, _VLQ, _VLQ)  # 1, 4 or 5 values: a mapping
 _PAD = rb"[ \t\r\n\\]*+"
