@@ -26,6 +26,7 @@ from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
 from fak.screen.secret_values import alnum_kinds as _alnum_kinds
 from fak.screen.secret_values import char_classes as _classes
 from fak.screen.secret_values import clean_start as _clean_start
+from fak.screen.secret_values import credential_value as _credential_value
 from fak.screen.secret_values import entropy as _entropy
 from fak.screen.secret_values import is_placeholder
 from fak.screen.secret_values import random_looking as _random_looking
@@ -164,7 +165,13 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     (
         "assignment",
         rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
-        rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
+        rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
+        # a name that only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key``, ``ollama
+        # key``, ``deepgram-api``): code names ordinary values so too (``cache_key``,
+        # ``sort_key``), so the value must say "credential" on its own (20+ characters here;
+        # ``secret_values.credential_value`` decides)
+        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth)\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
+        rb"\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}",
     ),
 )  # fmt: skip
 
@@ -339,6 +346,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
+            if _NAMED.match(text, start) is None:  # a name that only ends in ``key`` / ``api``
+                return _keyed(text, start, vstart, vend)
             if text[start + 1 : start + 5].lower() == b"auth":  # ``_auth`` / ``"auth"``
                 key = text[start + 1 : _token_end(text, start + 1, _KEY_CHARS, limit=48)]
                 if len(key) == 4:  # base64 ``user:password`` (npm, Docker)
@@ -364,6 +373,25 @@ def _inside_base64(text: bytes, start: int, stop: int) -> bool:
 
 
 _SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+_LOWER_DIGIT = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+# where the assignment's first alternative starts (the second starts a byte before ``key``)
+_NAMED = re.compile(_SECRET_WORDS + rb"|_auth|\"auth", re.IGNORECASE)
+
+
+def _keyed(text: bytes, start: int, vstart: int, vend: int) -> tuple[int, int] | None:
+    """The value of a name that only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key =``,
+    ``ollama key:``, ``cohere secret key =``) when the value is a credential on its own and no
+    word of the name says digest, id, name or limit."""
+    after = text[start + 1]
+    if after not in b" _.-" and not (text[start] in _LOWER_DIGIT and after in b"KA"):
+        return None  # ``CLEARKEY``, ``openapi``, ``&key=``: no word ends at the suffix
+    name = text[_key_start(text, start) : start + 1]
+    if any(word.lower() in _NOT_SECRET_WORDS for word in _NAME_WORD.findall(name)):
+        return None
+    value = text[vstart:vend]
+    return None if _dotted_name(value) or not _credential_value(value) else (vstart, vend)
+
+
 _BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _PEM_PRIVATE = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
@@ -477,7 +505,20 @@ def _on_curl_line(text: bytes, at: int) -> bool:
     return found >= 0
 
 
-_KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
+_KEY_OPERATOR = re.compile(
+    rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth))?\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+)
+# words of names ending in ``key`` whose values are digests, ids, names or limits (a git
+# commit, a cache entry's hash, a row's key), matched as whole words of the name
+_NOT_SECRET_WORDS = frozenset(
+    b"sha sha1 sha256 hash digest checksum commit etag md5 fingerprint integrity cache sort"
+    b" primary foreign partition row lookup index idempotency object bucket s3 blob node ref"
+    b" parent tree i18n msg message label lang locale route order group dict map"
+    b" registry license serial public pub id uuid guid name type version path file url uri"
+    b" page next cursor sync csrf xsrf count length max min limit usage expire expires policy"
+    b" dedupe dedup unique translation column col field data".split()
+)
+_NAME_WORD = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
