@@ -111,7 +111,8 @@ _VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts
 
 def value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
     """The [start, end) of an unquoted or quoted value beginning at ``start``."""
-    if text[start : start + 1] == b"\\":
+    limit_at = start + 8
+    while text[start : start + 1] == b"\\" and start < limit_at:  # a quote escaped once or more
         start += 1
     if start < len(text) and text[start] in b"\"'`":
         start += 1
@@ -170,10 +171,10 @@ _PUBLIC_PREFIXES = (
 def credential_value(value: bytes) -> bool:
     """Whether a value says "random credential" on its own, whatever its key is named: 20-200
     characters, no placeholder, no path, URL, call or variable, not a UUID, not a key its vendor
-    documents as public, not letters alone; long hex (32+, high entropy), or letters and
-    digits mixed the way random keys mix them (classes change often, high entropy). The test for a value whose name
-    only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key = …``), a name code gives
-    ordinary values too."""
+    documents as public, not letters alone; long hex of one case (32+), or letters and digits
+    mixed the way random keys mix them (classes change often, high entropy). The test for a
+    value whose name only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key = …``), names
+    code gives ordinary values too."""
     size = len(value)
     if not 20 <= size <= 200 or is_placeholder(value) or value.startswith(_PUBLIC_PREFIXES):
         return False
@@ -184,5 +185,5 @@ def credential_value(value: bytes) -> bool:
     if len(value.translate(None, _DIGIT)) == size:
         return False  # letters only: a name in camel case (``RuleAzureAccountKeyConfig``)
     if all(c in _HEX for c in value) and (value.islower() or value.isupper()):
-        return size >= 32 and entropy(value) >= 3.5  # hex of one case: long
+        return size >= 32 and entropy(value) >= 3.0  # hex of one case: long
     return _class_changes(value) >= 0.3 and entropy(value) >= 3.6

@@ -165,13 +165,13 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     (
         "assignment",
         rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
-        rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
+        rb"[a-z0-9_.-]{0,40}\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
         # a name that only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key``, ``ollama
         # key``, ``deepgram-api``): code names ordinary values so too (``cache_key``,
         # ``sort_key``), so the value must say "credential" on its own (20+ characters here;
         # ``secret_values.credential_value`` decides)
-        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth)\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
-        rb"\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}",
+        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth)\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
+        rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}",
     ),
 )  # fmt: skip
 
@@ -506,7 +506,7 @@ def _on_curl_line(text: bytes, at: int) -> bool:
 
 
 _KEY_OPERATOR = re.compile(
-    rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth))?\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+    rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth))?\\*[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
 )
 # words of names ending in ``key`` whose values are digests, ids, names or limits (a git
 # commit, a cache entry's hash, a row's key), matched as whole words of the name
@@ -543,11 +543,15 @@ _BOOTSTRAP_TOKEN = re.compile(rb"[a-z0-9]{6}\.[a-z0-9]{16}")
 
 def _dotted_name(value: bytes) -> bool:
     """``settings.SECRET_KEY``, ``env.API_KEY``, ``!!r.withCredentials`` (minified code's
-    boolean of a property): a reference, not a value."""
+    boolean of a property): a reference, not a value (unless a part is a credential)."""
     if _BOOTSTRAP_TOKEN.fullmatch(value) is not None:
         return False  # a Kubernetes bootstrap token, ``<6>.<16>`` in lower case and digits
     parts = value.lstrip(b"!").split(b".")
-    return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
+    if len(parts) < 2 or not all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts):
+        return False
+    # two parts, the second a credential on its own: a key id and its secret (Baseten's
+    # ``<8>.<32>``, Flagsmith's, Pushbullet's ``o.<32>``), not a module's attribute
+    return len(parts) > 2 or not _credential_value(parts[1])
 
 
 _SCAN: re2._Regexp | None = None
@@ -603,11 +607,33 @@ def validate_candidates(
         clean = kind in _ANYWHERE or text[start] == 0x5C or _clean_start(text, start)
         span = _validate(kind, text, start, end, scan) if clean else None
         looked[kind] = span[1] if span is not None else end
+        if span is None and kind == "assignment" and _NAMED.match(text, start) is None:
+            hidden = _hidden_format(text, start, end, scan)  # inside the value the match read
+            if hidden is not None:
+                kind, span = hidden.kind, (hidden.start, hidden.end)
         if span is not None:
-            hits.append(SecretHit(kind, span[0], span[1]))
+            hit, last = SecretHit(kind, span[0], span[1]), hits[-1] if hits else None
+            if last == hit:
+                continue  # read back from inside a value's nested format: found already
+            if last and last.kind == "assignment" and last.start <= span[0] < last.end:
+                hits.pop()  # a format read inside an assignment's value names it better
+            hits.append(hit)
             if first:
                 break
     return hits
+
+
+def _hidden_format(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
+    """A format starting inside the 20 value characters a refused ``…_key =`` match read (the
+    scan goes on after them): an Azure key's signature, a vendor token."""
+    for cstart, cend, kind in _candidates(text, start + 1, min(len(text), end + 600)):
+        if cstart >= end:
+            break
+        clean = kind in _ANYWHERE or text[cstart] == 0x5C or _clean_start(text, cstart)
+        span = _validate(kind, text, cstart, cend, scan) if clean else None
+        if span is not None:
+            return SecretHit(kind, span[0], span[1])
+    return None
 
 
 _FORMAT_PREFIXES = (
@@ -638,6 +664,7 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
         or PREFIXED_AT.match(head) is not None
         or b"=" in head
         or b"://" in head
+        or text[vend - 1 : vend] == b":"  # a nested ``key: value``
     ):
         return None  # nothing a format or a nested key could start with
     for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
