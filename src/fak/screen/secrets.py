@@ -157,7 +157,9 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # ``headers['Authorization'] = '…'``, escaped in a JSON string too)
     ("auth_header",
      rb"(?i:authorization\\?[\"']?\]?\s*[:=]\s*\\?[\"']?"
-     rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
+     rb"(?:(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+"
+     # or the key itself, no scheme (SparkPost's, Checkout.com's ``Authorization: sk_…``)
+     rb"|[A-Za-z0-9_-]{20}))"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...; npm's ``_auth``
     # (a word of its own: ``SERVICE_AUTH=`` must not hide a key named in its value) and a
@@ -329,6 +331,9 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 user = text[start + 3 : colon]
                 return (start + 3, colon) if _random_looking(user, min_len=16, bits=3.2) else None
             return (colon + 1, at) if _password_ok(password) else None
+        case "auth_header" if text[end - 1] not in b" \t\r\n\x0b\x0c":  # no scheme: the key
+            vstart, vend = _value_at(text, end - 20)
+            return (vstart, vend) if _credential_value(text[vstart:vend]) else None
         case "auth_header" | "bearer":
             vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
             while vstart < len(text) and text[vstart] in b" \t":
@@ -606,6 +611,11 @@ def validate_candidates(
         # a match that begins at a string escape (``\\n`` before a prefix) starts a token
         clean = kind in _ANYWHERE or text[start] == 0x5C or _clean_start(text, start)
         span = _validate(kind, text, start, end, scan) if clean else None
+        if kind == "auth_header" and text[end - 1] not in b" \t\r\n\x0b\x0c":
+            # ``Authorization: <key>``, no scheme: a vendor's token there names the key better
+            inner = _hidden_format(text, end - 21, end, scan)
+            if inner is not None:
+                kind, span = inner.kind, (inner.start, inner.end)
         looked[kind] = span[1] if span is not None else end
         if span is None and kind == "assignment" and _NAMED.match(text, start) is None:
             hidden = _hidden_format(text, start, end, scan)  # inside the value the match read
