@@ -173,7 +173,11 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
         # ``sort_key``), so the value must say "credential" on its own (20+ characters here;
         # ``secret_values.credential_value`` decides)
         rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth)\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
-        rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}",
+        rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}"
+        # a secret's name, a space, the value: ``eventbrite private access key ZXC…``, ``owlbot
+        # SECRET b7d2…`` (no operator: the value must be a credential on its own, see ``_spaced``)
+        rb"|(?i:(?:(?:api|access|secret|private|auth)[ _-]?key|secret|token)[ \t]+)"
+        rb"[A-Za-z0-9_-]{20}",
     ),
 )  # fmt: skip
 
@@ -598,6 +602,17 @@ def validate_candidates(
     for start, end, kind in candidates:
         if start < looked.get(kind, 0):
             continue  # inside a value already judged for this kind (hostile repeats stay linear)
+        if (
+            kind == "assignment"
+            and _KEY_OPERATOR.match(text, start + (text[start] == 0x22)) is None
+        ):
+            spaced = _spaced(text, start, end, scan)  # ``<name> secret <value>``, no operator
+            looked[kind] = end if spaced is None else spaced.end
+            if spaced is not None:
+                hits.append(spaced)
+                if first:
+                    break
+            continue
         if kind == "assignment":
             # the assignment's match covers the start of its value, so a format there was not
             # matched on its own: look for one in the value first, and report its kind
@@ -631,6 +646,24 @@ def validate_candidates(
             if first:
                 break
     return hits
+
+
+def _spaced(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
+    """The value after a secret's name and a space, no operator (``eventbrite private access key
+    ZXC2…``, ``owlbot SECRET b7d2…``, ``customer.io api key 8363…``): a format there, or a value
+    of letters, digits, ``_`` and ``-`` alone that is a credential on its own; not after a name
+    of digests, ids or limits (``csrf token …``)."""
+    found = _hidden_format(text, end - 21, end, scan)
+    if found is not None:
+        return found
+    vstart, vend = _value_at(text, end - 20)
+    value = text[vstart:vend]
+    if not value.replace(b"_", b"").replace(b"-", b"").isalnum():
+        return None  # the token goes on in other characters: a path, a version, prose
+    name = text[max(0, start - 24) : end - 20]
+    if any(word.lower() in _NOT_SECRET_WORDS for word in _NAME_WORD.findall(name)):
+        return None
+    return SecretHit("assignment", vstart, vend) if _credential_value(value) else None
 
 
 def _hidden_format(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
