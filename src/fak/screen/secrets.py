@@ -168,11 +168,11 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
         "assignment",
         rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
         rb"[a-z0-9_.-]{0,40}\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
-        # a name that only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key``, ``ollama
-        # key``, ``deepgram-api``): code names ordinary values so too (``cache_key``,
-        # ``sort_key``), so the value must say "credential" on its own (20+ characters here;
-        # ``secret_values.credential_value`` decides)
-        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth)\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
+        # a name that only ends in ``key`` / ``api`` / ``auth`` / ``pat`` (a personal access
+        # token: ``deepgram_key``, ``ollama key``, ``deepgram-api``, ``wiki_PAT``): code names
+        # ordinary values so too (``cache_key``, ``sort_key``), so the value must say
+        # "credential" on its own (20+ characters here; ``secret_values.credential_value``)
+        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth|pat)\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
         rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}"
         # a secret's name, a space, the value: ``eventbrite private access key ZXC…``, ``owlbot
         # SECRET b7d2…`` (no operator: the value must be a credential on its own, see ``_spaced``)
@@ -388,11 +388,11 @@ _NAMED = re.compile(_SECRET_WORDS + rb"|_auth|\"auth", re.IGNORECASE)
 
 
 def _keyed(text: bytes, start: int, vstart: int, vend: int) -> tuple[int, int] | None:
-    """The value of a name that only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key =``,
-    ``ollama key:``, ``cohere secret key =``) when the value is a credential on its own and no
-    word of the name says digest, id, name or limit."""
+    """The value of a name that only ends in ``key`` / ``api`` / ``auth`` / ``pat``
+    (``deepgram_key =``, ``ollama key:``, ``wiki_PAT=``) when the value is a credential on its
+    own and no word of the name says digest, id, name or limit."""
     after = text[start + 1]
-    if after not in b" _.-" and not (text[start] in _LOWER_DIGIT and after in b"KA"):
+    if after not in b" _.-" and not (text[start] in _LOWER_DIGIT and after in b"KAP"):
         return None  # ``CLEARKEY``, ``openapi``, ``&key=``: no word ends at the suffix
     name = text[_key_start(text, start) : start + 1]
     if any(word.lower() in _NOT_SECRET_WORDS for word in _NAME_WORD.findall(name)):
@@ -515,7 +515,7 @@ def _on_curl_line(text: bytes, at: int) -> bool:
 
 
 _KEY_OPERATOR = re.compile(
-    rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth))?\\*[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+    rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth|pat))?\\*[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
 )
 # words of names ending in ``key`` whose values are digests, ids, names or limits (a git
 # commit, a cache entry's hash, a row's key), matched as whole words of the name
