@@ -168,16 +168,31 @@ _PUBLIC_PREFIXES = (
 )  # fmt: skip
 
 
+_NAMING_PREFIXES = (
+    b"arn:",
+    b"urn:",
+    b"md5:",
+    b"md5-",
+    b"sha1:",
+    b"sha1-",
+    b"sha256",
+    b"sha384",
+    b"sha512",
+)
+
+
 def credential_value(value: bytes) -> bool:
     """Whether a value says "random credential" on its own, whatever its key is named: 20-200
-    characters, no placeholder, no path, URL, call or variable, not a UUID, not a key its vendor
-    documents as public, not letters alone; long hex of one case (32+), or letters and digits
-    mixed the way random keys mix them (classes change often, high entropy). The test for a
-    value whose name only ends in ``key`` / ``api`` / ``auth`` (``deepgram_key = …``), names
-    code gives ordinary values too."""
+    characters, no placeholder, no path, URL, ARN, digest, call or variable, not a UUID, not a
+    key its vendor documents as public, not letters alone; long hex of one case (32+), or
+    letters and digits mixed the way random keys mix them (classes change often, high
+    entropy). The test for a value whose name only ends in ``key`` / ``api`` / ``auth`` /
+    ``pat`` (``deepgram_key = …``), names code gives ordinary values too."""
     size = len(value)
     if not 20 <= size <= 200 or is_placeholder(value) or value.startswith(_PUBLIC_PREFIXES):
         return False
+    if value.lower().startswith(_NAMING_PREFIXES):
+        return False  # an ARN / URN names a resource; ``sha256:…`` is a digest
     if value[:1] in b"/.~" or b"://" in value or any(c in value for c in b"([{}$?\\"):
         return False
     if _UUID.fullmatch(value) is not None or alnum_kinds(value) < 2:

@@ -525,7 +525,10 @@ _NOT_SECRET_WORDS = frozenset(
     b" parent tree i18n msg message label lang locale route order group dict map"
     b" registry license serial public pub id uuid guid name type version path file url uri"
     b" page next cursor sync csrf xsrf count length max min limit usage expire expires policy"
-    b" dedupe dedup unique translation column col field data".split()
+    b" dedupe dedup unique translation column col field data"
+    # public halves and key ids: a GPG fingerprint (``GPG_KEY=7169…``), a KMS key's ARN, a
+    # host's or a verifier's public key
+    b" gpg pgp gnupg kms ssh host verify verification".split()
 )
 _NAME_WORD = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
