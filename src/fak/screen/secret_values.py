@@ -201,4 +201,7 @@ def credential_value(value: bytes) -> bool:
         return False  # letters only: a name in camel case (``RuleAzureAccountKeyConfig``)
     if all(c in _HEX for c in value) and (value.islower() or value.isupper()):
         return size >= 32 and entropy(value) >= 3.0  # hex of one case: long
-    return _class_changes(value) >= 0.3 and entropy(value) >= 3.6
+    bits = entropy(value)
+    # few digits among lower-case letters change classes rarely: 32+ characters of 4.5 bits
+    # (23+ symbols, evenly; words and names stay near 4) say random too
+    return (_class_changes(value) >= 0.3 and bits >= 3.6) or (size >= 32 and bits >= 4.5)
