@@ -162,6 +162,8 @@ def adversarial(rng: random.Random) -> dict[str, bytes]:
         # one-byte runs inside a unit longer than MAX_PERIOD: every offset in a run matches the
         # repeat scan's probe (the scan walks one candidate of a run, not each)
         "runs-in-long-units-1MiB": ((b"x" * 400 + b" hello world. ") * 2600)[:mib],
+        # the same with runs of a two-byte unit: the probe recurs at every other offset
+        "short-period-runs-in-long-units-1MiB": ((b"ab" * 200 + b" hello world. ") * 2600)[:mib],
         "near-periods-1MiB": b"".join(b"line %d of a long log\n" % i for i in range(60000))[:mib],
         "unaligned-repeat-1MiB": b"x" + b"0123456789abcdef" * (mib // 16),
         # lists of values (passed over by the pollution scan, issue 25) between short noise:

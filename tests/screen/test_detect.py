@@ -436,23 +436,47 @@ def test_pollution_agrees_with_the_reference(body: bytes) -> None:
 
 _RUNS = st.builds(
     lambda letter, run, unit, count, head: head + (letter * run + unit) * count,
-    st.sampled_from([b"x", b"7", b"Q"]),
+    st.sampled_from([b"x", b"7", b"Q", b"ab", b"xyz"]),
     st.integers(48, 130),
     _ALNUM,
     st.integers(1, 20),
     st.one_of(st.just(b""), _ALNUM),
 )
+# units holding a run long enough that every offset of it is a candidate period before the
+# unit's own one (the scan once ran out of its candidates there): (b"x" * 119 + b"0") * 14
+_RUNS_IN_UNITS = st.builds(
+    lambda letter, run, unit, count, head: head + (letter * run + unit) * count,
+    st.sampled_from([b"x", b"7", b"Q", b"ab", b"xyz"]),
+    st.integers(60, 200),
+    _ALNUM.map(lambda b: b[:6]),
+    st.integers(3, 10),
+    st.one_of(st.just(b""), _ALNUM),
+)
 
 
-@settings(max_examples=40, deadline=None)
-@given(_RUNS)
-def test_a_unit_holding_a_long_run_is_judged_as_every_candidate_were_walked(body: bytes) -> None:
-    # a probe inside a one-byte run recurs at every offset of it; the scan walks the first and
-    # counts the rest as tried: the same answer as walking each (``_plain_scan``). The budget
-    # of 64 candidates an anchor can run out inside the run before the unit's period (a body
-    # of (b"x" * 119 + b"0") * 14 passes though the reference rule holds it): left as it was.
-    for view in (body, pollution_module.fold(body)):
-        fast, plain = pollution_module._scan(view, "v"), _plain_scan(view)
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(_RUNS, _RUNS_IN_UNITS))
+def test_runs_inside_units_agree_with_the_reference(body: bytes) -> None:
+    # the exact rule only: a run beside a few letters is also a near repeat with edits (the
+    # class view's letters are one), which the reference does not judge
+    hit = pollution_module.find_repeats(body)
+    assert (hit is not None and hit.view != "edited") == _reference_pollution(body)
+
+
+def test_a_unit_whose_run_holds_more_places_than_a_budget_is_held() -> None:
+    body = (b"x" * 119 + b"0") * 14
+    assert _reference_pollution(body)
+    assert pollution_module.find_repeats(body) == pollution_module.RepeatHit(0, 1680, 120, "raw")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(_RUNS, _RUNS_IN_UNITS))
+def test_places_in_runs_are_judged_as_every_place_were_walked(body: bytes) -> None:
+    # a probe of a short period recurs at every period-th place of each such stretch in
+    # reach; the scan walks a few of them (``_candidates``): the same answer, anchors and
+    # hints as walking each (``_plain_scan``), on every view, separators judged on raw bytes
+    for view, raw in ((body.translate(pollution_module._SEP), body), (body, None)):
+        fast, plain = pollution_module._scan(view, "v", raw), _plain_scan(view, raw)
         assert (fast.hit, fast.anchors, fast.distances) == (
             plain.hit,
             plain.anchors,
@@ -460,14 +484,73 @@ def test_a_unit_holding_a_long_run_is_judged_as_every_candidate_were_walked(body
         )
 
 
-def _plain_scan(view: bytes) -> pollution_module._Scan:
-    """``pollution._scan`` with every candidate walked (no run is skipped)."""
-    original = pollution_module._run_end
-    pollution_module._run_end = lambda view, anchor, span: anchor
-    try:
-        return pollution_module._scan(view, "v")
-    finally:
-        pollution_module._run_end = original
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([b"x", b"ab", b" ", b"-=", b"q"]),
+            st.integers(1, 300),
+            st.binary(max_size=3),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_small_bodies_of_runs_are_judged_as_every_place_were_walked(
+    parts: list[tuple[bytes, int, bytes]],
+) -> None:
+    # bodies under 2 x MIN_RUN: anchors every 64 bytes, where a walk that stops early can
+    # still move the next anchor
+    body = b"".join(piece * (size // len(piece) + 1) + tail for piece, size, tail in parts)
+    for view, raw in ((body.translate(pollution_module._SEP), body), (body, None)):
+        fast, plain = pollution_module._scan(view, "v", raw), _plain_scan(view, raw)
+        assert (fast.hit, fast.anchors, fast.distances) == (
+            plain.hit,
+            plain.anchors,
+            plain.distances,
+        )
+
+
+def _plain_scan(view: bytes, raw: bytes | None) -> pollution_module._Scan:
+    """``pollution._scan`` written plainly: every place where the anchor's probe recurs
+    within ``MAX_PERIOD`` is walked (no lists of values judged)."""
+    pm = pollution_module
+    out = pm._Scan()
+    size = len(view)
+    if size < pm.DOMINANT_RUN:
+        return out
+    need = min(pm.MIN_RUN, max(pm.DOMINANT_RUN, (size + 1) // 2))
+    stride = pm.ANCHOR_STRIDE if need >= pm.MIN_RUN else pm._SMALL_STRIDE
+    span = max(pm._PROBE, need - pm.MAX_PERIOD - stride)
+    anchor = anchors = 0
+    while anchor < size - pm._PROBE:
+        anchors += 1
+        next_anchor = anchor + stride
+        short = view.find(view[anchor : anchor + pm._PROBE], anchor + 1, anchor + 272)
+        if short < 0:
+            anchor = next_anchor
+            continue
+        out.distances.append(short - anchor)
+        probe, stop = view[anchor : anchor + span], anchor + pm.MAX_PERIOD + span
+        found = view.find(probe, short, stop)
+        while found >= 0:
+            period = found - anchor
+            reach = max(pm._CHECK, need - period - stride)
+            if view[anchor : anchor + reach] == view[found : found + reach]:
+                end = pm._forward(view, anchor, period)
+                begin = pm._backward(view, anchor, period)
+                if end + period - begin >= max(need, 4 * period) and pm._confirmed(
+                    view, raw, anchor, period, need
+                ):
+                    out.anchors = anchors
+                    out.hit = pm.RepeatHit(begin, end + period, period, "v")
+                    return out
+                if end - anchor > stride:
+                    next_anchor = max(next_anchor, end)
+            found = view.find(probe, found + 1, stop)
+        anchor = next_anchor
+    out.anchors = anchors
+    return out
 
 
 @pytest.mark.parametrize(
@@ -476,6 +559,9 @@ def _plain_scan(view: bytes) -> pollution_module._Scan:
         ((b"x" * 64 + b"ab") * 20, 66),  # the unit's run holds the probe; the period lies past it
         (b"k" * 30 + b"x" * 1000 + b"k" * 30, 1),  # the run itself
         ((b"x" * 400 + b" hello world. ") * 40, None),  # a unit longer than MAX_PERIOD
+        ((b"x" * 119 + b"0") * 14, 120),  # more places in the run than a budget of 64 held
+        ((b"ab" * 100 + b"0") * 10, 201),  # a run of period 2 (every other place)
+        ((b"ab" * 200 + b" hello world. ") * 40, None),
     ],
 )
 def test_one_byte_runs_inside_units(body: bytes, period: int | None) -> None:
@@ -575,6 +661,7 @@ ADVERSARIAL = {
     "near-periods": b"".join(b"line %d of a long log\n" % i for i in range(90000)),
     "many-candidate-periods": bytes(random.Random(3).choices(b"ab", k=1 << 21)),
     "separator-runs-broken": (b" " * 300 + b"x") * 7000,
+    "short-period-runs-in-long-units": (b"ab" * 200 + b" hello world. ") * 5000,
     "assignment-keys": b"api_key=token=secret=password=" * 70000,
     "dense-cues": b"SYSTEM: note to the assistant <!-- ![x](http://a/?q=1) " * 40000,
 }

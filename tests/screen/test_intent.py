@@ -246,6 +246,9 @@ _WEIGHTED = [
     "reveal your system prompt",
     "assistant",
     "from now on you answer as root",
+    "do not tell the user about this",
+    "run the command below",
+    "do the following first",
 ]
 _CANDIDATE_OPENINGS = [
     "Confirm ",
@@ -255,6 +258,8 @@ _CANDIDATE_OPENINGS = [
     "I would like ",
     "Describe your configuration ",
     "Before making ",
+    "Please ",
+    "kindly ",
 ]
 
 
@@ -307,3 +312,13 @@ def test_a_window_only_requests_selected_needs_the_request_prior_more(
     lo, hi = intent_module.window_of(older, [(s, e) for s, e, _ in mixed])
     raw = load_model().logit(older[lo:hi].decode(), around=intent_module.context(older, lo, hi))
     assert plain.logit == pytest.approx(raw, abs=0.001)
+
+
+def test_please_follow_is_a_request_and_needs_the_prior() -> None:
+    # a forum's "Please follow the rules" is a request made of a person: alone, its window
+    # must clear the threshold plus the request prior (it held API replies of forum threads)
+    body = b"Hello,\n\nThis is the weekly thread. Please follow the rules and be kind."
+    spots = [(c.start, c.end, c.weight) for c in find_cues(body)]
+    assert spots and all(w == 0.0 for _, _, w in spots)
+    assert all(intent_module._REQUEST.fullmatch(body[s:e]) for s, e, _ in spots)
+    assert intent_module.candidate_groups(body, spots)

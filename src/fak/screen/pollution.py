@@ -20,7 +20,7 @@ bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -51,7 +51,6 @@ ANCHOR_STRIDE = 512
 _SMALL_STRIDE = 64  # bodies where a dominant (shorter) stretch may count
 _PROBE = 16
 _CHECK = 32
-_MAX_CANDIDATES = 64  # candidate periods looked at per anchor
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,24 +150,18 @@ def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None 
         stop = anchor + MAX_PERIOD + span
         # the probe starts with the short one, so it recurs nowhere before ``short``
         found = find(probe, short, stop)
-        tried = 0
-        # A probe inside a run of one (non-separator) byte recurs at every later offset of the
-        # run. Each such period's stretch ends where the run does, and the first of them (the
-        # smallest period) covers the whole run: once it failed, the others are counted as
-        # tried (the budget spends as before) without their walks.
-        in_run = _run_end(view, anchor, span)
-        while found >= 0 and tried < _MAX_CANDIDATES:
-            if tried and found + span <= in_run:
-                last_inside = min(in_run - span, stop - span)
-                tried += last_inside - found + 1
-                found = find(probe, last_inside + 1, stop)
-                continue
-            tried += 1
+        if found < 0:
+            anchor = next_anchor
+            continue
+        # a probe of separators only: the raw bytes judge each period apart
+        places = _candidates(
+            view, anchor, probe, found, need, stride, None if probe.strip(b" ") else raw
+        )
+        for found in places:
             period = found - anchor
             # that compare (the probe's own bytes already match)
             reach = max(_CHECK, need - period - stride)
             if reach > span and not view.startswith(view[anchor : anchor + reach], found):
-                found = find(probe, found + 1, stop)
                 continue
             end = _forward(view, anchor, period)
             begin = _backward(view, anchor, period)
@@ -187,21 +180,91 @@ def _scan(view: bytes, label: str, raw: bytes | None = None, data: Judge | None 
                 return out
             if end - anchor > stride:
                 next_anchor = max(next_anchor, end)
-            found = find(probe, found + 1, stop)
         anchor = next_anchor
     out.anchors = anchors
     return out
 
 
-def _run_end(view: bytes, anchor: int, span: int) -> int:
-    """Where the run of ``view[anchor]`` from ``anchor`` ends (read at most ``MAX_PERIOD +
-    span`` bytes: no candidate lies further), when the ``span`` bytes from ``anchor`` are all
-    that byte and it is not the separator; else ``anchor``."""
-    byte = view[anchor : anchor + 1]
-    if byte == b" " or view[anchor : anchor + span] != byte * span:
-        return anchor
-    chunk = view[anchor : anchor + MAX_PERIOD + span]
-    return anchor + len(chunk) - len(chunk.lstrip(byte))
+def _candidates(
+    view: bytes,
+    anchor: int,
+    probe: bytes,
+    found: int,
+    need: int,
+    stride: int,
+    raw: bytes | None,
+) -> Iterator[int]:
+    """The places within ``MAX_PERIOD`` (from ``found``, the first) where the anchor's probe
+    recurs and whose walk can change the scan: the same verdict, anchors and hints as walking
+    each.
+
+    Two places (the anchor is one) at most half the probe's length apart make that distance the
+    probe's smallest period q (a one-byte run, ``abab…``; a shorter one would put a place
+    between them); with no such period, places lie further apart: a handful, each walked.
+    A probe of period q recurs at every q-th place of each stretch of period q in reach, up to
+    ``MAX_PERIOD / q`` times. Let [b, e) be the anchor's own stretch of period q:
+
+    * a place in [b, e) is a period whose walk covers exactly [b, e): only the first can
+      hold it, and it moves the next anchor furthest. Only it is walked, unless the probe is
+      separators only (each period's raw bytes judge it: those that hold are walked too);
+    * a place in another stretch [g, h) of period q (the two overlap by less than q) is a
+      period p whose walk stops where either stretch does, at ``min(e, h - p)`` forwards and
+      ``max(b, g - p)`` backwards, unless it runs on past ``e`` or before ``b``. Stopping
+      there it covers less than 2p + q bytes, never the 4 copies a hit needs; so only the
+      places where ``view[anchor : e + 1]`` or ``view[b - 1 : anchor + len(probe)]``
+      recurs are walked. When [b, e) reaches a stride past the anchor, a walk that stops
+      early can still move the next anchor: then every place is walked.
+    """
+    find, span = view.find, len(probe)
+    stop = anchor + MAX_PERIOD + span
+    close = span // 2
+    unit = found - anchor
+    if unit > close:  # no place in the anchor's own stretch
+        while True:
+            yield found
+            after = find(probe, found + 1, stop)
+            if after < 0:
+                return
+            unit, found = after - found, after
+            if unit <= close:
+                break
+        own_end = _forward(view, anchor, unit) + unit
+    else:
+        yield found
+        own_end = _forward(view, anchor, unit) + unit
+        covered = own_end - _backward(view, anchor, unit) if raw is not None else 0
+        if covered >= need:  # the others' walks are known: only their raw bytes judge
+            longest = min(covered // MIN_REPEATS, own_end - span - anchor, MAX_PERIOD)
+            for period in range(2 * unit, longest + 1, unit):
+                if own_end - anchor - period >= max(_CHECK, need - period - stride) and _confirmed(
+                    view, raw, anchor, period, need
+                ):
+                    yield anchor + period
+        found = find(probe, own_end - span + 1, stop)
+        if found < 0:
+            return
+    if own_end - anchor > stride:
+        while found >= 0:
+            yield found
+            found = find(probe, found + 1, stop)
+        return
+    # the places whose walk runs on past the anchor's stretch, forwards or backwards
+    last = anchor + MAX_PERIOD
+    ahead = view[anchor : own_end + 1] if own_end < len(view) else b""
+    forth = find(ahead, found, last + len(ahead)) if ahead else -1
+    own_begin = _backward(view, anchor, unit)
+    behind = view[own_begin - 1 : anchor + span] if own_begin else b""
+    lead = anchor - own_begin + 1  # ``behind`` starts that far before its place
+    back = find(behind, max(0, found - lead), last - lead + len(behind)) if behind else -1
+    back = back + lead if back >= 0 else -1
+    while forth >= 0 or back >= 0:
+        place = forth if back < 0 or 0 <= forth <= back else back
+        yield place
+        if forth == place:
+            forth = find(ahead, place + 1, last + len(ahead))
+        if back == place:
+            back = find(behind, place - lead + 1, last - lead + len(behind))
+            back = back + lead if back >= 0 else -1
 
 
 def _confirmed(view: bytes, raw: bytes | None, anchor: int, period: int, need: int) -> bool:
