@@ -527,8 +527,10 @@ _NOT_SECRET_WORDS = frozenset(
     b" page next cursor sync csrf xsrf count length max min limit usage expire expires policy"
     b" dedupe dedup unique translation column col field data"
     # public halves and key ids: a GPG fingerprint (``GPG_KEY=7169…``), a KMS key's ARN, a
-    # host's or a verifier's public key
-    b" gpg pgp gnupg kms ssh host verify verification".split()
+    # host's or a verifier's public key; keys their vendors put in web pages (reCAPTCHA's /
+    # hCaptcha's ``siteKey``, Web Push's ``applicationServerKey``, ``publishableKey``, Adyen's /
+    # Midtrans' ``clientKey``)
+    b" gpg pgp gnupg kms ssh host verify verification site server publishable client".split()
 )
 _NAME_WORD = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -655,7 +657,8 @@ def _spaced(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
     """The value after a secret's name and a space, no operator (``eventbrite private access key
     ZXC2…``, ``owlbot SECRET b7d2…``, ``customer.io api key 8363…``): a format there, or a value
     of letters, digits, ``_`` and ``-`` alone that is a credential on its own; not after a name
-    of digests, ids or limits (``csrf token …``)."""
+    of digests, ids, limits or public keys (``csrf token …``, ``site key …``) unless the name
+    says secret (``Yahoo Client Secret …``)."""
     found = _hidden_format(text, end - 21, end, scan)
     if found is not None:
         return found
@@ -664,7 +667,10 @@ def _spaced(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
     if not value.replace(b"_", b"").replace(b"-", b"").isalnum():
         return None  # the token goes on in other characters: a path, a version, prose
     name = text[max(0, start - 24) : end - 20]
-    if any(word.lower() in _NOT_SECRET_WORDS for word in _NAME_WORD.findall(name)):
+    words = _NAME_WORD.findall(name)
+    if b"secret" not in text[start : end - 20].lower() and any(  # a secret names no public key
+        word.lower() in _NOT_SECRET_WORDS for word in words
+    ):
         return None
     return SecretHit("assignment", vstart, vend) if _credential_value(value) else None
 
