@@ -529,8 +529,9 @@ _NOT_SECRET_WORDS = frozenset(
     # public halves and key ids: a GPG fingerprint (``GPG_KEY=7169…``), a KMS key's ARN, a
     # host's or a verifier's public key; keys their vendors put in web pages (reCAPTCHA's /
     # hCaptcha's ``siteKey``, Web Push's ``applicationServerKey``, ``publishableKey``, Adyen's /
-    # Midtrans' ``clientKey``)
-    b" gpg pgp gnupg kms ssh host verify verification site server publishable client".split()
+    # Midtrans' ``clientKey``, Algolia's / Typesense's / Meilisearch's search-only keys)
+    b" gpg pgp gnupg kms ssh host verify verification site server publishable client"
+    b" search".split()
 )
 _NAME_WORD = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
