@@ -166,6 +166,9 @@ PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
     (rb"wrka-", 40, False),  # Workato
     (rb"v1\.0-", 140, False),  # Cloudflare origin CA key
     (rb"aio_", 28, True),  # Adafruit IO
+    # issue 25, branch i25-sec4 (Kingfisher's, llm-guard's and betterleaks' train misses)
+    (rb"tfp_", 40, False),  # Typeform personal access token
+    (rb"gcntfy-", 40, False),  # GC Notify: ``gcntfy-<key name>-<service id>-<secret>``
 )  # fmt: skip
 
 PREFIXED_RE2: bytes = b"|".join(prefix for prefix, _, _ in PREFIXED)

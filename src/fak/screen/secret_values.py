@@ -8,6 +8,7 @@ formats and their validators are in those two modules).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -17,6 +18,7 @@ __all__ = [
     "alnum_kinds",
     "char_classes",
     "clean_start",
+    "credential_value",
     "entropy",
     "is_placeholder",
     "random_looking",
@@ -109,7 +111,8 @@ _VALUE = re.compile(rb"[^ \t\r\n\"'`,;)\]}<>|\\=]*")  # a nested ``key=`` starts
 
 def value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
     """The [start, end) of an unquoted or quoted value beginning at ``start``."""
-    if text[start : start + 1] == b"\\":
+    limit_at = start + 8
+    while text[start : start + 1] == b"\\" and start < limit_at:  # a quote escaped once or more
         start += 1
     if start < len(text) and text[start] in b"\"'`":
         start += 1
@@ -136,3 +139,69 @@ def clean_start(text: bytes, start: int) -> bool:
     if start == 0 or text[start - 1] not in _WORD:
         return True
     return start >= 2 and text[start - 2] == 0x5C and text[start - 1] in b"nrt"
+
+
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_UUID = re.compile(rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+def _class_changes(value: bytes) -> float:
+    """The share of neighbouring letters and digits of different classes (lower / upper /
+    digit; separators dropped): random keys change class at about every other byte (base62
+    0.62, hex 0.47), words, names and dotted paths rarely (``UserProfileSettings2024`` 0.18,
+    ``cache_audio_write_5m_mtok`` 0.1)."""
+    kinds = value.translate(_CLASS_OF, _NOT_ALNUM)
+    changes = sum(a != b for a, b in itertools.pairwise(kinds))
+    return changes / max(1, len(kinds) - 1)
+
+
+_CLASS_OF = bytes(
+    0x61 if 97 <= c <= 122 else 0x41 if 65 <= c <= 90 else 0x30 if 48 <= c <= 57 else 0x2E
+    for c in range(256)
+)
+_NOT_ALNUM = bytes(c for c in range(256) if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122))
+# keys their vendors document as public (shipped in web pages and apps): PostHog's project key,
+# Stripe's publishable keys, Mapbox's public token, Razorpay's key id, Builder.io's and
+# Langfuse's public keys
+_PUBLIC_PREFIXES = (
+    b"phc_", b"pk_live_", b"pk_test_", b"pk.eyJ", b"rzp_live_", b"rzp_test_", b"bpk-", b"pk-lf-",
+)  # fmt: skip
+
+
+_NAMING_PREFIXES = (
+    b"arn:",
+    b"urn:",
+    b"md5:",
+    b"md5-",
+    b"sha1:",
+    b"sha1-",
+    b"sha256",
+    b"sha384",
+    b"sha512",
+)
+
+
+def credential_value(value: bytes) -> bool:
+    """Whether a value says "random credential" on its own, whatever its key is named: 20-200
+    characters, no placeholder, no path, URL, ARN, digest, call or variable, not a UUID, not a
+    key its vendor documents as public, not letters alone; long hex of one case (32+), or
+    letters and digits mixed the way random keys mix them (classes change often, high
+    entropy). The test for a value whose name only ends in ``key`` / ``api`` / ``auth`` /
+    ``pat`` (``deepgram_key = …``), names code gives ordinary values too."""
+    size = len(value)
+    if not 20 <= size <= 200 or is_placeholder(value) or value.startswith(_PUBLIC_PREFIXES):
+        return False
+    if value.lower().startswith(_NAMING_PREFIXES):
+        return False  # an ARN / URN names a resource; ``sha256:…`` is a digest
+    if value[:1] in b"/.~" or b"://" in value or any(c in value for c in b"([{}$?\\"):
+        return False
+    if _UUID.fullmatch(value) is not None or alnum_kinds(value) < 2:
+        return False
+    if len(value.translate(None, _DIGIT)) == size:
+        return False  # letters only: a name in camel case (``RuleAzureAccountKeyConfig``)
+    if all(c in _HEX for c in value) and (value.islower() or value.isupper()):
+        return size >= 32 and entropy(value) >= 3.0  # hex of one case: long
+    bits = entropy(value)
+    # few digits among lower-case letters change classes rarely: 32+ characters of 4.5 bits
+    # (23+ symbols, evenly; words and names stay near 4) say random too
+    return (_class_changes(value) >= 0.3 and bits >= 3.6) or (size >= 32 and bits >= 4.5)

@@ -26,6 +26,7 @@ from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
 from fak.screen.secret_values import alnum_kinds as _alnum_kinds
 from fak.screen.secret_values import char_classes as _classes
 from fak.screen.secret_values import clean_start as _clean_start
+from fak.screen.secret_values import credential_value as _credential_value
 from fak.screen.secret_values import entropy as _entropy
 from fak.screen.secret_values import is_placeholder
 from fak.screen.secret_values import random_looking as _random_looking
@@ -156,7 +157,9 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # ``headers['Authorization'] = '…'``, escaped in a JSON string too)
     ("auth_header",
      rb"(?i:authorization\\?[\"']?\]?\s*[:=]\s*\\?[\"']?"
-     rb"(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+)"),
+     rb"(?:(?:bearer|token|basic|apikey|sso-key|ssws|oauth|deepl-auth-key)\s+"
+     # or the key itself, no scheme (SparkPost's, Checkout.com's ``Authorization: sk_…``)
+     rb"|[A-Za-z0-9_-]{20}))"),
     ("bearer", rb"(?i:\bbearer\s+)[A-Za-z0-9_~+/.=-]{20}"),
     # a secret-named key assigned a value: KEY=..., "key": "...", key: ...; npm's ``_auth``
     # (a word of its own: ``SERVICE_AUTH=`` must not hide a key named in its value) and a
@@ -164,7 +167,17 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     (
         "assignment",
         rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
-        rb"[a-z0-9_.-]{0,40}\\?[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\?[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}",
+        rb"[a-z0-9_.-]{0,40}\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
+        # a name that only ends in ``key`` / ``api`` / ``auth`` / ``pat`` (a personal access
+        # token: ``deepgram_key``, ``ollama key``, ``deepgram-api``, ``wiki_PAT``): code names
+        # ordinary values so too (``cache_key``, ``sort_key``), so the value must say
+        # "credential" on its own (20+ characters here; ``secret_values.credential_value``)
+        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth|pat)\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
+        rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}"
+        # a secret's name, a space, the value: ``eventbrite private access key ZXC…``, ``owlbot
+        # SECRET b7d2…`` (no operator: the value must be a credential on its own, see ``_spaced``)
+        rb"|(?i:(?:(?:api|access|secret|private|auth)[ _-]?key|secret|token)[ \t]+)"
+        rb"[A-Za-z0-9_-]{20}",
     ),
 )  # fmt: skip
 
@@ -322,6 +335,9 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 user = text[start + 3 : colon]
                 return (start + 3, colon) if _random_looking(user, min_len=16, bits=3.2) else None
             return (colon + 1, at) if _password_ok(password) else None
+        case "auth_header" if text[end - 1] not in b" \t\r\n\x0b\x0c":  # no scheme: the key
+            vstart, vend = _value_at(text, end - 20)
+            return (vstart, vend) if _credential_value(text[vstart:vend]) else None
         case "auth_header" | "bearer":
             vstart = end if kind == "auth_header" else text.rfind(b" ", start, end) + 1
             while vstart < len(text) and text[vstart] in b" \t":
@@ -339,6 +355,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
+            if _NAMED.match(text, start) is None:  # a name that only ends in ``key`` / ``api``
+                return _keyed(text, start, vstart, vend)
             if text[start + 1 : start + 5].lower() == b"auth":  # ``_auth`` / ``"auth"``
                 key = text[start + 1 : _token_end(text, start + 1, _KEY_CHARS, limit=48)]
                 if len(key) == 4:  # base64 ``user:password`` (npm, Docker)
@@ -364,6 +382,25 @@ def _inside_base64(text: bytes, start: int, stop: int) -> bool:
 
 
 _SECRET_WORD = re.compile(_SECRET_WORDS, re.IGNORECASE)
+_LOWER_DIGIT = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+# where the assignment's first alternative starts (the second starts a byte before ``key``)
+_NAMED = re.compile(_SECRET_WORDS + rb"|_auth|\"auth", re.IGNORECASE)
+
+
+def _keyed(text: bytes, start: int, vstart: int, vend: int) -> tuple[int, int] | None:
+    """The value of a name that only ends in ``key`` / ``api`` / ``auth`` / ``pat``
+    (``deepgram_key =``, ``ollama key:``, ``wiki_PAT=``) when the value is a credential on its
+    own and no word of the name says digest, id, name or limit."""
+    after = text[start + 1]
+    if after not in b" _.-" and not (text[start] in _LOWER_DIGIT and after in b"KAP"):
+        return None  # ``CLEARKEY``, ``openapi``, ``&key=``: no word ends at the suffix
+    name = text[_key_start(text, start) : start + 1]
+    if any(word.lower() in _NOT_SECRET_WORDS for word in _NAME_WORD.findall(name)):
+        return None
+    value = text[vstart:vend]
+    return None if _dotted_name(value) or not _credential_value(value) else (vstart, vend)
+
+
 _BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _PEM_PRIVATE = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
@@ -477,7 +514,26 @@ def _on_curl_line(text: bytes, at: int) -> bool:
     return found >= 0
 
 
-_KEY_OPERATOR = re.compile(rb"[A-Za-z0-9_.-]*\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*")
+_KEY_OPERATOR = re.compile(
+    rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth|pat))?\\*[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+)
+# words of names ending in ``key`` whose values are digests, ids, names or limits (a git
+# commit, a cache entry's hash, a row's key), matched as whole words of the name
+_NOT_SECRET_WORDS = frozenset(
+    b"sha sha1 sha256 hash digest checksum commit etag md5 fingerprint integrity cache sort"
+    b" primary foreign partition row lookup index idempotency object bucket s3 blob node ref"
+    b" parent tree i18n msg message label lang locale route order group dict map"
+    b" registry license serial public pub id uuid guid name type version path file url uri"
+    b" page next cursor sync csrf xsrf count length max min limit usage expire expires policy"
+    b" dedupe dedup unique translation column col field data"
+    # public halves and key ids: a GPG fingerprint (``GPG_KEY=7169…``), a KMS key's ARN, a
+    # host's or a verifier's public key; keys their vendors put in web pages (reCAPTCHA's /
+    # hCaptcha's ``siteKey``, Web Push's ``applicationServerKey``, ``publishableKey``, Adyen's /
+    # Midtrans' ``clientKey``, Algolia's / Typesense's / Meilisearch's search-only keys)
+    b" gpg pgp gnupg kms ssh host verify verification site server publishable client"
+    b" search".split()
+)
+_NAME_WORD = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
@@ -502,11 +558,15 @@ _BOOTSTRAP_TOKEN = re.compile(rb"[a-z0-9]{6}\.[a-z0-9]{16}")
 
 def _dotted_name(value: bytes) -> bool:
     """``settings.SECRET_KEY``, ``env.API_KEY``, ``!!r.withCredentials`` (minified code's
-    boolean of a property): a reference, not a value."""
+    boolean of a property): a reference, not a value (unless a part is a credential)."""
     if _BOOTSTRAP_TOKEN.fullmatch(value) is not None:
         return False  # a Kubernetes bootstrap token, ``<6>.<16>`` in lower case and digits
     parts = value.lstrip(b"!").split(b".")
-    return len(parts) > 1 and all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts)
+    if len(parts) < 2 or not all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts):
+        return False
+    # two parts, the second a credential on its own: a key id and its secret (Baseten's
+    # ``<8>.<32>``, Flagsmith's, Pushbullet's ``o.<32>``), not a module's attribute
+    return len(parts) > 2 or not _credential_value(parts[1])
 
 
 _SCAN: re2._Regexp | None = None
@@ -548,6 +608,17 @@ def validate_candidates(
     for start, end, kind in candidates:
         if start < looked.get(kind, 0):
             continue  # inside a value already judged for this kind (hostile repeats stay linear)
+        if (
+            kind == "assignment"
+            and _KEY_OPERATOR.match(text, start + (text[start] == 0x22)) is None
+        ):
+            spaced = _spaced(text, start, end, scan)  # ``<name> secret <value>``, no operator
+            looked[kind] = end if spaced is None else spaced.end
+            if spaced is not None:
+                hits.append(spaced)
+                if first:
+                    break
+            continue
         if kind == "assignment":
             # the assignment's match covers the start of its value, so a format there was not
             # matched on its own: look for one in the value first, and report its kind
@@ -561,12 +632,61 @@ def validate_candidates(
         # a match that begins at a string escape (``\\n`` before a prefix) starts a token
         clean = kind in _ANYWHERE or text[start] == 0x5C or _clean_start(text, start)
         span = _validate(kind, text, start, end, scan) if clean else None
+        if kind == "auth_header" and text[end - 1] not in b" \t\r\n\x0b\x0c":
+            # ``Authorization: <key>``, no scheme: a vendor's token there names the key better
+            inner = _hidden_format(text, end - 21, end, scan)
+            if inner is not None:
+                kind, span = inner.kind, (inner.start, inner.end)
         looked[kind] = span[1] if span is not None else end
+        if span is None and kind == "assignment" and _NAMED.match(text, start) is None:
+            hidden = _hidden_format(text, start, end, scan)  # inside the value the match read
+            if hidden is not None:
+                kind, span = hidden.kind, (hidden.start, hidden.end)
         if span is not None:
-            hits.append(SecretHit(kind, span[0], span[1]))
+            hit, last = SecretHit(kind, span[0], span[1]), hits[-1] if hits else None
+            if last == hit:
+                continue  # read back from inside a value's nested format: found already
+            if last and last.kind == "assignment" and last.start <= span[0] < last.end:
+                hits.pop()  # a format read inside an assignment's value names it better
+            hits.append(hit)
             if first:
                 break
     return hits
+
+
+def _spaced(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
+    """The value after a secret's name and a space, no operator (``eventbrite private access key
+    ZXC2…``, ``owlbot SECRET b7d2…``, ``customer.io api key 8363…``): a format there, or a value
+    of letters, digits, ``_`` and ``-`` alone that is a credential on its own; not after a name
+    of digests, ids, limits or public keys (``csrf token …``, ``site key …``) unless the name
+    says secret (``Yahoo Client Secret …``)."""
+    found = _hidden_format(text, end - 21, end, scan)
+    if found is not None:
+        return found
+    vstart, vend = _value_at(text, end - 20)
+    value = text[vstart:vend]
+    if not value.replace(b"_", b"").replace(b"-", b"").isalnum():
+        return None  # the token goes on in other characters: a path, a version, prose
+    name = text[max(0, start - 24) : end - 20]
+    words = _NAME_WORD.findall(name)
+    if b"secret" not in text[start : end - 20].lower() and any(  # a secret names no public key
+        word.lower() in _NOT_SECRET_WORDS for word in words
+    ):
+        return None
+    return SecretHit("assignment", vstart, vend) if _credential_value(value) else None
+
+
+def _hidden_format(text: bytes, start: int, end: int, scan: _Scan) -> SecretHit | None:
+    """A format starting inside the 20 value characters a refused ``…_key =`` match read (the
+    scan goes on after them): an Azure key's signature, a vendor token."""
+    for cstart, cend, kind in _candidates(text, start + 1, min(len(text), end + 600)):
+        if cstart >= end:
+            break
+        clean = kind in _ANYWHERE or text[cstart] == 0x5C or _clean_start(text, cstart)
+        span = _validate(kind, text, cstart, cend, scan) if clean else None
+        if span is not None:
+            return SecretHit(kind, span[0], span[1])
+    return None
 
 
 _FORMAT_PREFIXES = (
@@ -597,6 +717,7 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
         or PREFIXED_AT.match(head) is not None
         or b"=" in head
         or b"://" in head
+        or text[vend - 1 : vend] == b":"  # a nested ``key: value``
     ):
         return None  # nothing a format or a nested key could start with
     for cstart, cend, kind in _candidates(text, vstart, min(len(text), vstart + 600)):
