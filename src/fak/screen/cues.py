@@ -44,9 +44,9 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # chat-template tokens and role markers
     (Cue.TEMPLATE, 1.0, rb"(?i:<\|im_start\|>\s*(?:system|assistant|user)|<\|start_header_id\|>\s*(?:system|assistant)|<\|(?:system|assistant)\|>\s*(?:\n|\\n)|###\s*\(?system[_ ]?(?:message|prompt)?\)?|\[system\]\(#|\[\[?system\]?\]\s*:)"),
     (Cue.TEMPLATE, 0.7, rb"(?i:\[inst\]|<<sys>>|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|</?(?:system|sys)>)"),
+    (Cue.ROLE, 0.6, rb"(?i:(?:\n|\\n)(?:\n|\\n)assistant:|<!--\s*(?:system|assistant|ai|agent|llm)\s*:)"),
     (Cue.ROLE, 0.4, rb"(?i:(?:^|\n|\\n)\s*(?:system|assistant|developer)\s*:|(?:^|\n|\\n)\s*role:\s*(?:system|developer)|(?:\n|\\n)(?:\n|\\n)user:)"),
     (Cue.TEMPLATE, 0.5, rb"(?i:(?:\n|\\n)(?:\n|\\n)human:|<<sys>>[^<]{1,400}<</sys>>)"),
-    (Cue.ROLE, 0.6, rb"(?i:(?:\n|\\n)(?:\n|\\n)assistant:|<!--\s*(?:system|assistant|ai|agent|llm)\s*:)"),
     # addressing the model
     (Cue.ADDRESSEE, 0.6, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI_ONLY + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI_ONLY + rb"s?\b|\b" + _AI_ONLY + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI_ONLY + rb"|\bforward this to your " + _AI_ONLY + rb"|\bas (?:an?|the) " + _AI_ONLY + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
     (Cue.ADDRESSEE, 0.35, rb"(?i:\b(?:note|message|instructions?|reminder|request)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|your\s+)?" + _AI + rb"s?\b|\b(?:dear|attention|hey|hello|hi|psst)[,:]?\s+(?:the\s+)?" + _AI + rb"s?\b|\b" + _AI + rb"s?\s+(?:agents?|assistants?|models?\s+)?(?:processing|reading|handling|summari[sz]ing|browsing|parsing|viewing)\b|\bto you,\s+" + _AI + rb"|\bforward this to your " + _AI + rb"|\bas (?:an?|the) " + _AI + rb"(?:\s+model)?\s+(?:handling|processing|reading|that|who|you)\b)"),
