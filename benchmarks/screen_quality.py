@@ -2,8 +2,9 @@
 
 Reads the labelled corpus benchmarks/data/screen_corpus.jsonl (built by
 benchmarks/screen_corpus.py) and runs every item through the kernel's admission path (the
-quarantine ledger with the shipped result chain, told the item's tool) unless --layer picks a
-bare screen. An attack item counts as caught when the ledger holds it (QUARANTINE / DENY) or,
+quarantine ledger with the shipped result chain, told the item's tool; a text that is JSON with
+escapes screened as the model reads it too, as the result gate does) unless --layer picks a
+bare screen (``first``, ``deobf``) or the ledger on the bytes alone (``bytes``). An attack item counts as caught when the ledger holds it (QUARANTINE / DENY) or,
 with span quarantine, when the flagged spans remove the planted bytes. The ``tune`` split is the
 one the detectors were developed against; ``heldout`` is reported separately and never tuned on.
 Prints a table and writes benchmarks/results/screen_quality.json. Not a test.
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from fak.abi import ToolResult, VerdictKind
 from fak.cas import MemoryStore
+from fak.kernel.gate import as_read
 from fak.kernel.quarantine import QuarantineLedger
 from fak.screen import screen_bytes, screen_deobfuscated
 
@@ -38,11 +40,15 @@ OUT = ROOT / "benchmarks" / "results" / "screen_quality.json"
 HELD = frozenset({VerdictKind.QUARANTINE, VerdictKind.DENY})
 
 
-def _ledger_judge() -> Callable[[dict[str, str]], tuple[bool, str]]:
+def _ledger_judge(*, read: bool = True) -> Callable[[dict[str, str]], tuple[bool, str]]:
+    """The kernel's admission of an item as a door hands it over: the ledger with the shipped
+    chain, and (``read``) what the model reads of a text that is JSON with escapes screened
+    too (``fak.kernel.gate.as_read``, as the result gate does); without it, the bytes alone."""
     ledger = QuarantineLedger(MemoryStore(max_bytes=0))
+    view = as_read if read else (lambda result: result)
 
     def judge(item: dict[str, str]) -> tuple[bool, str]:
-        adm = ledger.admit(ToolResult(tool=item["tool"], payload=item["text"].encode()))
+        adm = ledger.admit(view(ToolResult(tool=item["tool"], payload=item["text"].encode())))
         return adm.verdict.kind in HELD, str(adm.verdict.meta.get("detector", ""))
 
     return judge
@@ -58,6 +64,7 @@ def _bare(fn: Callable[[bytes], object]) -> Callable[[dict[str, str]], tuple[boo
 
 LAYERS = {
     "admit": _ledger_judge,
+    "bytes": lambda: _ledger_judge(read=False),
     "first": lambda: _bare(screen_bytes),
     "deobf": lambda: _bare(screen_deobfuscated),
 }

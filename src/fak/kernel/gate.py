@@ -25,7 +25,7 @@ from fak.kernel.evidence import NOTES, QuarantineNote, note_of
 from fak.kernel.quarantine import Admission, PageInRefused, QuarantineLedger
 from fak.kernel.views import decoded_view, json_text_view, serialized
 
-__all__ = ["UNAUDITED", "ResultGate", "result_of"]
+__all__ = ["UNAUDITED", "ResultGate", "as_read", "result_of"]
 
 UNAUDITED: Final = Verdict.deny(Reason.DEFAULT_DENY, "journal", claim="audit journal unavailable")
 """The refusal of whatever the journal could not record: a call, or a result's bytes."""
@@ -48,10 +48,7 @@ class ResultGate:
 
     def admit(self, result: ToolResult) -> Admission:
         """Screen a tool result before it may enter a model's context (the wall)."""
-        if result.view is None:
-            view = json_text_view(bytes(result.payload))
-            if view is not None:
-                result = dataclasses.replace(result, view=view)
+        result = as_read(result)
         admission = self._ledger.admit(result)
         verdict, digest = admission.verdict, admission.digest
         match verdict.kind:
@@ -93,6 +90,16 @@ class ResultGate:
             digest = hashlib.sha256(data).hexdigest()
             self._audit.page_in(qid_or_ref, str(VerdictKind.ALLOW), digest, operator)
         return data
+
+
+def as_read(result: ToolResult) -> ToolResult:
+    """``result`` with what the model reads of it: a text result that is JSON with escapes gets
+    its decoded text as its view (``json_text_view``), screened too; any other result as is."""
+    if result.view is None:
+        view = json_text_view(bytes(result.payload))
+        if view is not None:
+            return dataclasses.replace(result, view=view)
+    return result
 
 
 def result_of(tool: str, value: object, *, call_id: str = "", trace_id: str = "") -> ToolResult:
