@@ -63,7 +63,7 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # envelopes
     (Cue.ENVELOPE, 0.5, rb"(?i:</?(?:information|important|instructions?|admin|override|secret|hidden)>)"),
     # hidden carriers
-    (Cue.HIDDEN, 0.3, rb"(?i:<!--|font-size\s*:\s*0|display\s*:\s*none|visibility\s*:\s*hidden|color\s*:\s*transparent|opacity\s*:\s*0[;\"\s]|\balt=\"[^\"]{40,}|\[//\]:\s*#)"),
+    (Cue.HIDDEN, 0.3, rb"(?i:<!--\s*[^\s>-][^\s>]*\s+[^\s>-]|font-size\s*:\s*0|display\s*:\s*none|visibility\s*:\s*hidden|color\s*:\s*transparent|opacity\s*:\s*0[;\"\s]|\balt=\"[^\"]{40,}|\[//\]:\s*#)"),
     # acting on data toward somebody else
     (Cue.EXFIL, 0.3, rb"(?i:\b(?:send|forward|email|e-mail|transfer|upload|share|post|leak|exfiltrate|invite|wire)\b[^\n]{0,80}?\b(?:to|with)\s+(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://|iban|[A-Z]{2}\d{2}[A-Z0-9]{10,}))"),
     # markdown images whose URL carries data
