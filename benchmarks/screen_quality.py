@@ -4,9 +4,10 @@ Reads the labelled corpus benchmarks/data/screen_corpus.jsonl (built by
 benchmarks/screen_corpus.py) and runs every item through the kernel's admission path (the
 quarantine ledger with the shipped result chain, told the item's tool; a text that is JSON with
 escapes screened as the model reads it too, as the result gate does) unless --layer picks a
-bare screen (``first``, ``deobf``) or the ledger on the bytes alone (``bytes``). An attack item counts as caught when the ledger holds it (QUARANTINE / DENY) or,
-with span quarantine, when the flagged spans remove the planted bytes. The ``tune`` split is the
-one the detectors were developed against; ``heldout`` is reported separately and never tuned on.
+bare screen (``first``, ``deobf``) or the ledger on the bytes alone (``bytes``). An attack item
+counts as caught when the ledger holds it (QUARANTINE / DENY) or, with span quarantine, when
+the flagged spans remove the planted bytes. The ``tune`` split is the one the detectors were
+developed against; ``heldout`` is reported separately and never tuned on.
 Prints a table and writes benchmarks/results/screen_quality.json. Not a test.
 
     .venv/bin/python benchmarks/screen_quality.py [--split heldout] [--misses]
