@@ -475,13 +475,7 @@ def test_places_in_runs_are_judged_as_every_place_were_walked(body: bytes) -> No
     # a probe of a short period recurs at every period-th place of each such stretch in
     # reach; the scan walks a few of them (``_candidates``): the same answer, anchors and
     # hints as walking each (``_plain_scan``), on every view, separators judged on raw bytes
-    for view, raw in ((body.translate(pollution_module._SEP), body), (body, None)):
-        fast, plain = pollution_module._scan(view, "v", raw), _plain_scan(view, raw)
-        assert (fast.hit, fast.anchors, fast.distances) == (
-            plain.hit,
-            plain.anchors,
-            plain.distances,
-        )
+    _assert_scans_agree(body)
 
 
 @settings(max_examples=150, deadline=None)
@@ -502,6 +496,12 @@ def test_small_bodies_of_runs_are_judged_as_every_place_were_walked(
     # bodies under 2 x MIN_RUN: anchors every 64 bytes, where a walk that stops early can
     # still move the next anchor
     body = b"".join(piece * (size // len(piece) + 1) + tail for piece, size, tail in parts)
+    _assert_scans_agree(body)
+
+
+def _assert_scans_agree(body: bytes) -> None:
+    """The scan and the plain one give the same hit, anchors and hints on the class view
+    (separators judged on the raw bytes) and on the bytes themselves."""
     for view, raw in ((body.translate(pollution_module._SEP), body), (body, None)):
         fast, plain = pollution_module._scan(view, "v", raw), _plain_scan(view, raw)
         assert (fast.hit, fast.anchors, fast.distances) == (
