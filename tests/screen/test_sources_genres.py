@@ -9,6 +9,7 @@ import io
 import random
 import sys
 import tarfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -126,6 +127,65 @@ def test_translations_are_a_seeded_sample_per_language(
 
 def test_the_trainer_never_fits_on_the_check_only_sources() -> None:
     sources = _module("screen_sources")
-    assert {"api-github", "api-reddit", "changelogs-a-m", "translations-a-m"} <= sources.CHECK_ONLY
+    checks = {"api-github", "api-reddit", "changelogs-a-m", "translations-a-m", "chat-corpus"}
+    assert checks <= sources.CHECK_ONLY
     assert "api-mastodon" not in sources.CHECK_ONLY  # held out: never read by the trainer at all
     assert all(sources.BENIGN_SOURCES[name][1] == "train" for name in sources.CHECK_ONLY)
+
+
+def _wheel(path: Path, files: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+    return path
+
+
+def test_dialogues_are_read_a_turn_a_line_and_other_files_are_not(
+    genres: ModuleType, tmp_path: Path
+) -> None:
+    talk = (
+        "categories:\n- greetings\nconversations:\n"
+        "- - Hello\n  - Hi, how are you?\n- - Bye\n  - See you\n"
+    )
+    path = _wheel(
+        tmp_path / "chatterbot_corpus-1.3.3-py2.py3-none-any.whl",
+        {
+            "chatterbot_corpus/data/english/greetings.yml": talk,
+            "chatterbot_corpus/data/english/empty.yml": "categories:\n- none\n",
+            "chatterbot_corpus/__init__.py": "x = 1",
+            "chatterbot_corpus-1.3.3.dist-info/METADATA": "Name: chatterbot-corpus",
+        },
+    )
+    with zipfile.ZipFile(path) as wheel:
+        found = list(genres.dialogues(wheel))
+    assert found[0][0] == "english"
+    assert [text for _, _, text in found] == ["", "Hello\nHi, how are you?\n\nBye\nSee you"]
+
+
+def test_conversations_are_a_seeded_sample_per_language(
+    genres: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(genres, "CORPUS_SDIST", tmp_path)
+
+    def talks(words: str, count: int) -> str:
+        rows = "".join(f"- - {words} {n}?\n  - Yes {n}.\n" for n in range(count))
+        return "conversations:\n" + rows
+
+    _wheel(
+        tmp_path / "chatterbot_corpus-1.3.3-py2.py3-none-any.whl",
+        {
+            "chatterbot_corpus/data/french/a.yml": talks("Comment vas-tu", 200),
+            "chatterbot_corpus/data/korean/a.yml": talks("안녕하세요", 2),
+            "chatterbot_corpus/data/dutch/a.yml": talks("Hoe gaat het", 200),
+        },
+    )
+
+    def entries(text: str, _rng: random.Random) -> Iterator[str]:
+        yield from text.split("\n\n")
+
+    first = list(genres.benign_conversations(entries))
+    assert {source for source, _ in first} == {"chat-corpus"}
+    assert sum("Comment" in piece for _, piece in first) == genres.PER_CHAT_LANGUAGE
+    assert sum("안녕하세요" in piece for _, piece in first) == 2  # all a small language has
+    assert sum("Hoe gaat" in piece for _, piece in first) == genres.OTHERS
+    assert first == list(genres.benign_conversations(entries))
