@@ -205,7 +205,9 @@ def test_killing_postgres_mid_load_fails_closed_and_service_resumes(
     assert during and {r[2] for r in during} == {"DENY"}  # refused: the call had no journal row
     assert {r[3]["verdict"]["by"] for r in during} == {"journal"}
     assert sum(1 for r in after if r[2] == "ALLOW") > 50  # service resumed
-    # every worker, including one the load never reached since, is healthy at once
+    # every worker, including one the load never reached since, is healthy once its breaker's
+    # back-off (capped at 4 s) has passed: its next /healthz is the probe that closes it
+    time.sleep(4.5)
     for _ in range(10):  # a new connection each: both workers answer
         assert httpx.get(fleet.url + "/healthz", timeout=30).status_code == 200
 
