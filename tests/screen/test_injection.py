@@ -255,6 +255,11 @@ def test_a_role_marker_weighs_what_its_row_says(text: bytes, weight: float) -> N
     assert cue.weight == weight
 
 
+def _has_family(text: bytes, family: Cue) -> bool:
+    """Whether the cue scan finds a cue of ``family`` in ``text``."""
+    return any(c.family == family for c in injection_module.find_cues(text))
+
+
 @pytest.mark.parametrize(
     ("text", "hidden"),
     [
@@ -267,8 +272,7 @@ def test_a_role_marker_weighs_what_its_row_says(text: bytes, weight: float) -> N
 )
 def test_a_comment_is_a_hidden_carrier_when_it_holds_words(text: bytes, hidden: bool) -> None:
     # a marker comment (one token: Reddit's SC_OFF, WordPress blocks, "more") hides nothing
-    found = [c for c in injection_module.find_cues(text) if c.family == Cue.HIDDEN]
-    assert bool(found) == hidden
+    assert _has_family(text, Cue.HIDDEN) == hidden
 
 
 @pytest.mark.parametrize(
@@ -282,8 +286,7 @@ def test_a_comment_is_a_hidden_carrier_when_it_holds_words(text: bytes, hidden: 
 def test_a_c_include_line_is_no_candidate(text: bytes, marked: bool) -> None:
     # "include" + a quote or "<" marks a window (an answer to print); a preprocessor line
     # is code every C file opens with
-    found = [c for c in injection_module.find_cues(text) if c.family == Cue.CANDIDATE]
-    assert bool(found) == marked
+    assert _has_family(text, Cue.CANDIDATE) == marked
 
 
 @pytest.mark.parametrize(
