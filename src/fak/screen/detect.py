@@ -33,6 +33,7 @@ from fak.screen.secrets import (
     SECRET_PREFILTER,
     SecretHit,
     candidate_at,
+    find_scanner,
     find_secrets,
     validate_candidates,
 )
@@ -186,14 +187,8 @@ def _both() -> re2._Regexp:
     return _BOTH
 
 
-_SECRETS_ONLY: re2._Regexp | None = None
-
-
 def _secrets_only() -> re2._Regexp:
-    global _SECRETS_ONLY
-    if _SECRETS_ONLY is None:
-        _SECRETS_ONLY = compile_latin1(SECRET_FIND, BIG_DFA)
-    return _SECRETS_ONLY
+    return find_scanner()  # one compiled automaton (its DFA states) for both uses
 
 
 class _Scan:

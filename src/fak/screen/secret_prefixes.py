@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PREFIXED", "PREFIXED_AT", "PREFIXED_RE2"]
+__all__ = ["PREFIXED", "PREFIXED_ANY", "PREFIXED_AT", "PREFIXED_RE2"]
 
 # (prefix, least random characters after it, letters and digits only)
 PREFIXED: tuple[tuple[bytes, int, bool], ...] = (
@@ -175,3 +175,6 @@ PREFIXED_RE2: bytes = b"|".join(prefix for prefix, _, _ in PREFIXED)
 """The prefixes as one alternation, for the ``vendor_token`` RE2 group."""
 PREFIXED_AT = re.compile(b"|".join(b"(" + prefix + b")" for prefix, _, _ in PREFIXED))
 """Which entry a prefix at a position is (``lastindex`` - 1)."""
+PREFIXED_ANY = re.compile(b"(?:" + PREFIXED_RE2 + b")")
+"""Whether a prefix starts at a position: the same matches as ``PREFIXED_AT`` without its 147
+groups, ~20x faster where none does (most places), so ``PREFIXED_AT`` runs only to name one."""

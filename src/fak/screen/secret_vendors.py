@@ -13,7 +13,7 @@ import base64
 import binascii
 import re
 
-from fak.screen.secret_prefixes import PREFIXED, PREFIXED_AT
+from fak.screen.secret_prefixes import PREFIXED, PREFIXED_ANY, PREFIXED_AT
 from fak.screen.secret_values import (
     TOKEN_CHARS,
     alnum_kinds,
@@ -64,8 +64,12 @@ def vendor_token(text: bytes, start: int, end: int) -> tuple[int, int] | None:
         start += 2
     least, alnum = 0, False  # a prefix of ``secret_prefixes``: its numbers
     prefix = _VENDOR_PREFIX.match(text, start)
-    if prefix is None and (prefix := PREFIXED_AT.match(text, start)) is not None:
-        _, least, alnum = PREFIXED[(prefix.lastindex or 1) - 1]
+    named = None  # which entry: asked only where one starts (the test is ~20x cheaper)
+    if prefix is None and PREFIXED_ANY.match(text, start) is not None:
+        named = PREFIXED_AT.match(text, start)
+    if named is not None:
+        prefix = named
+        _, least, alnum = PREFIXED[(named.lastindex or 1) - 1]
     if prefix is None and (discord := _DISCORD.match(text, start)) is not None:
         return _discord_token(text, start, discord)
     if prefix is None:  # a webhook URL

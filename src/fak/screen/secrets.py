@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import re2
 
-from fak.screen.secret_prefixes import PREFIXED_AT, PREFIXED_RE2
+from fak.screen.secret_prefixes import PREFIXED_ANY, PREFIXED_RE2
 from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
 from fak.screen.secret_values import alnum_kinds as _alnum_kinds
 from fak.screen.secret_values import char_classes as _classes
@@ -41,6 +41,7 @@ __all__ = [
     "SECRET_PREFILTER",
     "SecretHit",
     "candidate_at",
+    "find_scanner",
     "find_secrets",
     "is_placeholder",
     "secret_candidates",
@@ -570,6 +571,7 @@ def _dotted_name(value: bytes) -> bool:
 
 
 _SCAN: re2._Regexp | None = None
+_FIND: re2._Regexp | None = None
 
 
 def _scanner() -> re2._Regexp:
@@ -579,8 +581,18 @@ def _scanner() -> re2._Regexp:
     return _SCAN
 
 
+def find_scanner() -> re2._Regexp:
+    """``SECRET_FIND`` compiled: where a credential format starts, without naming it."""
+    global _FIND
+    if _FIND is None:
+        _FIND = compile_latin1(SECRET_FIND, BIG_DFA)
+    return _FIND
+
+
 def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
     """The credential candidate (start, end, kind) starting exactly at ``start``, if any."""
+    if find_scanner().match(text, start) is None:  # most starts a scan hands over are cues:
+        return None  # the groups' submatch engine (3x the cost) runs only where one starts
     match = _scanner().match(text, start)
     if match is None or match.lastindex is None:
         return None
@@ -714,7 +726,7 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
     head = text[vstart : vend + 4]
     if not (
         head.startswith(_FORMAT_PREFIXES)
-        or PREFIXED_AT.match(head) is not None
+        or PREFIXED_ANY.match(head) is not None
         or b"=" in head
         or b"://" in head
         or text[vend - 1 : vend] == b":"  # a nested ``key: value``
