@@ -15,7 +15,14 @@ import pytest
 
 from fak.abi import Reason
 from fak.screen import Detector, find_secret, screen_bytes
-from fak.screen.secrets import SECRET_KINDS, find_secrets, is_placeholder
+from fak.screen.secrets import (
+    SECRET_KINDS,
+    SECRET_PREFILTER,
+    candidate_at,
+    find_secrets,
+    is_placeholder,
+)
+from fak.screen.tokens import BIG_DFA, compile_latin1
 
 RNG = random.Random(7)
 ALNUM = string.ascii_letters + string.digits
@@ -242,6 +249,22 @@ LOOKALIKES = [
 @pytest.mark.parametrize("text", LOOKALIKES)
 def test_public_material_hashes_ids_and_data_uris_are_admitted(text: bytes) -> None:
     assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
+def test_candidate_naming_agrees_with_the_grouped_pattern_everywhere() -> None:
+    """``candidate_at`` names a start with a Set and ends it with the group-free automaton; the
+    reference is ``SECRET_PREFILTER``'s own match (one group per format) at that position."""
+    grouped = compile_latin1(SECRET_PREFILTER, BIG_DFA)
+    pieces = [*CASES.values(), *VENDOR_CASES.values()]
+    text = "\n".join(pieces).encode() + b"\n" + b"\n".join(PLACEHOLDERS + LOOKALIKES)
+    text = b"sk-" + text  # a format at offset 0 (the second Set)
+    named = 0
+    for pos in range(len(text)):
+        match = grouped.match(text, pos)
+        want = None if match is None else (pos, match.end(), SECRET_KINDS[match.lastindex - 1])
+        assert candidate_at(text, pos) == want, (pos, text[pos : pos + 40])
+        named += want is not None
+    assert named > len(pieces)  # most cases start a candidate, some several
 
 
 def test_short_prefix_formats_do_not_fire_inside_base64() -> None:

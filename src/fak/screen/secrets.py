@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from fak.screen.secret_values import random_looking as _random_looking
 from fak.screen.secret_values import token_end as _token_end
 from fak.screen.secret_values import value_at as _value_at
 from fak.screen.secret_vendors import vendor_token as _vendor_token
-from fak.screen.tokens import BIG_DFA, compile_latin1
+from fak.screen.tokens import BIG_DFA, compile_latin1, latin1_options
 
 __all__ = [
     "SECRET_FIND",
@@ -589,11 +590,37 @@ def find_scanner() -> re2._Regexp:
     return _FIND
 
 
+@functools.cache
+def _naming() -> tuple[re2.Set, re2.Set]:
+    """Two anchored RE2 Sets of the formats, to name the one a match starts with, as
+    ``fak.screen.injection`` names its cues: at a fixed start, leftmost-first alternation takes
+    the first format that can match there at all, the smallest index the Set reports. The first
+    Set prefixes each format with one arbitrary byte: matched from the byte before the start,
+    ``\\b`` sees the same left context as in the text; the second serves offset 0."""
+    sets = []
+    for prefix in (b"(?s:.)", b""):
+        named = re2.Set.MatchSet(latin1_options(BIG_DFA))
+        for _, src in _FORMATS:
+            named.Add(prefix + b"(?:" + src + b")")
+        named.Compile()
+        sets.append(named)
+    return sets[0], sets[1]
+
+
 def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
-    """The credential candidate (start, end, kind) starting exactly at ``start``, if any."""
-    if find_scanner().match(text, start) is None:  # most starts a scan hands over are cues:
-        return None  # the groups' submatch engine (3x the cost) runs only where one starts
-    match = _scanner().match(text, start)
+    """The credential candidate (start, end, kind) starting exactly at ``start``, if any.
+
+    The group-free automaton says whether one starts there and where it ends (most starts a
+    combined scan hands over are cues, not formats); a Set names its format. Both answer
+    without the submatch engine that ``SECRET_PREFILTER``'s 29 groups need (~2x the cost)."""
+    found = find_scanner().match(text, start)
+    if found is None:
+        return None
+    after, at_start = _naming()
+    hits = after.Match(memoryview(text)[start - 1 :]) if start else at_start.Match(text)
+    if hits:
+        return start, found.end(), SECRET_KINDS[min(hits)]
+    match = _scanner().match(text, start)  # a Set that ran out of memory reports nothing
     if match is None or match.lastindex is None:
         return None
     return start, match.end(), SECRET_KINDS[match.lastindex - 1]
