@@ -251,6 +251,40 @@ def test_public_material_hashes_ids_and_data_uris_are_admitted(text: bytes) -> N
     assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
 
 
+TYPED_KEY = rand(ALNUM, 24)
+TYPED_SECRETS = [
+    f'    api_key: str = "{TYPED_KEY}"',
+    f"    secret_key: Optional[str] = '{TYPED_KEY}'",
+    f'    password: str | None = "{TYPED_KEY}"',
+    f'const apiKey: string = "{TYPED_KEY}";',
+    f'  private readonly clientSecret: string = "{TYPED_KEY}";',
+    f'deepgram_key: Final[str] = "{TYPED_KEY}"',
+]
+TYPED_NAMES = [
+    "    AllowedPrivateKeys: TypeAlias = Union[",
+    "    client_secret: ClientSecretCredential = build()",
+    "  private apiKey: ApiKeyService = inject(ApiKeyService);",
+    '    api_key: str = os.environ["API_KEY"]',
+    "    password: str = Field(..., min_length=8)",
+    "    access_token: AccessTokenType = None",
+]
+
+
+@pytest.mark.parametrize("line", TYPED_SECRETS)
+def test_a_typed_assignment_is_judged_by_its_value(line: str) -> None:
+    """``name: Type = value`` (Python's annotations, TypeScript): the value after the ``=``."""
+    text = f"class Settings:\n{line}\n".encode()
+    assert [text[h.start : h.end] for h in find_secrets(text)] == [TYPED_KEY.encode()]
+
+
+@pytest.mark.parametrize("line", TYPED_NAMES)
+def test_a_type_annotation_is_not_a_value(line: str) -> None:
+    """The annotation of a secret-named attribute names a type (``TypeAlias``,
+    ``ClientSecretCredential``), and the value after it here is code."""
+    text = f"class Settings:\n{line}\n".encode()
+    assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
 def test_candidate_naming_agrees_with_the_grouped_pattern_everywhere() -> None:
     """``candidate_at`` names a start with a Set and ends it with the group-free automaton; the
     reference is ``SECRET_PREFILTER``'s own match (one group per format) at that position."""

@@ -73,6 +73,18 @@ _SECRET_WORDS = (
 )
 
 # (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
+_TYPE = (
+    rb"[A-Za-z_][A-Za-z0-9_.]{0,40}(?:\[[^\]\n]{0,60}\]|<[^>\n]{0,60}>)?"
+    rb"(?:[ \t]*\|[ \t]*[A-Za-z_][A-Za-z0-9_.]{0,40}(?:\[[^\]\n]{0,60}\])?){0,3}"
+)
+"""A type annotation (``str``, ``Optional[str]``, ``str | None``, TypeScript's ``string``,
+``Record<string, string>``): in ``api_key: str = "…"`` the value follows its ``=``, and in
+``client_secret: ClientSecretCredential = build()`` the type's name is not a value."""
+_TYPED = b"(?:[ \t]*" + _TYPE + b"[ \t]+=)?"
+"""After an assignment's ``:``, an optional annotation and its ``=`` (spaced, as PEP 8 and
+TypeScript write it: base64's ``=`` padding never has a space before it)."""
+
+
 # Lengths are minimums: the validators read the whole token from the match on.
 _FORMATS: tuple[tuple[str, bytes], ...] = (
     ("openai_key", rb"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40}"),
@@ -169,12 +181,14 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     (
         "assignment",
         rb"(?i:(?:" + _SECRET_WORDS + rb"|\b_auth|\"auth\\?\")"
-        rb"[a-z0-9_.-]{0,40}\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
+        rb"[a-z0-9_.-]{0,40}\\*[\"']?[ \t]*(?:=|:" + _TYPED + rb"|:=|=>)[ \t]*)"
+        rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{8}"
         # a name that only ends in ``key`` / ``api`` / ``auth`` / ``pat`` (a personal access
         # token: ``deepgram_key``, ``ollama key``, ``deepgram-api``, ``wiki_PAT``): code names
         # ordinary values so too (``cache_key``, ``sort_key``), so the value must say
         # "credential" on its own (20+ characters here; ``secret_values.credential_value``)
-        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth|pat)\\*[\"']?[ \t]*(?:=|:|:=|=>)[ \t]*)"
+        rb"|(?i:[a-z0-9][ _.-]?(?:key|api|auth|pat)\\*[\"']?[ \t]*(?:=|:" + _TYPED + rb"|:=|=>)"
+        rb"[ \t]*)"
         rb"\\*[\"'`]?[^\s\"'`,;)\]}<>|\\=]{20}"
         # a secret's name, a space, the value: ``eventbrite private access key ZXC…``, ``owlbot
         # SECRET b7d2…`` (no operator: the value must be a credential on its own, see ``_spaced``)
@@ -353,7 +367,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             return (vstart, vend) if _random_looking(value, min_len=16, bits=3.2) else None
         case "assignment":
             key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))  # ``"auth"``
-            vstart, vend = _value_at(text, key_end.end() if key_end else end)
+            vstart, vend = _value_at(text, _value_start(text, key_end.end()) if key_end else end)
             value = text[vstart:vend]
             if len(value) < 8:
                 return None
@@ -519,6 +533,22 @@ def _on_curl_line(text: bytes, at: int) -> bool:
 _KEY_OPERATOR = re.compile(
     rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth|pat))?\\*[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
 )
+_ANNOTATED = re.compile(rb"[ \t]*" + _TYPE + rb"[ \t]+=[ \t]*")
+
+
+def _value_start(text: bytes, key_end: int) -> int:
+    """Where the value starts after an assignment's operator (``key_end``: past it and its
+    spaces), past a type annotation and its ``=`` when the operator is ``:`` (``api_key: str =
+    "…"``, TypeScript's ``apiKey: string = "…"``)."""
+    at = key_end
+    while at > 0 and text[at - 1] in b" \t":
+        at -= 1
+    if text[at - 1 : at] != b":":
+        return key_end
+    typed = _ANNOTATED.match(text, key_end)
+    return key_end if typed is None else typed.end()
+
+
 # words of names ending in ``key`` whose values are digests, ids, names or limits (a git
 # commit, a cache entry's hash, a row's key), matched as whole words of the name
 _NOT_SECRET_WORDS = frozenset(
@@ -747,8 +777,9 @@ def _nested_format(text: bytes, start: int, scan: _Scan) -> SecretHit | None:
         return None
     # past the value's opening quote, escaped too (``\\"`` in a JSON-encoded object: a service
     # account's ``\\"private_key\\": \\"-----BEGIN`` inside a string)
-    opened = _OPEN_QUOTE.match(text, key_end.end())
-    vstart = opened.end() if opened else key_end.end()
+    after = _value_start(text, key_end.end())
+    opened = _OPEN_QUOTE.match(text, after)
+    vstart = opened.end() if opened else after
     _, vend = _value_at(text, vstart)
     head = text[vstart : vend + 4]
     if not (
