@@ -270,6 +270,36 @@ TYPED_NAMES = [
 ]
 
 
+CODE_REFERENCES = [
+    "    def __init__(self, credentials: GoogleCredentials | None = None):",
+    "def refresh_credentials(credentials: GoogleCredentials, *, force: bool) -> None:",
+    "    def __init__(self, api_keys: AsyncAPIKeys) -> None:",
+    "        private_key: PKCS7PrivateKeyTypes,",
+    "\tconst apiTokenCandidate = config?.apiKey || env?.CLOUDFLARE_API_KEY;",
+    "\t\tapiKeyEnvar: providerOptions.config?.apiKeyEnvar || 'X',",
+]
+STILL_VALUES = [
+    ("password: Kx9vQ2mZ7pLw, user: bob", b"Kx9vQ2mZ7pLw"),
+    ("my password: Summer2024, thanks", b"Summer2024"),
+    ('{"password": "GoogleCredentials", "user": "bob"}', b"GoogleCredentials"),
+]
+
+
+@pytest.mark.parametrize("line", CODE_REFERENCES)
+def test_a_parameters_type_and_an_optional_chain_are_not_values(line: str) -> None:
+    """A class name a comma, bar or bracket follows is a parameter's type; ``a?.b`` is a
+    member of an object (JavaScript), as ``a.b`` is."""
+    text = f"{line}\n".encode()
+    assert find_secret(text) is None, [(h.kind, text[h.start : h.end]) for h in find_secrets(text)]
+
+
+@pytest.mark.parametrize(("line", "value"), STILL_VALUES)
+def test_a_value_shaped_like_a_password_is_still_one(line: str, value: bytes) -> None:
+    """Random characters, a word and its digits, or a quoted string stay values."""
+    text = f"{line}\n".encode()
+    assert [text[h.start : h.end] for h in find_secrets(text)] == [value]
+
+
 @pytest.mark.parametrize("line", TYPED_SECRETS)
 def test_a_typed_assignment_is_judged_by_its_value(line: str) -> None:
     """``name: Type = value`` (Python's annotations, TypeScript): the value after the ``=``."""

@@ -369,7 +369,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))  # ``"auth"``
             vstart, vend = _value_at(text, _value_start(text, key_end.end()) if key_end else end)
             value = text[vstart:vend]
-            if len(value) < 8:
+            if len(value) < 8 or (key_end and _annotation(text, key_end.end(), vstart, vend)):
                 return None
             if _NAMED.match(text, start) is None:  # a name that only ends in ``key`` / ``api``
                 return _keyed(text, start, vstart, vend)
@@ -549,6 +549,40 @@ def _value_start(text: bytes, key_end: int) -> int:
     return key_end if typed is None else typed.end()
 
 
+_TYPE_WORDS = re.compile(rb"[A-Z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def _type_name(value: bytes) -> bool:
+    """A class's name: capitalised words, acronyms and numbers (``GoogleCredentials``,
+    ``AsyncAPIKeys``, ``Ed25519PrivateKey``), a word last. Random characters
+    (``Kx9vQ2mZ7pLw``) almost never split so, and a person's ``Summer2024`` ends in its digits.
+    (Split by one pass of non-nested alternatives: no backtracking blow-up on long values.)"""
+    if not value[:1].isupper() or not value[-1:].isalpha() or value.upper() == value:
+        return False  # capitals and digits alone: base32 (``JBSWY3DPEHPK3PXP``), not a class
+    words = _TYPE_WORDS.findall(value)
+    if sum(map(len, words)) != len(value):
+        return False  # a lower-case letter no capital opens
+    return all(len(w) > 1 or w.isdigit() for w in words)
+
+
+_AFTER_TYPE = frozenset(b",)|]")
+
+
+def _annotation(text: bytes, key_end: int, vstart: int, vend: int) -> bool:
+    """``credentials: GoogleCredentials | None``, ``(self, api_keys: AsyncAPIKeys)``: after a
+    ``:``, an unquoted class name that a union bar, a comma or a closing bracket follows is a
+    parameter's or attribute's type (Python, TypeScript), not its value."""
+    if vstart != key_end or _value_start(text, key_end) != key_end:
+        return False  # quoted, or already past an annotation and its ``=``
+    at = key_end
+    while at > 0 and text[at - 1] in b" \t":
+        at -= 1
+    if text[at - 1 : at] != b":" or not _type_name(text[vstart:vend]):
+        return False
+    after = text[vend : vend + 64].lstrip(b" \t")[:1]
+    return after != b"" and after[0] in _AFTER_TYPE
+
+
 # words of names ending in ``key`` whose values are digests, ids, names or limits (a git
 # commit, a cache entry's hash, a row's key), matched as whole words of the name
 _NOT_SECRET_WORDS = frozenset(
@@ -590,10 +624,11 @@ _BOOTSTRAP_TOKEN = re.compile(rb"[a-z0-9]{6}\.[a-z0-9]{16}")
 
 def _dotted_name(value: bytes) -> bool:
     """``settings.SECRET_KEY``, ``env.API_KEY``, ``!!r.withCredentials`` (minified code's
-    boolean of a property): a reference, not a value (unless a part is a credential)."""
+    boolean of a property), ``options.config?.apiKey`` (optional chaining): a reference, not a
+    value (unless a part is a credential)."""
     if _BOOTSTRAP_TOKEN.fullmatch(value) is not None:
         return False  # a Kubernetes bootstrap token, ``<6>.<16>`` in lower case and digits
-    parts = value.lstrip(b"!").split(b".")
+    parts = value.lstrip(b"!").replace(b"?.", b".").split(b".")  # ``config?.apiKey`` (JS)
     if len(parts) < 2 or not all(p[:1].isalpha() and p.replace(b"_", b"").isalnum() for p in parts):
         return False
     # two parts, the second a credential on its own: a key id and its secret (Baseten's
