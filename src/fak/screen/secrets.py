@@ -540,13 +540,18 @@ def _value_start(text: bytes, key_end: int) -> int:
     """Where the value starts after an assignment's operator (``key_end``: past it and its
     spaces), past a type annotation and its ``=`` when the operator is ``:`` (``api_key: str =
     "…"``, TypeScript's ``apiKey: string = "…"``)."""
-    at = key_end
-    while at > 0 and text[at - 1] in b" \t":
-        at -= 1
-    if text[at - 1 : at] != b":":
+    if not _after_colon(text, key_end):
         return key_end
     typed = _ANNOTATED.match(text, key_end)
     return key_end if typed is None else typed.end()
+
+
+def _after_colon(text: bytes, key_end: int) -> bool:
+    """Whether the operator that ends before ``key_end`` (and its spaces) is ``:``."""
+    at = key_end
+    while at > 0 and text[at - 1] in b" \t":
+        at -= 1
+    return text[at - 1 : at] == b":"
 
 
 _TYPE_WORDS = re.compile(rb"[A-Z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
@@ -574,10 +579,7 @@ def _annotation(text: bytes, key_end: int, vstart: int, vend: int) -> bool:
     parameter's or attribute's type (Python, TypeScript), not its value."""
     if vstart != key_end or _value_start(text, key_end) != key_end:
         return False  # quoted, or already past an annotation and its ``=``
-    at = key_end
-    while at > 0 and text[at - 1] in b" \t":
-        at -= 1
-    if text[at - 1 : at] != b":" or not _type_name(text[vstart:vend]):
+    if not _after_colon(text, key_end) or not _type_name(text[vstart:vend]):
         return False
     after = text[vend : vend + 64].lstrip(b" \t")[:1]
     return after != b"" and after[0] in _AFTER_TYPE
