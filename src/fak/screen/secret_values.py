@@ -1,5 +1,6 @@
 """How a credential-shaped value is judged (tier T1): placeholders and masking, entropy,
-character classes, where a token or a quoted value ends, whether a format starts a token.
+character classes, where a token or a quoted value ends, where an assignment's value starts
+(past a type annotation), whether a format starts a token.
 
 The helpers ``fak.screen.secrets`` and ``fak.screen.secret_vendors`` validate candidates with.
 Pure functions over bytes, each reading a bounded window; no format knowledge lives here (the
@@ -15,7 +16,9 @@ from collections import Counter
 
 __all__ = [
     "TOKEN_CHARS",
+    "TYPED",
     "alnum_kinds",
+    "annotation",
     "char_classes",
     "clean_start",
     "credential_value",
@@ -24,6 +27,7 @@ __all__ = [
     "random_looking",
     "token_end",
     "value_at",
+    "value_start",
 ]
 
 
@@ -205,3 +209,69 @@ def credential_value(value: bytes) -> bool:
     # few digits among lower-case letters change classes rarely: 32+ characters of 4.5 bits
     # (23+ symbols, evenly; words and names stay near 4) say random too
     return (_class_changes(value) >= 0.3 and bits >= 3.6) or (size >= 32 and bits >= 4.5)
+
+
+# --- where an assignment's value starts: type annotations -----------------------------------
+
+_TYPE = (
+    rb"[A-Za-z_][A-Za-z0-9_.]{0,40}(?:\[[^\]\n]{0,60}\]|<[^>\n]{0,60}>)?"
+    rb"(?:[ \t]*\|[ \t]*[A-Za-z_][A-Za-z0-9_.]{0,40}(?:\[[^\]\n]{0,60}\])?){0,3}"
+)
+"""A type annotation (``str``, ``Optional[str]``, ``str | None``, TypeScript's ``string``,
+``Record<string, string>``): in ``api_key: str = "…"`` the value follows its ``=``, and in
+``client_secret: ClientSecretCredential = build()`` the type's name is not a value."""
+TYPED = b"(?:[ \t]*" + _TYPE + b"[ \t]+=)?"
+"""After an assignment's ``:``, an optional annotation and its ``=`` (spaced, as PEP 8 and
+TypeScript write it: base64's ``=`` padding never has a space before it)."""
+
+
+_ANNOTATED = re.compile(rb"[ \t]*" + _TYPE + rb"[ \t]+=[ \t]*")
+
+
+def value_start(text: bytes, key_end: int) -> int:
+    """Where the value starts after an assignment's operator (``key_end``: past it and its
+    spaces), past a type annotation and its ``=`` when the operator is ``:`` (``api_key: str =
+    "…"``, TypeScript's ``apiKey: string = "…"``)."""
+    if not _after_colon(text, key_end):
+        return key_end
+    typed = _ANNOTATED.match(text, key_end)
+    return key_end if typed is None else typed.end()
+
+
+def _after_colon(text: bytes, key_end: int) -> bool:
+    """Whether the operator that ends before ``key_end`` (and its spaces) is ``:``."""
+    at = key_end
+    while at > 0 and text[at - 1] in b" \t":
+        at -= 1
+    return text[at - 1 : at] == b":"
+
+
+_TYPE_WORDS = re.compile(rb"[A-Z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def _type_name(value: bytes) -> bool:
+    """A class's name: capitalised words, acronyms and numbers (``GoogleCredentials``,
+    ``AsyncAPIKeys``, ``Ed25519PrivateKey``), a word last. Random characters
+    (``Kx9vQ2mZ7pLw``) almost never split so, and a person's ``Summer2024`` ends in its digits.
+    (Split by one pass of non-nested alternatives: no backtracking blow-up on long values.)"""
+    if not value[:1].isupper() or not value[-1:].isalpha() or value.upper() == value:
+        return False  # capitals and digits alone: base32 (``JBSWY3DPEHPK3PXP``), not a class
+    words = _TYPE_WORDS.findall(value)
+    if sum(map(len, words)) != len(value):
+        return False  # a lower-case letter no capital opens
+    return all(len(w) > 1 or w.isdigit() for w in words)
+
+
+_AFTER_TYPE = frozenset(b",)|]")
+
+
+def annotation(text: bytes, key_end: int, vstart: int, vend: int) -> bool:
+    """``credentials: GoogleCredentials | None``, ``(self, api_keys: AsyncAPIKeys)``: after a
+    ``:``, an unquoted class name that a union bar, a comma or a closing bracket follows is a
+    parameter's or attribute's type (Python, TypeScript), not its value."""
+    if vstart != key_end or value_start(text, key_end) != key_end:
+        return False  # quoted, or already past an annotation and its ``=``
+    if not _after_colon(text, key_end) or not _type_name(text[vstart:vend]):
+        return False
+    after = text[vend : vend + 64].lstrip(b" \t")[:1]
+    return after != b"" and after[0] in _AFTER_TYPE

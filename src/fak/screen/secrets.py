@@ -24,7 +24,9 @@ import re2
 
 from fak.screen.secret_prefixes import PREFIXED_ANY, PREFIXED_RE2
 from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
+from fak.screen.secret_values import TYPED as _TYPED
 from fak.screen.secret_values import alnum_kinds as _alnum_kinds
+from fak.screen.secret_values import annotation as _annotation
 from fak.screen.secret_values import char_classes as _classes
 from fak.screen.secret_values import clean_start as _clean_start
 from fak.screen.secret_values import credential_value as _credential_value
@@ -33,6 +35,7 @@ from fak.screen.secret_values import is_placeholder
 from fak.screen.secret_values import random_looking as _random_looking
 from fak.screen.secret_values import token_end as _token_end
 from fak.screen.secret_values import value_at as _value_at
+from fak.screen.secret_values import value_start as _value_start
 from fak.screen.secret_vendors import vendor_token as _vendor_token
 from fak.screen.tokens import BIG_DFA, compile_latin1, latin1_options
 
@@ -73,16 +76,6 @@ _SECRET_WORDS = (
 )
 
 # (kind, RE2 source). Each alternative is one capturing group, so ``lastindex`` names the kind.
-_TYPE = (
-    rb"[A-Za-z_][A-Za-z0-9_.]{0,40}(?:\[[^\]\n]{0,60}\]|<[^>\n]{0,60}>)?"
-    rb"(?:[ \t]*\|[ \t]*[A-Za-z_][A-Za-z0-9_.]{0,40}(?:\[[^\]\n]{0,60}\])?){0,3}"
-)
-"""A type annotation (``str``, ``Optional[str]``, ``str | None``, TypeScript's ``string``,
-``Record<string, string>``): in ``api_key: str = "…"`` the value follows its ``=``, and in
-``client_secret: ClientSecretCredential = build()`` the type's name is not a value."""
-_TYPED = b"(?:[ \t]*" + _TYPE + b"[ \t]+=)?"
-"""After an assignment's ``:``, an optional annotation and its ``=`` (spaced, as PEP 8 and
-TypeScript write it: base64's ``=`` padding never has a space before it)."""
 
 
 # Lengths are minimums: the validators read the whole token from the match on.
@@ -533,56 +526,6 @@ def _on_curl_line(text: bytes, at: int) -> bool:
 _KEY_OPERATOR = re.compile(
     rb"[A-Za-z0-9_.-]*(?: (?i:key|api|auth|pat))?\\*[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
 )
-_ANNOTATED = re.compile(rb"[ \t]*" + _TYPE + rb"[ \t]+=[ \t]*")
-
-
-def _value_start(text: bytes, key_end: int) -> int:
-    """Where the value starts after an assignment's operator (``key_end``: past it and its
-    spaces), past a type annotation and its ``=`` when the operator is ``:`` (``api_key: str =
-    "…"``, TypeScript's ``apiKey: string = "…"``)."""
-    if not _after_colon(text, key_end):
-        return key_end
-    typed = _ANNOTATED.match(text, key_end)
-    return key_end if typed is None else typed.end()
-
-
-def _after_colon(text: bytes, key_end: int) -> bool:
-    """Whether the operator that ends before ``key_end`` (and its spaces) is ``:``."""
-    at = key_end
-    while at > 0 and text[at - 1] in b" \t":
-        at -= 1
-    return text[at - 1 : at] == b":"
-
-
-_TYPE_WORDS = re.compile(rb"[A-Z][a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-
-
-def _type_name(value: bytes) -> bool:
-    """A class's name: capitalised words, acronyms and numbers (``GoogleCredentials``,
-    ``AsyncAPIKeys``, ``Ed25519PrivateKey``), a word last. Random characters
-    (``Kx9vQ2mZ7pLw``) almost never split so, and a person's ``Summer2024`` ends in its digits.
-    (Split by one pass of non-nested alternatives: no backtracking blow-up on long values.)"""
-    if not value[:1].isupper() or not value[-1:].isalpha() or value.upper() == value:
-        return False  # capitals and digits alone: base32 (``JBSWY3DPEHPK3PXP``), not a class
-    words = _TYPE_WORDS.findall(value)
-    if sum(map(len, words)) != len(value):
-        return False  # a lower-case letter no capital opens
-    return all(len(w) > 1 or w.isdigit() for w in words)
-
-
-_AFTER_TYPE = frozenset(b",)|]")
-
-
-def _annotation(text: bytes, key_end: int, vstart: int, vend: int) -> bool:
-    """``credentials: GoogleCredentials | None``, ``(self, api_keys: AsyncAPIKeys)``: after a
-    ``:``, an unquoted class name that a union bar, a comma or a closing bracket follows is a
-    parameter's or attribute's type (Python, TypeScript), not its value."""
-    if vstart != key_end or _value_start(text, key_end) != key_end:
-        return False  # quoted, or already past an annotation and its ``=``
-    if not _after_colon(text, key_end) or not _type_name(text[vstart:vend]):
-        return False
-    after = text[vend : vend + 64].lstrip(b" \t")[:1]
-    return after != b"" and after[0] in _AFTER_TYPE
 
 
 # words of names ending in ``key`` whose values are digests, ids, names or limits (a git
