@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from fak.screen import screen_deobfuscated
 from fak.screen.deobfuscate import _scanners
-from fak.screen.detect import _both, _secrets_only
+from fak.screen.detect import _both
+from fak.screen.secrets import find_scanner
 from fak.screen.starts import SharedStarts
 
 _PIECES = st.one_of(
@@ -53,7 +54,7 @@ def _walk(search: object, view: bytes) -> list[tuple[tuple[int, int], ...]]:
 
 
 def _parts() -> list[re2._Regexp]:
-    return [_both(), _secrets_only(), _scanners().scan_squeezed]
+    return [_both(), find_scanner(), _scanners().scan_squeezed]
 
 
 @settings(max_examples=300, deadline=None)

@@ -187,10 +187,6 @@ def _both() -> re2._Regexp:
     return _BOTH
 
 
-def _secrets_only() -> re2._Regexp:
-    return find_scanner()  # one compiled automaton (its DFA states) for both uses
-
-
 class _Scan:
     """Credential candidates and injection cues from one find-only RE2 pass.
 
@@ -209,9 +205,9 @@ class _Scan:
         self.pos = 0
         self.secrets: list[tuple[int, int, str]] = []
         if starts is None:
-            self.both, self.only = _both().search, _secrets_only().search
+            self.both, self.only = _both().search, find_scanner().search
         else:
-            self.both, self.only = starts.search(_both()), starts.search(_secrets_only())
+            self.both, self.only = starts.search(_both()), starts.search(find_scanner())
 
     def cues(self) -> Iterator[CueHit]:
         data, use, search = self.data, self.use, self.both

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import re2
 
 from fak.screen.cues import CUES, Cue
-from fak.screen.tokens import BIG_DFA, compile_latin1, latin1_options
+from fak.screen.tokens import BIG_DFA, Naming, compile_latin1
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -90,48 +90,20 @@ def _which() -> re2._Regexp:
     return _WHICH
 
 
-@dataclass(frozen=True, slots=True)
-class _Naming:
-    """Two anchored RE2 Sets of the cue alternatives, to name the one a match starts with.
-
-    At a fixed start, leftmost-first alternation takes the first alternative that can match at
-    all, so the alternative is the smallest index the Set reports. ``after`` prefixes each one
-    with one arbitrary byte: matched from the byte before the start, ``\\b`` and ``^`` see the
-    same left context as in the text (a Set matches a buffer from its beginning); ``at_start``
-    serves a cue at offset 0. The Sets answer without the submatch engine a group per
-    alternative needs.
-    """
-
-    after: re2.Set
-    at_start: re2.Set
+_NAMING: Naming | None = None
 
 
-_NAMING: _Naming | None = None
-
-
-def _naming() -> _Naming:
+def _naming() -> Naming:
     global _NAMING
     if _NAMING is None:
-        sets = []
-        for prefix in (b"(?s:.)", b""):
-            named = re2.Set.MatchSet(latin1_options(BIG_DFA))
-            for _, _, src in CUES:
-                named.Add(prefix + b"(?:" + src + b")")
-            named.Compile()
-            sets.append(named)
-        _NAMING = _Naming(*sets)
+        _NAMING = Naming.of(src for _, _, src in CUES)
     return _NAMING
 
 
 def _alternative(text: bytes, start: int) -> int:
     """The cue alternative that ``INJECTION_PREFILTER`` matches at ``start`` (a cue is there)."""
-    naming = _naming()
-    if start:
-        hits: list[int] | None = naming.after.Match(memoryview(text)[start - 1 :])
-    else:
-        hits = naming.at_start.Match(text)
-    if hits:
-        return min(hits)
+    if (first := _naming().first_at(text, start)) is not None:
+        return first
     named = _which().match(text, start)  # a Set that ran out of memory reports nothing
     index: int | None = None if named is None else named.lastindex
     assert index is not None, "a cue starts here"

@@ -37,7 +37,7 @@ from fak.screen.secret_values import token_end as _token_end
 from fak.screen.secret_values import value_at as _value_at
 from fak.screen.secret_values import value_start as _value_start
 from fak.screen.secret_vendors import vendor_token as _vendor_token
-from fak.screen.tokens import BIG_DFA, compile_latin1, latin1_options
+from fak.screen.tokens import BIG_DFA, Naming, compile_latin1
 
 __all__ = [
     "SECRET_FIND",
@@ -601,20 +601,9 @@ def find_scanner() -> re2._Regexp:
 
 
 @functools.cache
-def _naming() -> tuple[re2.Set, re2.Set]:
-    """Two anchored RE2 Sets of the formats, to name the one a match starts with, as
-    ``fak.screen.injection`` names its cues: at a fixed start, leftmost-first alternation takes
-    the first format that can match there at all, the smallest index the Set reports. The first
-    Set prefixes each format with one arbitrary byte: matched from the byte before the start,
-    ``\\b`` sees the same left context as in the text; the second serves offset 0."""
-    sets = []
-    for prefix in (b"(?s:.)", b""):
-        named = re2.Set.MatchSet(latin1_options(BIG_DFA))
-        for _, src in _FORMATS:
-            named.Add(prefix + b"(?:" + src + b")")
-        named.Compile()
-        sets.append(named)
-    return sets[0], sets[1]
+def _naming() -> Naming:
+    """The formats' Sets: which one a candidate at a start is (``tokens.Naming``)."""
+    return Naming.of(src for _, src in _FORMATS)
 
 
 def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
@@ -626,10 +615,8 @@ def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
     found = find_scanner().match(text, start)
     if found is None:
         return None
-    after, at_start = _naming()
-    hits = after.Match(memoryview(text)[start - 1 :]) if start else at_start.Match(text)
-    if hits:
-        return start, found.end(), SECRET_KINDS[min(hits)]
+    if (first := _naming().first_at(text, start)) is not None:
+        return start, found.end(), SECRET_KINDS[first]
     match = _scanner().match(text, start)  # a Set that ran out of memory reports nothing
     if match is None or match.lastindex is None:
         return None

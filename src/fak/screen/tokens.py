@@ -12,7 +12,8 @@ from __future__ import annotations
 import binascii
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import re2
 
@@ -20,6 +21,7 @@ __all__ = [
     "BIG_DFA",
     "CANDIDATE_PATTERN",
     "MIN_TOKEN",
+    "Naming",
     "compile_latin1",
     "decode_token",
     "decoded_tokens",
@@ -222,6 +224,43 @@ def latin1_options(max_mem: int = 0) -> re2.Options:
 def compile_latin1(pattern: bytes, max_mem: int = 0) -> re2._Regexp:
     """An RE2 regex over raw bytes with ``latin1_options``."""
     return re2.compile(pattern, latin1_options(max_mem))
+
+
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """Two anchored RE2 Sets of an alternation's alternatives, to name the one a match starts
+    with, without the submatch engine a group per alternative needs.
+
+    At a fixed start, leftmost-first alternation takes the first alternative that can match at
+    all, so the alternative is the smallest index the Set reports. ``after`` prefixes each one
+    with one arbitrary byte: matched from the byte before the start, ``\\b`` and ``^`` see the
+    same left context as in the text (a Set matches a buffer from its beginning); ``at_start``
+    serves a match at offset 0.
+    """
+
+    after: re2.Set
+    at_start: re2.Set
+
+    @classmethod
+    def of(cls, sources: Iterable[bytes]) -> Naming:
+        """The Sets of ``sources`` (RE2, Latin-1), in order."""
+        sources = list(sources)
+        sets = []
+        for prefix in (b"(?s:.)", b""):
+            named = re2.Set.MatchSet(latin1_options(BIG_DFA))
+            for src in sources:
+                named.Add(prefix + b"(?:" + src + b")")
+            named.Compile()
+            sets.append(named)
+        return cls(sets[0], sets[1])
+
+    def first_at(self, text: bytes, start: int) -> int | None:
+        """The alternative a match at ``start`` takes; None when none matches there, or when a
+        Set ran out of memory (it then reports nothing): callers fall back to a grouped match."""
+        hits = (
+            self.after.Match(memoryview(text)[start - 1 :]) if start else self.at_start.Match(text)
+        )
+        return min(hits) if hits else None
 
 
 @functools.cache
