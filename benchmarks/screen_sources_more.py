@@ -41,6 +41,8 @@ from pathlib import Path
 
 import yaml
 
+import corpus_pins
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_NPM = ROOT / "benchmarks" / "results" / "corpus-npm"  # git-ignored
 
@@ -562,7 +564,8 @@ DEBIAN_DOCS = ("README*", "FAQ*", "*.md", "*.md.gz", "*.txt", "*.txt.gz", "*.mar
 def debian_docs(root: Path = Path("/usr/share/doc")) -> Iterator[tuple[str, str]]:
     """English prose about software (READMEs, FAQs, guides) shipped by the OS's packages; the
     changelogs and NEWS files beside them are not read (``debian-changelogs`` is held out)."""
-    paths = sorted({p for pattern in DEBIAN_DOCS for p in root.glob(f"*/{pattern}")})
+    paths = sorted({p for pattern in DEBIAN_DOCS for p in root.glob(f"*/{pattern}")
+                    if corpus_pins.allowed(p)})  # fmt: skip
     rng = random.Random("debian-docs")
     for path in rng.sample(paths, min(len(paths), 400)):
         if "changelog" in path.name.lower() or not path.is_file():

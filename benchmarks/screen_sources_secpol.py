@@ -42,6 +42,7 @@ import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import corpus_pins
 import screen_sources_kingfisher as kingfisher
 import screen_sources_msft as msft
 from regex_groups import top_level
@@ -431,6 +432,8 @@ def found_credentials(roots: list[Path]) -> Iterator[tuple[str, str, str]]:
         for path in sorted(root.rglob("*")):
             if path.suffix not in _TEXT_SUFFIXES or not path.is_file():
                 continue
+            if not corpus_pins.allowed(path):
+                continue
             if path.stat().st_size > 2_000_000 or "__pycache__" in path.parts:
                 continue
             text = path.read_text(encoding="utf-8", errors="ignore")
@@ -507,7 +510,8 @@ _REP_KINDS = {
     "locks-logs": ("package-lock.json", "yarn.lock", "uv.lock", "poetry.lock", ".log"),
 }
 OS_ROOTS = (Path("/usr/share/doc"), Path("/usr/share/javascript"))
-"""Read by the project-venv sources (``rep-*``) beside the project venv's site-packages."""
+"""Read by the package-text sources (``rep-*``) beside the pinned distributions (only the files
+of pinned Debian packages: ``corpus_pins.allowed``)."""
 MINIFIED_NPM = tuple(name for name, (pin, _, split) in SECPOL_PACKAGES.items()
                      if pin.startswith("npm:") and split == "train")  # fmt: skip
 # the corpus venv's packages of held-out sources: none of their files is a train item
@@ -520,7 +524,8 @@ def _found(roots: list[Path], kinds: list[str]) -> dict[str, set[Path]]:
     for root in (r for r in roots if r.exists()):
         for path in root.rglob("*"):
             for kind in kinds:
-                if path.name.endswith(_REP_KINDS[kind]) and path.is_file():
+                ends = path.name.endswith(_REP_KINDS[kind])
+                if ends and path.is_file() and corpus_pins.allowed(path):
                     found[kind].add(path)
     return found
 
@@ -544,8 +549,8 @@ def _sampled_pieces(source: str, paths: set[Path], inner: bool = False
 
 
 def repetitive(sites: list[Path]) -> Iterator[tuple[str, str]]:
-    """(source, text) from repetitive files others wrote: the project venv's and the OS's, like
-    the main corpus's benign sources (the red-team packages' CSVs are attack prompts)."""
+    """(source, text) from repetitive files others wrote: the pinned distributions' and the OS's,
+    like the main corpus's benign sources (the red-team packages' CSVs are attack prompts)."""
     found = _found([*sites, *OS_ROOTS], list(_REP_KINDS))
     for kind in _REP_KINDS:
         yield from _sampled_pieces(f"rep-{kind}", found[kind])
@@ -678,7 +683,8 @@ def build(venv_site: Path, corpus_site: Path, pools: dict[str, list[str]], wrap:
     rows += [("crypto-public", "benign", f, t)
              for f, t in _sampled([(f, t) for k, f, t in keys if k == "benign"], 30,
                                   "cvp")]  # fmt: skip
-    cas = sorted(Path("/usr/share/ca-certificates").rglob("*.crt"))
+    cas = sorted(p for p in Path("/usr/share/ca-certificates").rglob("*.crt")
+                 if corpus_pins.allowed(p))  # fmt: skip
     rows += [("ca-certificates", "benign", "ca_certificate", p.read_text(errors="ignore"))
              for p in _keyed("ca").sample(cas, min(len(cas), 80))]  # fmt: skip
     for label, family, text in found_credentials([venv_site, corpus_site, Path("/usr/share/doc")]):
@@ -744,14 +750,12 @@ def write(
 
 def main() -> None:
     """Rebuilds only this file's items (the main corpus must exist: its benign pieces carry)."""
-    import sys
-
     import screen_sources as base
 
     rows = base.OUT.read_text(encoding="utf-8").split("\n")
     pools = pools_of([json.loads(line) for line in rows if line])
     venv_site, corpus_site = (
-        base.site_packages(Path(sys.prefix)),
+        corpus_pins.BENIGN_SITE,
         base.site_packages(base.CORPUS_VENV),
     )
     python = base.CORPUS_VENV / "bin" / "python"

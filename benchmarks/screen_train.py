@@ -42,6 +42,7 @@ from fak.screen.intent import WINDOW, context, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from corpus_pins import DEBIAN_PINS, PYTHON_PINS  # noqa: E402
 from screen_sources import BENIGN_SOURCES, CHECK_ONLY, PACKAGES  # noqa: E402
 from screen_sources import OUT as SOURCES  # noqa: E402
 from screen_synth import generate as synthesize  # noqa: E402
@@ -146,10 +147,13 @@ def _fit_once(
     return weights, bias
 
 
+PINS = (PYTHON_PINS, DEBIAN_PINS)
+
+
 def _fingerprint(items: list[dict[str, object]]) -> dict[str, str]:
     """Per train source fitted on, its item count and a digest of its items (id, label, text):
-    the corpus is rebuilt from installed files, so a later build that differs (a package the
-    project's venv resolved anew) shows here by source, not only as different weights."""
+    the corpus is rebuilt from files on the machine (pinned: ``benchmarks/corpus_pins.py``), so
+    a build that differs shows here by source, not only as different weights."""
     digests: dict[str, hashlib._Hash] = {}
     counts: Counter[str] = Counter()
     for item in items:
@@ -302,7 +306,8 @@ def main() -> None:
     rows = [({**f, **dict.fromkeys(found & vocab, 1.0)}, y, s) for f, found, y, s in cut]
     positives_n = sum(y for _, y, _ in rows)
     print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} n-grams")
-    print(f"corpus (items, digest) by source: {_fingerprint(items)}")
+    corpus = _fingerprint(items)
+    print(f"corpus (items, digest) by source: {corpus}")
     weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams, args.bags)
     if args.ensemble:  # average with a model of concepts and word classes only (no words)
         shape_rows = [({k: v for k, v in f.items() if "_" in k}, y, s) for f, y, s in rows]
@@ -358,6 +363,7 @@ def main() -> None:
         "fitted_by": "benchmarks/screen_train.py",
         "command": ".venv/bin/python benchmarks/screen_sources.py --install && "
         ".venv/bin/python benchmarks/screen_train.py",
+        "check": ".venv/bin/python benchmarks/corpus_pins.py --check",
         "train_sources": sorted(train_sources),
         "packages": {
             n: {"pin": p, "licence": lic} for n, (p, lic, s) in PACKAGES.items() if s == "train"
@@ -366,6 +372,9 @@ def main() -> None:
         "generated": "benchmarks/data/screen_corpus.jsonl, tune split (fak's own generator); "
         "benchmarks/screen_synth.py (composed here, ten languages)",
         "items": len(items) + len(generated),
+        "corpus": corpus,
+        "pins": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in PINS},
+        "python": ".".join(map(str, sys.version_info[:3])),  # py-stdlib-docs is its stdlib
         "windows": len(rows),
         # one fit (bags 1) is the recipe the shipped file was made with: its params say nothing new
         "params": {k: v for k, v in vars(args).items() if k != "out" and (k, v) != ("bags", 1)},
