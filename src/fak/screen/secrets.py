@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import re2
 
+from fak.screen.secret_logins import base64_pair, login_pair, password_ok
 from fak.screen.secret_prefixes import PREFIXED_ANY, PREFIXED_RE2
 from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
 from fak.screen.secret_values import TYPED as _TYPED
 from fak.screen.secret_values import alnum_kinds as _alnum_kinds
 from fak.screen.secret_values import annotation as _annotation
-from fak.screen.secret_values import char_classes as _classes
 from fak.screen.secret_values import clean_start as _clean_start
 from fak.screen.secret_values import credential_value as _credential_value
 from fak.screen.secret_values import entropy as _entropy
@@ -333,7 +333,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             line_end = text.find(b"-----", stop)
             return start, (line_end + 5 if close >= 0 and 0 <= line_end < stop + 64 else stop)
         case "login_pair":
-            return _login_pair(text, start, end)
+            return login_pair(text, start, end)
         case "url_credentials":
             colon = text.rfind(b":", start + 3, end)
             at = text.rfind(b"@", start, end)
@@ -343,7 +343,7 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             if not password:  # ``https://<token>:@host``: an API token as the user (Gemfury)
                 user = text[start + 3 : colon]
                 return (start + 3, colon) if _random_looking(user, min_len=16, bits=3.2) else None
-            return (colon + 1, at) if _password_ok(password) else None
+            return (colon + 1, at) if password_ok(password) else None
         case "auth_header" if text[end - 1] not in b" \t\r\n\x0b\x0c":  # no scheme: the key
             vstart, vend = _value_at(text, end - 20)
             return (vstart, vend) if _credential_value(text[vstart:vend]) else None
@@ -369,8 +369,8 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             if text[start + 1 : start + 5].lower() == b"auth":  # ``_auth`` / ``"auth"``
                 key = text[start + 1 : _token_end(text, start + 1, _KEY_CHARS, limit=48)]
                 if len(key) == 4:  # base64 ``user:password`` (npm, Docker)
-                    paired = _base64_pair(value)
-                    return (vstart, vend) if paired and _password_ok(paired) else None
+                    paired = base64_pair(value)
+                    return (vstart, vend) if paired and password_ok(paired) else None
                 if _SECRET_WORD.search(key, 4) is None:
                     return None  # ``_author``, ``_authority``: not a secret's name
             raw = text[_key_start(text, start) : vstart]
@@ -431,96 +431,6 @@ def _base64_pem(text: bytes, start: int) -> tuple[int, int] | None:
         return None
     stop += text[stop : stop + 2].count(b"=") if text[stop : stop + 1] == b"=" else 0
     return (start, stop) if _PEM_PRIVATE.match(head) else None
-
-
-def _password_ok(password: bytes) -> bool:
-    """A password written beside its user (a URL, a login pair): no placeholder, at least six
-    characters of two classes (``user:@host``, ``${PASSWORD}``, ``<password>``, ``****`` fail)."""
-    return not is_placeholder(password) and len(password) >= 6 and _classes(password) >= 2
-
-
-def _base64_pair(value: bytes) -> bytes | None:
-    """The password of a base64 ``user:password`` (npm's ``_auth``), or None."""
-    try:
-        raw = base64.b64decode(value + b"=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    user, colon, password = raw.partition(b":")
-    if not colon or not user or not all(32 < c < 127 for c in raw):
-        return None
-    return password
-
-
-_CURL_OPTION = re.compile(rb"\s(?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?")
-_CURL = re.compile(rb"(?:^|[^\w.-])curl(?:\.exe)?[ \t]")  # at ``curl`` or one byte before
-_PASSWORD_CHARS = frozenset(range(33, 127)) - frozenset(b"\"'`")
-
-
-# passwords of documentation and vendor defaults, refused whole by the shapes below (``-p
-# P@ssw0rd``, vSphere's ``VMware1!``; connection strings holding them were held before and are)
-_DOC_PASSWORDS = frozenset(
-    {b"p@ssw0rd", b"passw0rd", b"p@ssword", b"s3cret", b"s3cr3t", b"vmware1!"}
-)
-
-
-def _login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    """The password of Oracle's ``jdbc:oracle:thin:user/password@``, of a .netrc entry, of
-    SQL's ``IDENTIFIED BY '…'``, of a ``--password`` option, or of curl's ``-u user:password``
-    (on a curl command line, continued lines included; ``-u token:``, an API key as the user and
-    no password, is judged as a token)."""
-    span = _login_span(text, start, end)
-    if span is None or text[span[0] : span[1]].lower() in _DOC_PASSWORDS:
-        return None
-    return span
-
-
-def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    """The secret's span for each login shape, told apart by the match's first byte."""
-    first = text[start]
-    if first == 0x6A:  # ``jdbc:oracle:thin:``
-        slash = text.index(b"/", start + 17)
-        return (slash + 1, end - 1) if _password_ok(text[slash + 1 : end - 1]) else None
-    if first in b"Mm\\":  # .netrc's ``password``: up to a space or a JSON escape
-        vstart, vend = end, _token_end(text, end, _PASSWORD_CHARS - {0x5C}, limit=128)
-        return (vstart, vend) if _password_ok(text[vstart:vend]) else None
-    if first not in b" \t\r\n\x0b\x0c":  # SQL's ``BY '``: from the string's opening quote
-        vstart, vend = _value_at(text, end - 1)
-        return (vstart, vend) if _password_ok(text[vstart:vend]) else None
-    if text[end - 1] != 0x3A:  # ``--password <value>``, ``--token <value>``
-        vstart, vend = _value_at(text, end)
-        value = text[vstart:vend]
-        if not value[:1].isalnum() or any(c in value for c in b"([{}$") or _alnum_kinds(value) < 2:
-            return None  # a flag, punctuation, a variable or a call
-        if b"passw" not in text[start:end].lower():  # ``--token``, ``--api-key``: a token
-            return (vstart, vend) if _random_looking(value, min_len=16) else None
-        return (vstart, vend) if _password_ok(value) else None
-    if not _on_curl_line(text, start):
-        return None
-    option = _CURL_OPTION.match(text, start)
-    colon = end - 1
-    user = text[option.end() if option else colon : colon]
-    stop = _token_end(text, end, _PASSWORD_CHARS, limit=128)
-    while stop > end and text[stop - 1] == 0x5C:  # ``\\"`` closing a JSON-encoded quote
-        stop -= 1
-    password = text[end:stop]
-    if not password:
-        return (colon - len(user), colon) if _random_looking(user, min_len=16) else None
-    if _alnum_kinds(password) < 2 or not _password_ok(password):
-        return None  # ``docker -u www-data:www-data``-like pairs are names, not passwords
-    return end, stop
-
-
-def _on_curl_line(text: bytes, at: int) -> bool:
-    """Whether the command line holding ``at`` (back to 1 KiB, through ``\\`` continuations)
-    runs curl."""
-    low = max(0, at - 1024)
-    line = text.rfind(b"\n", low, at)
-    while line > low and text[line - 2 : line].rstrip(b"\r").endswith(b"\\"):
-        line = text.rfind(b"\n", low, line - 1)
-    found = text.rfind(b"curl", max(line, low), at)
-    while found >= 0 and _CURL.match(text, found - (found > 0)) is None:
-        found = text.rfind(b"curl", max(line, low), found)
-    return found >= 0
 
 
 _KEY_OPERATOR = re.compile(
