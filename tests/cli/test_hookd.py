@@ -155,6 +155,23 @@ def test_a_run_directory_others_can_enter_is_never_used(tmp_path: Path, mode: st
         assert got.returncode == 0 and json.loads(got.stdout)["kind"] == "ALLOW"
 
 
+@pytest.mark.parametrize("mode", ["", "require"])
+def test_a_socket_path_too_long_for_a_unix_socket_is_named_not_blamed_on_the_directory(
+    tmp_path: Path, mode: str
+) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True, mode=0o700)
+    deep.chmod(0o700)
+    env = _env(deep, FAK_HOOK_DAEMON=mode)
+    got = _launch(env, {"tool": "calculate", "args": {}})
+    assert list(deep.iterdir()) == []  # no decider was started there
+    if mode:  # refused, in the hook's own terms, with the cause and the fix
+        assert got.returncode == 2 and "over the 100 a Unix socket allows" in got.stderr
+        assert "FAK_RUN_DIR" in got.stderr and "not a private" not in got.stderr
+    else:  # decided in process, as on any machine without a decider
+        assert got.returncode == 0 and json.loads(got.stdout)["kind"] == "ALLOW"
+
+
 def test_unknown_options_go_to_the_full_command_line(run_dir: Path) -> None:
     got = _launch(_env(run_dir), PRE_READ, "--polcy", "x.json")
     assert got.returncode == 2 and "No such option" in got.stderr  # click's usage error

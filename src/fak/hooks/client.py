@@ -210,9 +210,9 @@ def run(argv: list[str]) -> int | None:
     if mode in _OFF or (len(raw) > _MAX_FORWARD and mode != "require"):
         return _in_process(raw, policy, fmt)
     path = socket_path(env)
-    if not private_dir(os.path.dirname(path)) or len(path.encode()) > 100:
+    if (unusable := _unusable(path)) is not None:
         if mode == "require":
-            return _refuse(f"{os.path.dirname(path)} is not a private run directory")
+            return _refuse(unusable)
         return _in_process(raw, policy, fmt)
     if policy:
         policy = os.path.join(os.getcwd(), os.path.expanduser(policy))
@@ -229,6 +229,22 @@ def run(argv: list[str]) -> int | None:
     code = _in_process(raw, policy, fmt)
     _start_decider(path)
     return code
+
+
+SOCKET_PATH_MAX = 100
+"""Bytes of a Unix socket path the decider uses at most (Linux allows 107, macOS 103)."""
+
+
+def _unusable(path: str) -> str | None:
+    """Why the decider cannot live at ``path`` (what to fix), or None when it can."""
+    if not private_dir(os.path.dirname(path)):
+        return f"{os.path.dirname(path)} is not a private run directory"
+    if len(path.encode()) > SOCKET_PATH_MAX:
+        return (
+            f"the decider's socket path is {len(path.encode())} bytes, over the "
+            f"{SOCKET_PATH_MAX} a Unix socket allows: set FAK_RUN_DIR to a shorter directory"
+        )
+    return None
 
 
 def _required(path: str, frame: bytes, timeout_s: float) -> int:
