@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,11 +28,13 @@ _RUN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def decider_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    run_dir = tmp_path_factory.mktemp("run")
-    run_dir.chmod(0o700)
+def decider_dir() -> Iterator[Path]:
+    """A private run directory outside pytest's temporary tree, whose depth can take the
+    decider's socket path past the 100 bytes a Unix socket allows."""
+    run_dir = Path(tempfile.mkdtemp(prefix="fak-run-"))
     yield run_dir
     stop_deciders(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.fixture(params=["full-cli", "decider"])

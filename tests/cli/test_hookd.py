@@ -7,9 +7,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -29,11 +31,13 @@ PRE_READ = {"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": 
 
 
 @pytest.fixture
-def run_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "run"
-    path.mkdir(mode=0o700)
+def run_dir() -> Iterator[Path]:
+    """A private run directory outside ``tmp_path``, whose depth can take the decider's socket
+    path past the 100 bytes a Unix socket allows."""
+    path = Path(tempfile.mkdtemp(prefix="fak-run-"))
     yield path
     stop_deciders(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _env(run_dir: Path, **extra: str) -> dict[str, str]:
@@ -87,8 +91,12 @@ def test_first_call_decides_in_process_and_starts_a_decider_that_stops_cleanly(
 def _fake_decider(path: str, reply: bytes | None) -> tuple[socket.socket, threading.Event]:
     """A listener at the decider's address that answers ``reply`` (None: hangs)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(8)
+    try:
+        listener.bind(path)
+        listener.listen(8)
+    except OSError:
+        listener.close()
+        raise
     done = threading.Event()
 
     def serve() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ OLDER = {  # the older pinned release of each agent (package.json aliases), by i
     "codex": MODULES / "codex-0.169.0" / "bin" / "codex.js",
 }
 _RELEASE = {"now": "newest"}
+_RUN_DIRS: dict[Path, Path] = {}
 
 
 def _node_ok() -> str:
@@ -71,12 +73,24 @@ def release(request: pytest.FixtureRequest) -> Iterator[str]:
     _RELEASE["now"] = "newest"
 
 
+def run_dir(tmp_path: Path) -> Path:
+    """The test's hook run directory (``FAK_RUN_DIR``): private and short, outside
+    ``tmp_path``, whose depth (the user's name, pytest's run counter, a worker's directory) can
+    take the decider's socket path past the 100 bytes a Unix socket allows."""
+    if tmp_path not in _RUN_DIRS:
+        _RUN_DIRS[tmp_path] = Path(tempfile.mkdtemp(prefix="fak-run-"))
+    return _RUN_DIRS[tmp_path]
+
+
 @pytest.fixture(autouse=True)
 def _no_decider_outlives_its_test(tmp_path: Path) -> Iterator[None]:
     """Hook deciders the agents started (in the test's run dir or its home's cache) stop."""
     yield
     from fak.hooks.daemon import stop_deciders
 
-    for run_dir in (tmp_path / "run", *tmp_path.glob("**/.cache/fak/run")):
-        if run_dir.is_dir():
-            stop_deciders(run_dir)
+    short = _RUN_DIRS.pop(tmp_path, None)
+    for found in (short, tmp_path / "run", *tmp_path.glob("**/.cache/fak/run")):
+        if found is not None and found.is_dir():
+            stop_deciders(found)
+    if short is not None:
+        shutil.rmtree(short, ignore_errors=True)

@@ -26,7 +26,7 @@ from fak.gateway.server import LoopbackServer
 from fak.journal import verify
 from fak.testing.upstream import MockUpstream
 
-from .conftest import agent, agent_env
+from .conftest import agent, agent_env, run_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -213,10 +213,8 @@ def _hooked_project(tmp_path: Path, *events: str, rules: dict[str, Any] | None =
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(rules if rules is not None else POLICY))
     # the launcher, as `fak init` writes it, answered by the resident decider only
-    run_dir = tmp_path / "run"
-    run_dir.mkdir(mode=0o700, exist_ok=True)
     hook = (
-        f"FAK_RUN_DIR={run_dir} FAK_HOOK_DAEMON=require FAK_HOOKD_IDLE_S=60 "
+        f"FAK_RUN_DIR={run_dir(tmp_path)} FAK_HOOK_DAEMON=require FAK_HOOKD_IDLE_S=60 "
         f"FAK_AUDIT_JOURNAL={tmp_path / 'hook-audit.jsonl'} "
         f"{sys.executable} -m fak.cli.launch hook --policy {policy}"
     )

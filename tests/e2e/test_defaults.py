@@ -23,7 +23,7 @@ import pytest
 from fak.gateway.server import LoopbackServer
 from fak.testing.upstream import MockUpstream
 
-from .conftest import agent, agent_env
+from .conftest import agent, agent_env, run_dir
 from .test_agents import _claude, _free_port
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,7 @@ def _codex(project: Path, home: Path, prompt: str, tmp: Path) -> subprocess.Comp
         CODEX_HOME=str(home),
         FAK_E2E_KEY="sk-e2e",
         PYTHONPATH=SRC,
-        FAK_RUN_DIR=str(tmp / "run"),
+        FAK_RUN_DIR=str(run_dir(tmp)),
         FAK_AUDIT_JOURNAL=str(tmp / "hook-audit.jsonl"),
     )
     return subprocess.run(
@@ -78,7 +78,7 @@ def test_codex_with_fak_init_blocks_a_denied_command_through_its_pretooluse_hook
     agent("codex")
     project = tmp_path / "project"
     project.mkdir()
-    (tmp_path / "run").mkdir(mode=0o700)
+    run_dir(tmp_path)
     init = subprocess.run(
         [sys.executable, "-m", "fak.cli.main", "init", "codex", "--dir", str(project)],
         env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
@@ -231,7 +231,7 @@ def test_codex_rollout_gives_the_hook_its_run_context(tmp_path: Path) -> None:
     agent("codex")
     project = tmp_path / "project"
     (project / ".codex").mkdir(parents=True)
-    (tmp_path / "run").mkdir(mode=0o700)
+    run_dir(tmp_path)
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"allow": ["Bash"], "after_untrusted": {"Bash": "deny"}}))
     hook = f"{sys.executable} -m fak.cli.launch hook --policy {policy}"
