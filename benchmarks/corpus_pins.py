@@ -25,7 +25,10 @@ import functools
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_PINS = ROOT / "benchmarks" / "data" / "corpus_python_pins.txt"
@@ -45,20 +48,20 @@ def install_python(target: Path = BENIGN_SITE) -> None:
         shutil.rmtree(target / beside, ignore_errors=True)
 
 
+def _lines(path: Path) -> list[str]:
+    """A pin file's lines, less comments and blanks."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
 def _pins(path: Path) -> dict[str, str]:
-    pins: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, version = line.split()
-            pins[name] = version
-    return pins
+    """``package version`` lines: name -> version."""
+    return dict(line.split(maxsplit=1) for line in _lines(path))
 
 
 def _installed() -> dict[str, tuple[str, str]]:
     """Installed Debian packages: name -> (version, the name of its file list)."""
     found: dict[str, tuple[str, str]] = {}
-    fields: dict[str, str] = {}
     text = (DPKG / "status").read_text(encoding="utf-8", errors="replace") if DPKG.exists() else ""
     for block in text.split("\n\n"):
         fields = dict(
@@ -104,27 +107,13 @@ def drift() -> list[str]:
             out.append(f"debian {name} {version}: not installed")
         elif got[0] != version:
             out.append(f"debian {name} {version}: installed {got[0]}")
-    wanted = {_norm(n): v for n, v in (p.split("==") for p in _pins_lines(PYTHON_PINS))}
-    have = {}
-    for meta in BENIGN_SITE.glob("*.dist-info/METADATA") if BENIGN_SITE.exists() else ():
-        head = dict(
-            line.split(": ", 1) for line in meta.read_text(errors="replace").split("\n\n")[0]
-            .splitlines() if ": " in line
-        )  # fmt: skip
-        have[_norm(head.get("Name", ""))] = head.get("Version", "")
+    wanted = {canonicalize_name(n): v for n, v in (p.split("==") for p in _lines(PYTHON_PINS))}
+    dists = metadata.distributions(path=[str(BENIGN_SITE)]) if BENIGN_SITE.exists() else ()
+    have = {canonicalize_name(d.metadata["Name"]): d.version for d in dists}
     for name, version in sorted(wanted.items()):
         if have.get(name) != version:
             out.append(f"python {name}=={version}: {have.get(name) or 'not installed'}")
     return out
-
-
-def _pins_lines(path: Path) -> list[str]:
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
-    return [line for line in lines if line]
-
-
-def _norm(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
 
 
 def main() -> None:
