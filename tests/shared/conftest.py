@@ -288,21 +288,28 @@ class Gateway:
             self.proc = subprocess.Popen(
                 command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
             )
-        self._wait_up()
+        self._wait_up(int(args[args.index("--workers") + 1]) if "--workers" in args else 1)
 
-    def _wait_up(self) -> None:
+    def _wait_up(self, workers: int) -> None:
+        """Wait until ``workers`` distinct processes have answered /healthz. One answer is not
+        enough for a fleet: the first worker up accepts every connection made before the others
+        listen, and a load test's keep-alive clients would then never reach the rest."""
+        seen: set[object] = set()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 msg = f"fak serve exited {self.proc.returncode}: {self.log.read_text()[-2000:]}"
                 raise RuntimeError(msg)
             try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    return
+                answer = httpx.get(self.url + "/healthz", timeout=2)  # a new connection each
+                if answer.status_code == 200:
+                    seen.add(answer.json().get("worker"))
+                    if len(seen) >= workers:
+                        return
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError("fak serve did not answer /healthz within 60 s")
+        raise RuntimeError(f"{workers - len(seen)} of {workers} fak serve workers not up in 60 s")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
