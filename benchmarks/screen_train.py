@@ -240,7 +240,86 @@ def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
         intent.load_model = saved
 
 
-def main() -> None:
+def _train_sources() -> set[str]:
+    """The sources a fit may read: the ``train`` split, less the check-only ones."""
+    train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
+    train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
+    # train-side precision checks, never fitted on (``screen_sources.CHECK_ONLY``): the recorded
+    # API replies (fitting on them was tried and rejected, docs/claims.md) and the changelogs
+    return train_sources - CHECK_ONLY
+
+
+def _generated() -> list[dict[str, object]]:
+    """The tune half of fak's generated corpus (benign and injection items)."""
+    labels = ("benign", "injection")
+    return [i for i in _load(GENERATED) if i["split"] == "tune" and i["label"] in labels]
+
+
+Row = tuple[dict[str, float], int, str]
+
+
+def cut_rows(
+    items: list[dict[str, object]], generated: list[dict[str, object]], args: argparse.Namespace
+) -> tuple[list[Row], set[str]]:
+    """The fit's rows (features, label, source) from the items' windows and the composed
+    pairs, and the n-gram vocabulary they may use."""
+    cut: list[tuple[dict[str, float], set[str], int, str]] = []
+    for item in items + generated:
+        source = str(item.get("source", "generated"))
+        kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
+        positives = [w for w in kept if w[1] == 1][: args.max_positive]
+        for text, label, around in [w for w in kept if w[1] == 0] + positives:
+            found, words = describe(text)
+            found.update(around)
+            cut.append((found, words, label, source))
+    for lang, label, text in synthesize(SEED, args.synth):
+        cut.append((*describe(text), int(label == "injection"), f"synth-{lang}"))
+    # An n-gram is a feature only when it is common language: seen in the windows of
+    # ``--support`` sources or more (generated text counts one source per language). One
+    # source's topics (a jailbreak persona's name, a suite's IBAN) never become evidence.
+    used: dict[str, set[str]] = {}
+    for _, found, _, source in cut:
+        for gram in found:
+            used.setdefault(gram, set()).add(source)
+    vocab = {g for g, s in used.items() if len(s) >= args.support}
+    rows = [({**f, **dict.fromkeys(found & vocab, 1.0)}, y, s) for f, found, y, s in cut]
+    return rows, vocab
+
+
+def fit_recipe(rows: list[Row], args: argparse.Namespace) -> tuple[dict[str, float], float]:
+    """The shipped recipe's fit of ``rows``: the full model, averaged (``--ensemble``) with one
+    over concepts and word classes only (no words), trimmed to ``--keep`` rounded weights."""
+    weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams, args.bags)
+    if args.ensemble:  # average with a model of concepts and word classes only (no words)
+        shape_rows = [({k: v for k, v in f.items() if "_" in k}, y, s) for f, y, s in rows]
+        shape, shape_bias = fit(shape_rows, args.epochs, args.l2, args.l2_grams, args.bags)
+        mix = args.ensemble
+        weights = {
+            k: (1 - mix) * weights.get(k, 0.0) + mix * shape.get(k, 0.0)
+            for k in weights.keys() | shape.keys()
+        }
+        bias = (1 - mix) * bias + mix * shape_bias
+    ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[: args.keep]
+    return {f: round(w, 3) for f, w in ranked if abs(w) >= 0.005}, bias
+
+
+def calibrate(
+    model: intent.IntentModel, items: list[dict[str, object]], args: argparse.Namespace
+) -> tuple[float, list[float], list[float]]:
+    """The decision logit: the smallest (at least ``--min-logit``) that holds the benign
+    items' false positives to ``--max-fp``; with the best logits of the benign and attack
+    items (benign sorted high first)."""
+    benign_best: list[float] = []
+    attack_best: list[float] = []
+    for item in items:
+        best = _best(model, str(item["text"]).encode())
+        (benign_best if item["label"] == "benign" else attack_best).append(best)
+    benign_best.sort(reverse=True)
+    allowed = int(args.max_fp * len(benign_best))
+    return max(args.min_logit, benign_best[allowed] + 0.01), benign_best, attack_best
+
+
+def recipe_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--bags", type=int, default=1, help="fits averaged (SGD orders)")
@@ -269,69 +348,30 @@ def main() -> None:
         help="where to write the weights (with --validate: "
         "the fit without that source, for benchmarks/screen_doccheck.py)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = recipe_parser().parse_args()
     global CONTEXT
     CONTEXT = not args.no_context
 
-    train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
-    train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
-    # train-side precision checks, never fitted on (``screen_sources.CHECK_ONLY``): the recorded
-    # API replies (fitting on them was tried and rejected, docs/claims.md) and the changelogs
-    train_sources -= CHECK_ONLY
+    train_sources = _train_sources()
     items = [i for i in _load(SOURCES) if i["split"] == "train" and i["source"] in train_sources]
     assert all(i["source"] in train_sources for i in items)
     validate = [i for i in items if i["source"] == args.validate]
     items = [i for i in items if i["source"] != args.validate]
-    labels = ("benign", "injection")
-    generated = [i for i in _load(GENERATED) if i["split"] == "tune" and i["label"] in labels]
-    cut: list[tuple[dict[str, float], set[str], int, str]] = []
-    for item in items + generated:
-        source = str(item.get("source", "generated"))
-        kept = [w for w in windows(item, not args.own_only) if w[1] >= 0]
-        positives = [w for w in kept if w[1] == 1][: args.max_positive]
-        for text, label, around in [w for w in kept if w[1] == 0] + positives:
-            found, words = describe(text)
-            found.update(around)
-            cut.append((found, words, label, source))
-    for lang, label, text in synthesize(SEED, args.synth):
-        cut.append((*describe(text), int(label == "injection"), f"synth-{lang}"))
-    # An n-gram is a feature only when it is common language: seen in the windows of
-    # ``--support`` sources or more (generated text counts one source per language). One
-    # source's topics (a jailbreak persona's name, a suite's IBAN) never become evidence.
-    used: dict[str, set[str]] = {}
-    for _, found, _, source in cut:
-        for gram in found:
-            used.setdefault(gram, set()).add(source)
-    vocab = {g for g, s in used.items() if len(s) >= args.support}
-    rows = [({**f, **dict.fromkeys(found & vocab, 1.0)}, y, s) for f, found, y, s in cut]
+    generated = _generated()
+    rows, vocab = cut_rows(items, generated, args)
     positives_n = sum(y for _, y, _ in rows)
     print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} n-grams")
     corpus = _fingerprint(items)
     print(f"corpus (items, digest) by source: {corpus}")
-    weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams, args.bags)
-    if args.ensemble:  # average with a model of concepts and word classes only (no words)
-        shape_rows = [({k: v for k, v in f.items() if "_" in k}, y, s) for f, y, s in rows]
-        shape, shape_bias = fit(shape_rows, args.epochs, args.l2, args.l2_grams, args.bags)
-        mix = args.ensemble
-        weights = {
-            k: (1 - mix) * weights.get(k, 0.0) + mix * shape.get(k, 0.0)
-            for k in weights.keys() | shape.keys()
-        }
-        bias = (1 - mix) * bias + mix * shape_bias
-    ranked = sorted(weights.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[: args.keep]
-    weights = {f: round(w, 3) for f, w in ranked if abs(w) >= 0.005}
-
+    weights, bias = fit_recipe(rows, args)
     print(f"context weights: {sorted((k, w) for k, w in weights.items() if k[:4] == 'ctx_')}")
     model_doc: dict[str, object] = {"weights": weights, "bias": round(bias, 4), "threshold": 0.0}
     model = intent.IntentModel(weights, bias, 0.0, {})
-    benign_best: list[float] = []
-    attack_best: list[float] = []
-    for item in items + generated:
-        best = _best(model, str(item["text"]).encode())
-        (benign_best if item["label"] == "benign" else attack_best).append(best)
-    benign_best.sort(reverse=True)
-    allowed = int(args.max_fp * len(benign_best))
-    threshold = max(args.min_logit, benign_best[allowed] + 0.01)
+    threshold, benign_best, attack_best = calibrate(model, items + generated, args)
     caught = sum(1 for b in attack_best if b >= threshold)
     read = sum(1 for b in attack_best if b > -1e9)
     print(f"train attacks with a window read: {read}/{len(attack_best)}")

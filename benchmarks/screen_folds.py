@@ -1,0 +1,154 @@
+"""Judges a change to the intent recipe on the train sources alone: five folds, split by source.
+
+Each fold leaves out a fixed group of train sources (injection and benign, ``FOLDS``), fits the
+recipe (``benchmarks/screen_train.py``, same flags) on the rest, sets its decision logit on the
+rest's benign items as the trainer does, and runs the left-out items through the kernel's
+admission path (``benchmarks/screen_quality.py``'s ledger judge, with that fold's model). The
+check-only train sources (never fitted on: recorded API replies, changelogs, chat, translations)
+are run under every fold's model. So every number is out of fold: text from sources the fit never
+saw, like the held-out split, without reading the held-out split. Two recipes are compared by
+running this twice, side by side:
+
+    .venv/bin/python benchmarks/screen_folds.py --tag main --jobs 2
+    .venv/bin/python benchmarks/screen_folds.py --tag bags5 --jobs 2 --bags 5
+
+Prints per source caught/held counts and totals; writes benchmarks/results/screen_folds-TAG.json.
+Not a test.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from fak.screen import intent
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import screen_train  # noqa: E402
+from screen_quality import _ledger_judge  # noqa: E402
+from screen_sources import CHECK_ONLY  # noqa: E402
+
+FOLDS: tuple[frozenset[str], ...] = (
+    frozenset({"aegisrt", "agentfuzz", "promptinject", "debian-docs", "json-fixtures-a-m"}),
+    frozenset(
+        {"aicu_scanner", "agentred", "agent_injection_bench", "manpages-l10n", "pkg-docs-a-m"}
+    ),
+    frozenset({"pyrit", "agentccx", "agentprobe", "py-source-a-m", "ipi-benign-controls"}),
+    frozenset({"deepteam", "inspect_evals", "redteam-docs-train", "pkg-readme-a-m"}),
+    frozenset({"promptfoo", "agentdojo", "py-stdlib-docs", "redteam-docs-more"}),
+)
+"""Train sources grouped by hand so each fold leaves out 330-590 injection items (of 2,181) and
+some benign text of a different kind; every fitted train source is in exactly one fold."""
+
+OUT = ROOT / "benchmarks" / "results"
+
+
+def _fold(job: tuple[int, list[str]]) -> dict[str, Any]:
+    """One fold: fit without its sources, judge its items and the check-only items."""
+    index, argv = job
+    args = screen_train.recipe_parser().parse_args(argv)
+    screen_train.CONTEXT = not args.no_context
+    left_out = FOLDS[index]
+    every = [i for i in screen_train._load(screen_train.SOURCES) if i["split"] == "train"]
+    fitted = screen_train._train_sources()
+    items = [i for i in every if i["source"] in fitted - left_out]
+    generated = screen_train._generated()
+    rows, _ = screen_train.cut_rows(items, generated, args)
+    weights, bias = screen_train.fit_recipe(rows, args)
+    model = intent.IntentModel(weights, bias, 0.0, {})
+    threshold, _, _ = screen_train.calibrate(model, items + generated, args)
+    judged = [i for i in every if i["source"] in left_out or i["source"] in CHECK_ONLY]
+    held: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    misses: list[str] = []
+    fates: Counter[str] = Counter()  # where a missed injection ends (``screen_train._fate``)
+    with screen_train._cut(model, threshold):
+        judge = _ledger_judge()
+        for item in judged:
+            hit, _ = judge(item)
+            key = f"{item['source']}/{item['label']}"
+            seen[key] += 1
+            held[key] += hit
+            if hit != (item["label"] != "benign") and item["source"] in left_out:
+                misses.append(str(item["id"]))
+                if item["label"] != "benign":
+                    fates[screen_train._fate(model, threshold, item)] += 1
+    return {
+        "fold": index,
+        "threshold": threshold,
+        "held": held,
+        "seen": seen,
+        "misses": misses,
+        "fates": fates,
+    }
+
+
+def main() -> None:
+    parser = screen_train.recipe_parser()
+    parser.description = __doc__.splitlines()[0]
+    parser.add_argument("--tag", default="run", help="names the results file")
+    parser.add_argument("--jobs", type=int, default=1, help="folds fitted side by side")
+    args, _ = parser.parse_known_args()
+    argv = list(sys.argv[1:])
+    for flag in ("--tag", "--jobs"):  # the recipe's own flags pass through to each fold
+        while flag in argv:
+            at = argv.index(flag)
+            del argv[at : at + 2]
+    jobs = [(index, argv) for index in range(len(FOLDS))]
+    if args.jobs > 1:
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            results = pool.map(_fold, jobs, chunksize=1)
+    else:
+        results = [_fold(job) for job in jobs]
+    held: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    check_held: Counter[str] = Counter()
+    check_seen: Counter[str] = Counter()
+    for result in results:
+        for key, n in result["seen"].items():
+            source = key.split("/")[0]
+            (check_seen if source in CHECK_ONLY else seen)[key] += n
+            (check_held if source in CHECK_ONLY else held)[key] += result["held"][key]
+    print(f"recipe: {' '.join(argv) or '(defaults)'}")
+    print("thresholds: " + ", ".join(f"{r['threshold']:.2f}" for r in results))
+    for key in sorted(seen):
+        print(f"  {key:40} {held[key]:5} / {seen[key]:5}")
+    for key in sorted(check_seen):
+        print(f"  {key:40} {check_held[key] / len(FOLDS):7.1f} / {check_seen[key] // len(FOLDS):5}"
+              "  (check-only, mean of folds)")  # fmt: skip
+    total: dict[str, list[float]] = {}
+    for key in seen:
+        cell = total.setdefault(key.split("/")[1], [0, 0])
+        cell[0] += held[key]
+        cell[1] += seen[key]
+    check = [sum(check_held.values()) / len(FOLDS), sum(check_seen.values()) // len(FOLDS)]
+    for label, (h, n) in sorted(total.items()):
+        print(f"out of fold {label}: {h:.0f}/{n} ({100 * h / n:.1f} %)")
+    fates = sum((Counter(r["fates"]) for r in results), Counter())
+    print(f"missed injections' fates: {dict(sorted(fates.items()))}")
+    print(f"check-only benign: {check[0]:.1f}/{check[1]} ({100 * check[0] / check[1]:.2f} %)")
+    out = OUT / f"screen_folds-{args.tag}.json"
+    out.write_text(
+        json.dumps(
+            {
+                "recipe": argv,
+                "totals": total,
+                "check_only": check,
+                "sources": {k: [held[k], seen[k]] for k in sorted(seen)},
+                "fates": fates,
+                "misses": sorted(m for r in results for m in r["misses"]),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
