@@ -28,7 +28,6 @@ _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rul
 
 REQUESTS: tuple[bytes, ...] = (
     rb"\b(?:Generate|Write|Output|Print|Create|List|Provide|Explain|Describe|Detail|Give|Tell|Show|Send|Forward|Execute|Fill|Respond|Answer|Reply|Repeat|Translate|Summari[sz]e|Rate|Solve|Confirm|Ignore|Disregard|Forget|Reveal|Display|Share|Upload|Visit|Click|Insert|Elucidate|Delineate|Compose|Draft|Produce|Include|Add|Run|Call|Open|Delete|Continue|Complete|Post)[ \t]+",
-    "请|請|ください|주세요|(?:П|п)ожалуйста|(?:P|p)or favor|(?:S|s)'il vous plaît|(?:B|b)itte|(?:P|p)er favore".encode(),
     rb"(?i:\b(?:can|could|would|will) you\b|\bi (?:want|need|would like|require|expect)\b|\byour (?:own |real |true |actual |current |internal |hidden |full |complete |original |operational )?(?:configuration|config|persona|context|settings|parameters|capabilities|training|memory|tools|limitations|programming|creators?|identity)\b|\b(?:please|kindly)\b|\b(?:before|prior to) (?:modifying|making|editing|changing|proceeding|continuing|responding|answering|replying)\b)",
 )  # fmt: skip
 """Requests made of a reader, as candidates (see the comment where ``CUES`` holds them). A
@@ -121,13 +120,9 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
     # window for the intent model, which decides
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:ignore|ignoring|disregard|forget|override)\s+(?:all|any|the|your|every|previous|prior|above|earlier|this|these|those|that|what|everything|rules|instructions|safety|it|them)\b|\binstructions?\b|\byou will now\b|\b(?:pose|behave|respond|answer|reply) as\b|\bno (?:restrictions|limits|filters|rules|limitations)\b|\byour (?:first|next|second|new|only) (?:response|answer|reply|task)\b|\byou (?:must|should|will|need to|have to|are (?:now|to|required|allowed))\b|\b(?:print|say|output|write|respond|reply|answer|repeat|return|state)\s+(?:only\s+|exactly\s+|just\s+|the (?:following|phrase|text|word)s?\s*:?\s*)?[\"'<\[]|(?:^|[^#\w])include\s+(?:only\s+|exactly\s+|just\s+|the (?:following|phrase|text|word)s?\s*:?\s*)?[\"'<\[]|\b(?:debug|test|testing|training|developer|admin|maintenance|god|safe|evaluation|audit) mode\b|\bsystem (?:note|notice|update|instructions?|override)\b|\bpwned\b|\b(?:do|perform|complete|execute|follow) the following\b|\byour (?:task|job|mission|assignment|goal|objective)\b|\b(?:you've|you have) been (?:assigned|given|asked|instructed|tasked)\b|\b(?:tell|give|show) me\b)"),
     (Cue.CANDIDATE, 0.0, rb"\b(?:IMPORTANT|URGENT|ATTENTION|NEW TASK|NOTE TO)\b"),
-    # asking for what a reader holds (a key, a password, its system prompt); the model
-    # addressed by name and told what it must do; the reader's own prompt or keys named
-    (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:reveal|print|output|dump|leak|expose|display|share|show|list|disclose|send|forward|include|read|access|paste|return|repeat|tell me|give me|provide)\s+(?:me\s+|us\s+)?(?:the\s+|your\s+|my\s+|all\s+|its\s+|their\s+|any\s+|our\s+)?(?:[a-z'-]+\s+){0,2}?(?:api[ _-]?keys?|passwords?|secrets?|credentials|(?:access|auth|bearer|session) tokens?|system (?:prompt|message)|(?:environment|env) variables|env vars|id_rsa|private keys?|ssh keys?)\b|\b(?:assistant|agent|ai|llm|model|chatbot|bot)s?\s+(?:must|should|shall|needs? to|is (?:required|expected|instructed|asked) to|has to)\b|\byour (?:system (?:prompt|message)|initial prompt|hidden prompt|api[ _-]?keys?|secrets?|credentials|rules|guidelines)\b)"),
     # requests made of a reader: a capitalised imperative (a verb of producing, telling,
     # sending or doing), "could you", "I want / need", the reader's own configuration asked
-    # about, "please" / "kindly" (and "please" in Chinese, Japanese, Korean, Russian, Spanish,
-    # French, German and Italian), "before making changes". Everyday prose and docs (and
+    # about, "please" / "kindly", "before making changes". Everyday prose and docs (and
     # forum posts: "Please follow the subreddit's rules") share them, so they only mark a
     # window, within the body's window budget, which must then clear the threshold plus
     # ``intent.REQUEST_PRIOR`` when nothing else selected it. Each ends before the next word:

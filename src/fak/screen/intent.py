@@ -68,8 +68,8 @@ CONCEPTS: dict[str, str] = {
     "override": r"\b(?:ignore|ignoring|disregard|forget|override|bypass|skip|abandon|discard|neglect|nevermind|never mind|cancel|ignorez|oublie|oubliez|contourne|ignoriere|ignorieren|vergiss|vergessen|missachte|übergehe|ignora|olvida|olvide|omite|descarta|esqueça|esqueca|desconsidere|dimentica|trascura|ignorare|игнорируй|игнорировать|забудь|проигнорируй)\b|忽略|忽视|无视|忘记|無視|忘れ|무시|잊어",
     "prior": r"\b(?:previous|prior|preceding|above|earlier|original|initial|foregoing|précédentes?|antérieures|ci-dessus|vorherigen|bisherigen|obigen|vorigen|früheren|anteriores|previas|anterior|prévias|precedenti|предыдущие|прошлые|вышеуказанные)\b|之前|以上|先前|前面|以前|これまで|上記|이전|위의",
     "new": r"\b(?:instead|new|now|from now on|henceforth|rather|updated|only|nothing else|actual|real|nouvelles?|nouveau|maintenant|désormais|plutôt|neue|jetzt|stattdessen|sofort|zuerst|nuevas?|nuevo|ahora|novas?|agora|nuove|ora|adesso|invece|новые|теперь|вместо|сейчас)\b|新的|现在|改为|新しい|今から|代わりに|새로운|이제|대신",
-    "output": r"\b(?:print|say|reply|respond|response|answer|output|write|repeat|include|state|display|spell|tell|translate|summari[sz]e|printing|printed|saying|replying|responding|answering|outputting|outputs|writing|repeating|including|stating|displaying|telling|translating|summari[sz]ing|reveal|revealing|disclose|disclosing|list|listing|réponds|répondez|réponse|écris|affiche|dis|répète|antworte|antwort|schreibe|gib|sage|wiederhole|responde|respuesta|escribe|imprime|repite|responda|resposta|escreva|diga|repita|rispondi|risposta|scrivi|stampa|ripeti|ответь|ответ|выведи|напиши|скажи|повтори)\b|回答|回复|输出|打印|答え|出力|답변|출력|대답",
-    "action": r"\b(?:send|forward|email|e-mail|transfer|upload|post|share|delete|visit|click|go to|open|download|execute|run|call|approve|invite|pay|wire|grant|sending|forwarding|emailing|transferring|uploading|posting|sharing|deleting|visiting|clicking|opening|downloading|executing|running|calling|approving|inviting|paying|wiring|granting|install|installing|create|creating|make|grep|curl|exfiltrate|envoie|envoyer|transfère|sende|senden|schicke|lösche|envía|enviar|envie|elimina|invia|inoltra|отправь|перешли|удали)\b|发送|转发|删除|送信|転送|削除|보내|전달|삭제",
+    "output": r"\b(?:print|say|reply|respond|response|answer|output|write|repeat|include|state|display|spell|tell|translate|summari[sz]e|réponds|répondez|réponse|écris|affiche|dis|répète|antworte|antwort|schreibe|gib|sage|wiederhole|responde|respuesta|escribe|imprime|repite|responda|resposta|escreva|diga|repita|rispondi|risposta|scrivi|stampa|ripeti|ответь|ответ|выведи|напиши|скажи|повтори)\b|回答|回复|输出|打印|答え|出力|답변|출력|대답",
+    "action": r"\b(?:send|forward|email|e-mail|transfer|upload|post|share|delete|visit|click|go to|open|download|execute|run|call|approve|invite|pay|wire|grant|envoie|envoyer|transfère|sende|senden|schicke|lösche|envía|enviar|envie|elimina|invia|inoltra|отправь|перешли|удали)\b|发送|转发|删除|送信|転送|削除|보내|전달|삭제",
     "role": r"\b(?:you are|you're now|act as|acting as|pretend|roleplay|role-play|persona|character|simulate|dan|jailbroken|unrestricted|unfiltered|uncensored|developer mode|tu es|agis comme|fais semblant|du bist|tu so|eres|actúa como|finge|você é|aja como|finja|agisci come|fingi|ты теперь|притворись|веди себя как)\b|你是|扮演|假装|あなたは|ふりを|演じ|당신은|역할",
     "secret": r"\b(?:don't tell|do not tell|do not mention|don't mention|do not reveal|without telling|without informing|secretly|quietly|silently|keep this|keep it|ne dis pas|sans le dire|nicht erwähnen|heimlich|no digas|sin decir|não diga|non dire|не говори|тайно)\b|不要告诉|秘密|言わない|알리지",
     "leak": r"\b(?:system prompt|system message|initial prompt|hidden prompt|developer message|verbatim|word for word|reveal|message système|systemprompt|system-prompt|systemnachricht|mensaje del sistema|prompt del sistema|prompt di sistema|системный промпт|системное сообщение)\b|系统提示|システムプロンプト|시스템 프롬프트",
@@ -497,11 +497,8 @@ fall from 10 to 1 (``benchmarks/screen_quality.py --by-source``)."""
 _REQUEST = re2.compile(b"(?:" + b"|".join(REQUESTS) + b")")
 WEAK = 0.5
 WEAK_BUDGET = 2
-"""A window whose cues weigh less than ``WEAK`` (but at least ``FLOOR``: a candidate, or one weak
-cue such as a send to an address) is read only among the first two such windows of a body. A
-lone weak cue was once not enough (a candidate had to be near it); reading it too catches orders
-to send or pay written without any other cue, at no cost in out-of-fold benign holds
-(``benchmarks/screen_folds.py``, docs/claims.md)."""
+"""A window whose cues weigh less than ``WEAK`` is read only if it holds a candidate cue (a lone
+"assistant" is not enough), and only the first two such windows of a body."""
 
 
 def read_windows(
@@ -536,16 +533,18 @@ def candidate_groups(
     groups: list[tuple[float, int, list[tuple[int, int]]]] = []
     group: list[tuple[int, int]] = []
     weight = 0.0
+    candidate = False
     weak: list[tuple[float, int, list[tuple[int, int]]]] = []
     for start, end, cue_weight in [*cues, (1 << 62, 0, 0.0)]:
         if group and start - group[0][0] > WINDOW - _BEFORE:
             if weight >= WEAK:
                 groups.append((weight, -group[0][0], group))
-            elif weight >= FLOOR and len(weak) < WEAK_BUDGET:
+            elif candidate and weight >= FLOOR and len(weak) < WEAK_BUDGET:
                 weak.append((weight, -group[0][0], group))
-            group, weight = [], 0.0
+            group, weight, candidate = [], 0.0, False
         if end:
             group.append((start, end))
+            candidate = candidate or cue_weight == 0
             weight += cue_weight if cue_weight > 0 else (_CANDIDATE_WEIGHT * (cue_weight == 0))
     groups += weak
     budget = BUDGET_BASE + len(data) // BUDGET_BYTES
