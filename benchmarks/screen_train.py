@@ -15,6 +15,7 @@ holds the train benign items' false positives to ``--max-fp``, on the windows th
 
     .venv/bin/python benchmarks/screen_sources.py && .venv/bin/python benchmarks/screen_train.py
     .venv/bin/python benchmarks/screen_train.py --validate pyrit   # leave one train source out
+    .venv/bin/python benchmarks/screen_train.py --verify   # the shipped file, refit byte for byte
 
 ``--validate`` also prints each held-out injection's fate at run time: held by the cue score,
 no window selected by the cue pass, windows selected but none addressed and ordering, windows
@@ -342,6 +343,11 @@ def recipe_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show", action="store_true", help="print the held validation items")
     parser.add_argument("--no-context", action="store_true", help="no ``context`` features")
     parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="refit and compare with the shipped file byte for byte (exit 1 if they differ)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=WEIGHTS,
@@ -417,16 +423,30 @@ def main() -> None:
         "python": ".".join(map(str, sys.version_info[:3])),  # py-stdlib-docs is its stdlib
         "windows": len(rows),
         # one fit (bags 1) is the recipe the shipped file was made with: its params say nothing new
-        "params": {k: v for k, v in vars(args).items() if k != "out" and (k, v) != ("bags", 1)},
+        "params": {
+            k: v
+            for k, v in vars(args).items()
+            if k not in ("out", "verify") and (k, v) != ("bags", 1)
+        },
         "seed": SEED,
     }
-    args.out.write_bytes(
-        gzip.compress(
-            json.dumps(model_doc, sort_keys=True, separators=(",", ":")).encode(), 9, mtime=0
-        )
+    blob = gzip.compress(
+        json.dumps(model_doc, sort_keys=True, separators=(",", ":")).encode(), 9, mtime=0
     )
-    size = args.out.stat().st_size
-    print(f"wrote {args.out} ({size} bytes, {len(weights)} weights)")
+    if args.verify:
+        shipped = WEIGHTS.read_bytes()
+        same = blob == shipped
+        print(f"refit {hashlib.sha256(blob).hexdigest()[:16]} ({len(blob)} bytes), shipped "
+              f"{hashlib.sha256(shipped).hexdigest()[:16]} ({len(shipped)} bytes): "
+              f"{'identical' if same else 'DIFFERENT'}")  # fmt: skip
+        if not same:
+            raise SystemExit(
+                "the shipped weights do not reproduce here: run benchmarks/corpus_pins.py "
+                "--check, and compare the provenance's per-source corpus digests"
+            )
+        return
+    args.out.write_bytes(blob)
+    print(f"wrote {args.out} ({len(blob)} bytes, {len(weights)} weights)")
 
 
 if __name__ == "__main__":
