@@ -321,6 +321,7 @@ def calibrate(
 
 
 def recipe_parser() -> argparse.ArgumentParser:
+    """The recipe's flags (``screen_folds.py`` passes its own through to them)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--bags", type=int, default=1, help="fits averaged (SGD orders)")
