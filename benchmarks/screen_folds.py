@@ -42,7 +42,7 @@ FOLDS: tuple[frozenset[str], ...] = (
     frozenset({"deepteam", "inspect_evals", "redteam-docs-train", "pkg-readme-a-m"}),
     frozenset({"promptfoo", "agentdojo", "py-stdlib-docs", "redteam-docs-more"}),
 )
-"""Train sources grouped by hand so each fold leaves out 330-590 injection items (of 2,181) and
+"""Train sources grouped by hand so each fold leaves out 331-593 injection items (of 2,181) and
 some benign text of a different kind; every fitted train source is in exactly one fold."""
 
 OUT = ROOT / "benchmarks" / "results"
