@@ -97,14 +97,15 @@ def fit(
     l2: float,
     l2_grams: float,
     bags: int = 1,
+    seed: int = SEED,
 ) -> tuple[dict[str, float], float]:
     """The average of ``bags`` fits (``_fit_once``) that differ only in the order SGD visits
-    the windows (seeds ``SEED``, ``SEED + 1``, ...): one order's luck moves single weights, and
+    the windows (seeds ``seed``, ``seed + 1``, ...): one order's luck moves single weights, and
     with them what a check-only source holds, more than the corpus does."""
     total: dict[str, float] = {}
     bias = 0.0
     for bag in range(bags):
-        weights, one_bias = _fit_once(rows, epochs, l2, l2_grams, SEED + bag)
+        weights, one_bias = _fit_once(rows, epochs, l2, l2_grams, seed + bag)
         for key, value in weights.items():
             total[key] = total.get(key, 0.0) + value / bags
         bias += one_bias / bags
@@ -290,10 +291,12 @@ def cut_rows(
 def fit_recipe(rows: list[Row], args: argparse.Namespace) -> tuple[dict[str, float], float]:
     """The shipped recipe's fit of ``rows``: the full model, averaged (``--ensemble``) with one
     over concepts and word classes only (no words), trimmed to ``--keep`` rounded weights."""
-    weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams, args.bags)
+    weights, bias = fit(rows, args.epochs, args.l2, args.l2_grams, args.bags, args.order_seed)
     if args.ensemble:  # average with a model of concepts and word classes only (no words)
         shape_rows = [({k: v for k, v in f.items() if "_" in k}, y, s) for f, y, s in rows]
-        shape, shape_bias = fit(shape_rows, args.epochs, args.l2, args.l2_grams, args.bags)
+        shape, shape_bias = fit(
+            shape_rows, args.epochs, args.l2, args.l2_grams, args.bags, args.order_seed
+        )
         mix = args.ensemble
         weights = {
             k: (1 - mix) * weights.get(k, 0.0) + mix * shape.get(k, 0.0)
@@ -325,6 +328,9 @@ def recipe_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--bags", type=int, default=1, help="fits averaged (SGD orders)")
+    parser.add_argument(
+        "--order-seed", type=int, default=SEED, help="seed of the SGD orders (a fit's luck)"
+    )
     parser.add_argument("--l2", type=float, default=1e-3, help="L2 on the concept features")
     parser.add_argument("--l2-grams", type=float, default=1e-3, help="L2 on the n-grams")
     parser.add_argument("--max-fp", type=float, default=0.002)
@@ -423,11 +429,12 @@ def main() -> None:
         "pins": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in PINS},
         "python": ".".join(map(str, sys.version_info[:3])),  # py-stdlib-docs is its stdlib
         "windows": len(rows),
-        # one fit (bags 1) is the recipe the shipped file was made with: its params say nothing new
+        # a flag at the value files had before it existed (one order, seed 25) is not recorded,
+        # so the shipped file refits byte for byte
         "params": {
             k: v
             for k, v in vars(args).items()
-            if k not in ("out", "verify") and (k, v) != ("bags", 1)
+            if k not in ("out", "verify") and (k, v) not in (("bags", 1), ("order_seed", SEED))
         },
         "seed": SEED,
     }
