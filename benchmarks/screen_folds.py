@@ -9,8 +9,12 @@ are run under every fold's model. So every number is out of fold: text from sour
 saw, like the held-out split, without reading the held-out split. Two recipes are compared by
 running this twice, side by side:
 
-    .venv/bin/python benchmarks/screen_folds.py --tag main --jobs 2
-    .venv/bin/python benchmarks/screen_folds.py --tag bags5 --jobs 2 --bags 5
+    .venv/bin/python benchmarks/screen_folds.py --tag main --jobs 2 --seeds 3
+    .venv/bin/python benchmarks/screen_folds.py --tag sup3 --jobs 2 --seeds 3 --support 3
+
+One SGD order's luck moves the totals by ~20 injections and ~10 benign holds (docs/claims.md,
+"Folds on the train sources"): ``--seeds N`` fits every fold with N orders and prints each
+order's totals beside their mean.
 
 Prints per source caught/held counts and totals; writes benchmarks/results/screen_folds-TAG.json.
 Not a test.
@@ -88,60 +92,82 @@ def _fold(job: tuple[int, list[str]]) -> dict[str, Any]:
     }
 
 
+def _totals(results: list[dict[str, Any]]) -> tuple[Counter[str], Counter[str]]:
+    """Held and seen counts per ``source/label`` over the folds of one fit order."""
+    held: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    for result in results:
+        held.update(result["held"])
+        seen.update(result["seen"])
+    return held, seen
+
+
 def main() -> None:
     parser = screen_train.recipe_parser()
     parser.description = __doc__.splitlines()[0]
     parser.add_argument("--tag", default="run", help="names the results file")
     parser.add_argument("--jobs", type=int, default=1, help="folds fitted side by side")
+    parser.add_argument(
+        "--seeds", type=int, default=1, help="SGD orders (--order-seed on from its value)"
+    )
     args, _ = parser.parse_known_args()
     argv = list(sys.argv[1:])
-    for flag in ("--tag", "--jobs"):  # the recipe's own flags pass through to each fold
+    for flag in ("--tag", "--jobs", "--seeds", "--order-seed"):  # the rest is the recipe's
         while flag in argv:
             at = argv.index(flag)
             del argv[at : at + 2]
-    jobs = [(index, argv) for index in range(len(FOLDS))]
+    seeds = [args.order_seed + k for k in range(args.seeds)]
+    jobs = [(i, [*argv, "--order-seed", str(seed)]) for seed in seeds for i in range(len(FOLDS))]
     if args.jobs > 1:
         with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
             results = pool.map(_fold, jobs, chunksize=1)
     else:
         results = [_fold(job) for job in jobs]
-    held: Counter[str] = Counter()
-    seen: Counter[str] = Counter()
-    check_held: Counter[str] = Counter()
-    check_seen: Counter[str] = Counter()
-    for result in results:
-        for key, n in result["seen"].items():
-            source = key.split("/")[0]
-            (check_seen if source in CHECK_ONLY else seen)[key] += n
-            (check_held if source in CHECK_ONLY else held)[key] += result["held"][key]
-    print(f"recipe: {' '.join(argv) or '(defaults)'}")
+    per_seed = [_totals(results[k * len(FOLDS) : (k + 1) * len(FOLDS)]) for k in range(len(seeds))]
+    held, seen = _totals(results)
+    runs = len(seeds) * len(FOLDS)  # a check-only item is judged once per fold and order
+    print(f"recipe: {' '.join(argv) or '(defaults)'}; SGD order seeds {seeds}")
     print("thresholds: " + ", ".join(f"{r['threshold']:.2f}" for r in results))
     for key in sorted(seen):
-        print(f"  {key:40} {held[key]:5} / {seen[key]:5}")
-    for key in sorted(check_seen):
-        print(f"  {key:40} {check_held[key] / len(FOLDS):7.1f} / {check_seen[key] // len(FOLDS):5}"
-              "  (check-only, mean of folds)")  # fmt: skip
-    total: dict[str, list[float]] = {}
-    for key in seen:
-        cell = total.setdefault(key.split("/")[1], [0, 0])
-        cell[0] += held[key]
-        cell[1] += seen[key]
-    check = [sum(check_held.values()) / len(FOLDS), sum(check_seen.values()) // len(FOLDS)]
-    for label, (h, n) in sorted(total.items()):
-        print(f"out of fold {label}: {h:.0f}/{n} ({100 * h / n:.1f} %)")
+        if key.split("/")[0] in CHECK_ONLY:
+            print(f"  {key:40} {held[key] / runs:7.1f} / {seen[key] // runs:5}"
+                  "  (check-only, mean of folds and orders)")  # fmt: skip
+        else:
+            print(f"  {key:40} {held[key] / len(seeds):7.1f} / {seen[key] // len(seeds):5}")
+
+    def total(counts: tuple[Counter[str], Counter[str]], label: str, check: bool) -> list[float]:
+        h, n = counts
+        keys = [
+            k for k in n if k.endswith("/" + label) and (k.split("/")[0] in CHECK_ONLY) == check
+        ]
+        scale = len(FOLDS) if check else 1
+        return [sum(h[k] for k in keys) / scale, sum(n[k] for k in keys) / scale]
+
+    rows = {
+        "injection": ("injection", False),
+        "benign": ("benign", False),
+        "check-only benign": ("benign", True),
+    }
+    summary: dict[str, dict[str, Any]] = {}
+    for name, (label, check) in rows.items():
+        each = [total(counts, label, check) for counts in per_seed]
+        of = each[0][1]
+        mean = sum(h for h, _ in each) / len(each)
+        spread = f" (orders: {', '.join(f'{h:.1f}' for h, _ in each)})" if len(each) > 1 else ""
+        print(f"out of fold {name}: {mean:.1f}/{of:.0f} ({100 * mean / of:.2f} %){spread}")
+        summary[name] = {"mean": mean, "of": of, "per_order": [h for h, _ in each]}
     fates = sum((Counter(r["fates"]) for r in results), Counter())
-    print(f"missed injections' fates: {dict(sorted(fates.items()))}")
-    print(f"check-only benign: {check[0]:.1f}/{check[1]} ({100 * check[0] / check[1]:.2f} %)")
+    print(f"missed injections' fates (all orders): {dict(sorted(fates.items()))}")
     out = OUT / f"screen_folds-{args.tag}.json"
     out.write_text(
         json.dumps(
             {
                 "recipe": argv,
-                "totals": total,
-                "check_only": check,
+                "order_seeds": seeds,
+                "totals": summary,
                 "sources": {k: [held[k], seen[k]] for k in sorted(seen)},
                 "fates": fates,
-                "misses": sorted(m for r in results for m in r["misses"]),
+                "misses": sorted({m for r in results for m in r["misses"]}),
             },
             indent=1,
         )
