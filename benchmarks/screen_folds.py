@@ -22,6 +22,7 @@ Not a test.
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import sys
@@ -34,7 +35,7 @@ from fak.screen import intent
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import screen_train  # noqa: E402
-from screen_quality import _ledger_judge  # noqa: E402
+from screen_quality import ledger_judge  # noqa: E402
 from screen_sources import CHECK_ONLY  # noqa: E402
 
 FOLDS: tuple[frozenset[str], ...] = (
@@ -52,16 +53,23 @@ some benign text of a different kind; every fitted train source is in exactly on
 OUT = ROOT / "benchmarks" / "results"
 
 
+@functools.cache
+def _corpus() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The train split of the by-source corpus and the generated items, read once (``main``
+    reads them before forking, so the fold processes share them)."""
+    every = [i for i in screen_train.load_items(screen_train.SOURCES) if i["split"] == "train"]
+    return every, screen_train.generated_items()
+
+
 def _fold(job: tuple[int, list[str]]) -> dict[str, Any]:
     """One fold: fit without its sources, judge its items and the check-only items."""
     index, argv = job
     args = screen_train.recipe_parser().parse_args(argv)
     screen_train.CONTEXT = not args.no_context
     left_out = FOLDS[index]
-    every = [i for i in screen_train._load(screen_train.SOURCES) if i["split"] == "train"]
-    fitted = screen_train._train_sources()
+    every, generated = _corpus()
+    fitted = screen_train.fitted_sources()
     items = [i for i in every if i["source"] in fitted - left_out]
-    generated = screen_train._generated()
     rows, _ = screen_train.cut_rows(items, generated, args)
     weights, bias = screen_train.fit_recipe(rows, args)
     model = intent.IntentModel(weights, bias, 0.0, {})
@@ -70,9 +78,9 @@ def _fold(job: tuple[int, list[str]]) -> dict[str, Any]:
     held: Counter[str] = Counter()
     seen: Counter[str] = Counter()
     misses: list[str] = []
-    fates: Counter[str] = Counter()  # where a missed injection ends (``screen_train._fate``)
-    with screen_train._cut(model, threshold):
-        judge = _ledger_judge()
+    fates: Counter[str] = Counter()  # where a missed injection ends (``screen_train.fate``)
+    with screen_train.model_at(model, threshold):
+        judge = ledger_judge()
         for item in judged:
             hit, _ = judge(item)
             key = f"{item['source']}/{item['label']}"
@@ -81,7 +89,7 @@ def _fold(job: tuple[int, list[str]]) -> dict[str, Any]:
             if hit != (item["label"] != "benign") and item["source"] in left_out:
                 misses.append(str(item["id"]))
                 if item["label"] != "benign":
-                    fates[screen_train._fate(model, threshold, item)] += 1
+                    fates[screen_train.fate(model, threshold, item)] += 1
     return {
         "fold": index,
         "threshold": threshold,
@@ -117,6 +125,7 @@ def main() -> None:
             at = argv.index(flag)
             del argv[at : at + 2]
     seeds = [args.order_seed + k for k in range(args.seeds)]
+    _corpus()
     jobs = [(i, [*argv, "--order-seed", str(seed)]) for seed in seeds for i in range(len(FOLDS))]
     if args.jobs > 1:
         with multiprocessing.get_context("fork").Pool(args.jobs) as pool:

@@ -41,7 +41,7 @@ OUT = ROOT / "benchmarks" / "results" / "screen_quality.json"
 HELD = frozenset({VerdictKind.QUARANTINE, VerdictKind.DENY})
 
 
-def _ledger_judge(*, read: bool = True) -> Callable[[dict[str, str]], tuple[bool, str]]:
+def ledger_judge(*, read: bool = True) -> Callable[[dict[str, str]], tuple[bool, str]]:
     """The kernel's admission of an item as a door hands it over: the ledger with the shipped
     chain, and (``read``) what the model reads of a text that is JSON with escapes screened
     too (``fak.kernel.gate.as_read``, as the result gate does); without it, the bytes alone."""
@@ -64,8 +64,8 @@ def _bare(fn: Callable[[bytes], object]) -> Callable[[dict[str, str]], tuple[boo
 
 
 LAYERS = {
-    "admit": _ledger_judge,
-    "bytes": lambda: _ledger_judge(read=False),
+    "admit": ledger_judge,
+    "bytes": lambda: ledger_judge(read=False),
     "first": lambda: _bare(screen_bytes),
     "deobf": lambda: _bare(screen_deobfuscated),
 }

@@ -55,7 +55,7 @@ STRIDE = WINDOW // 2
 CONTEXT = True  # ``--no-context``: windows are described without the body around them
 
 
-def _load(path: Path) -> list[dict[str, object]]:
+def load_items(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
@@ -170,12 +170,12 @@ def _fingerprint(items: list[dict[str, object]]) -> dict[str, str]:
 def _best(model: intent.IntentModel, data: bytes) -> float:
     """The largest logit of a candidate window of ``data`` (the runtime's candidates)."""
     spots = [(c.start, c.end, c.weight) for c in find_cues(data)]
-    with _cut(model, -1e9):
+    with model_at(model, -1e9):
         hits = intent.read_windows(data, spots)
     return max((h.logit for h in hits), default=-1e9)
 
 
-def _fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) -> str:
+def fate(model: intent.IntentModel, threshold: float, item: dict[str, object]) -> str:
     """Where one injection item ends at the runtime (the first screen's raw-byte path): held by
     the cue score; no window selected by the cue pass (the gate's recall ceiling); windows
     selected but none speaks to someone and orders something; windows read but none over the
@@ -231,7 +231,7 @@ def _show(model: intent.IntentModel, threshold: float, item: dict[str, object]) 
 
 
 @contextlib.contextmanager
-def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
+def model_at(model: intent.IntentModel, threshold: float) -> Iterator[None]:
     """The runtime's ``load_model`` answers ``model`` at this threshold, for a while."""
     saved = intent.load_model
     patched = dataclasses.replace(model, threshold=threshold)
@@ -242,7 +242,7 @@ def _cut(model: intent.IntentModel, threshold: float) -> Iterator[None]:
         intent.load_model = saved
 
 
-def _train_sources() -> set[str]:
+def fitted_sources() -> set[str]:
     """The sources a fit may read: the ``train`` split, less the check-only ones."""
     train_sources = {name for name, (_, _, split) in PACKAGES.items() if split == "train"}
     train_sources |= {name for name, (_, split) in BENIGN_SOURCES.items() if split == "train"}
@@ -251,10 +251,10 @@ def _train_sources() -> set[str]:
     return train_sources - CHECK_ONLY
 
 
-def _generated() -> list[dict[str, object]]:
+def generated_items() -> list[dict[str, object]]:
     """The tune half of fak's generated corpus (benign and injection items)."""
     labels = ("benign", "injection")
-    return [i for i in _load(GENERATED) if i["split"] == "tune" and i["label"] in labels]
+    return [i for i in load_items(GENERATED) if i["split"] == "tune" and i["label"] in labels]
 
 
 Row = tuple[dict[str, float], int, str]
@@ -369,12 +369,14 @@ def main() -> None:
     global CONTEXT
     CONTEXT = not args.no_context
 
-    train_sources = _train_sources()
-    items = [i for i in _load(SOURCES) if i["split"] == "train" and i["source"] in train_sources]
+    train_sources = fitted_sources()
+    items = [
+        i for i in load_items(SOURCES) if i["split"] == "train" and i["source"] in train_sources
+    ]
     assert all(i["source"] in train_sources for i in items)
     validate = [i for i in items if i["source"] == args.validate]
     items = [i for i in items if i["source"] != args.validate]
-    generated = _generated()
+    generated = generated_items()
     rows, vocab = cut_rows(items, generated, args)
     positives_n = sum(y for _, y, _ in rows)
     print(f"windows: {len(rows)} ({positives_n} positive), {len(vocab)} n-grams")
@@ -407,7 +409,7 @@ def main() -> None:
         if args.show:
             for item in held:
                 _show(model, threshold, item)
-        fates = Counter(_fate(model, threshold, i) for i in validate if i["label"] != "benign")
+        fates = Counter(fate(model, threshold, i) for i in validate if i["label"] != "benign")
         print(f"  injections' fates: {dict(sorted(fates.items()))}")
     if args.dry_run or (validate and args.out == WEIGHTS):
         return
