@@ -26,6 +26,7 @@ from fak.kernel.quarantine import QuarantineLedger
 BODIES = {
     "code": screen.code,
     "json-api": screen.json_api,
+    "json-ids": screen.json_ids,
     "html": screen.html,
     "prose-utf8": screen.prose_utf8,
 }

@@ -22,6 +22,7 @@ from fak.screen.detect import (
     screen_bytes,
 )
 from fak.screen.injection import INJECTION_FIND
+from fak.screen.rx import matcher, searcher
 from fak.screen.scope import current
 from fak.screen.secrets import SECRET_FIND
 from fak.screen.skeleton import normalize
@@ -78,10 +79,13 @@ _GAPPED = b"(?i:%s)" % b"|".join(
 
 @dataclass(frozen=True, slots=True)
 class _Scanners:
-    """Group 1 of ``scan_*``: something a view-level detector may fire on; otherwise a token
-    that may decode. ``*_squeezed`` serve the raw bytes, which the first screen already covers.
-    ``union`` matches wherever the first-match screen's pass or ``scan_squeezed`` does: one pass
-    over a view that both screen (see ``fak.screen.starts``)."""
+    """``scan_squeezed`` meets gapped markers (``level_squeezed``, which a view-level detector
+    may fire on) and tokens that may decode; the raw bytes' other markers the first screen
+    covers. No capture groups (RE2 would run its submatch engine on every match): a match is a
+    gapped marker exactly when ``level_squeezed`` matches at its start, since the alternation
+    prefers that alternative wherever it can match. ``union`` matches wherever the first-match
+    screen's pass or ``scan_squeezed`` does: one pass over a view that both screen (see
+    ``fak.screen.starts``)."""
 
     scan_squeezed: re2._Regexp
     level_squeezed: re2._Regexp
@@ -92,7 +96,7 @@ class _Scanners:
 def _scanners() -> _Scanners:  # compiled on first use: ~40 ms
     union = b"|".join((SECRET_FIND, INJECTION_FIND, _GAPPED, CANDIDATE_PATTERN))
     return _Scanners(
-        compile_latin1(b"(" + _GAPPED + b")|" + CANDIDATE_PATTERN),
+        compile_latin1(_GAPPED + b"|" + CANDIDATE_PATTERN),
         compile_latin1(_GAPPED),
         compile_latin1(union, BIG_DFA),  # as the first-match screen's pass
     )
@@ -205,9 +209,6 @@ def _scan(
     and one search covers the rest of the view. Equal to running every check on every token.
     """
     scanners = _scanners()
-    search = scanners.scan_squeezed.search
-    if not screen_raw and (shared := raw_starts(view)) is not None:
-        search = shared.search(scanners.scan_squeezed)  # the first-match screen's pass
     if screen_raw:
         # the first-match screen now; the squeezed check only where the scan below meets a
         # gapped marker (its translate is the expensive part). One union pass serves both.
@@ -216,20 +217,25 @@ def _scan(
         if hit is not None:
             return replace(hit, view=label, span=None), []
         search = starts.search(scanners.scan_squeezed)
+    elif (shared := raw_starts(view)) is not None:
+        search = shared.search(scanners.scan_squeezed)  # the first-match screen's pass
+    else:
+        search = searcher(scanners.scan_squeezed)
     squeeze = settings is None or settings.injection
+    gapped = matcher(scanners.level_squeezed)
     layers: list[bytes] = []
     checked = False
     done = pos = tokens = 0
-    while (match := search(view, pos)) is not None:
-        pos = match.start() + 1
-        if match.start(1) >= 0:
+    while (span := search(view, pos)) is not None:
+        pos = span[0] + 1
+        if gapped(view, span[0]) is not None:
             if not checked and squeeze:
                 checked = True
                 hit = _squeezed_finding(view)
                 if hit is not None:
                     return hit, []
             continue
-        at = match.end() - 1
+        at = span[1] - 1
         if at < done:
             continue
         begin, done = token_bounds(view, at)

@@ -28,6 +28,7 @@ from fak.screen.injection import (
 )
 from fak.screen.intent import IntentHit, read_windows
 from fak.screen.pollution import find_repeats
+from fak.screen.rx import searcher
 from fak.screen.secrets import (
     SECRET_FIND,
     SECRET_PREFILTER,
@@ -205,7 +206,7 @@ class _Scan:
         self.pos = 0
         self.secrets: list[tuple[int, int, str]] = []
         if starts is None:
-            self.both, self.only = _both().search, find_scanner().search
+            self.both, self.only = searcher(_both()), searcher(find_scanner())
         else:
             self.both, self.only = starts.search(_both()), starts.search(find_scanner())
 
@@ -213,8 +214,8 @@ class _Scan:
         data, use, search = self.data, self.use, self.both
         cue_filter = CueFilter()
         seen = 0
-        while (match := search(data, self.pos)) is not None:
-            start = match.start()
+        while (span := search(data, self.pos)) is not None:
+            start = span[0]
             self.pos = start + 1
             seen += 1
             if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start:
@@ -233,8 +234,8 @@ class _Scan:
             return self.secrets
         search = self.only
         seen = 0
-        while (match := search(data, pos)) is not None:
-            start = match.start()
+        while (span := search(data, pos)) is not None:
+            start = span[0]
             pos = start + 1
             seen += 1
             if seen > SCAN_BUDGET_MATCHES and seen * SCAN_BUDGET_SPACING > start - self.pos:

@@ -15,6 +15,7 @@ counts for less. Pure; spans, no bytes.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import re2
 
 from fak.screen.cues import CUES, Cue
+from fak.screen.rx import Find, matcher
 from fak.screen.tokens import BIG_DFA, Naming, compile_latin1
 
 __all__ = [
@@ -80,6 +82,12 @@ def _scanner() -> re2._Regexp:
     if _SCAN is None:
         _SCAN = _compile(_FIND_ONLY)
     return _SCAN
+
+
+@functools.cache
+def _cue_at() -> Find:
+    """The span of the cue starting exactly at a position (``_scanner``, anchored)."""
+    return matcher(_scanner())
 
 
 def _which() -> re2._Regexp:
@@ -160,10 +168,10 @@ class CueFilter:
         self._last: dict[bytes, int] = {}
 
     def at(self, text: bytes, start: int) -> CueHit | None:
-        found = _scanner().match(text, start)  # where the cue ends, without naming it yet
+        found = _cue_at()(text, start)  # where the cue ends, without naming it yet
         if found is None:
             return None
-        end = found.end()
+        end = found[1]
         key = text[start:end]
         if start - self._last.get(key, -_DENSE) < _DENSE:
             return None

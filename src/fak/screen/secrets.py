@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import re2
 
+from fak.screen.rx import Find, matcher
 from fak.screen.secret_logins import base64_pair, login_pair, password_ok
 from fak.screen.secret_prefixes import PREFIXED_ANY, PREFIXED_RE2
 from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
@@ -511,6 +512,12 @@ def find_scanner() -> re2._Regexp:
 
 
 @functools.cache
+def _format_at() -> Find:
+    """The span of the credential format starting exactly at a position (``find_scanner``)."""
+    return matcher(find_scanner())
+
+
+@functools.cache
 def _naming() -> Naming:
     """The formats' Sets: which one a candidate at a start is (``tokens.Naming``)."""
     return Naming.of(src for _, src in _FORMATS)
@@ -522,11 +529,11 @@ def candidate_at(text: bytes, start: int) -> tuple[int, int, str] | None:
     The group-free automaton says whether one starts there and where it ends (most starts a
     combined scan hands over are cues, not formats); a Set names its format. Both answer
     without the submatch engine that ``SECRET_PREFILTER``'s 29 groups need (~2x the cost)."""
-    found = find_scanner().match(text, start)
+    found = _format_at()(text, start)
     if found is None:
         return None
     if (first := _naming().first_at(text, start)) is not None:
-        return start, found.end(), SECRET_KINDS[first]
+        return start, found[1], SECRET_KINDS[first]
     match = _scanner().match(text, start)  # a Set that ran out of memory reports nothing
     if match is None or match.lastindex is None:
         return None

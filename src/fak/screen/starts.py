@@ -5,18 +5,20 @@ pattern) and then for gapped markers and tokens (its own). ``SharedStarts`` runs
 is the union of those parts, keeps its match starts, and hands each part a ``search`` that walks
 them: a part's next match at or after ``pos`` is its anchored match at the first union start
 there where it matches — the match its own search returns, since both pick, at the leftmost
-start, the alternative RE2 prefers. When union starts come densely (each costs a Python-level
-anchored match per part), collection stops and each part searches on its own past the last start
-kept, so hostile views cost no more than separate scans. Pure; no logging.
+start, the alternative RE2 prefers. Searches answer spans (``fak.screen.rx``). When union
+starts come densely (each costs a Python-level anchored match per part), collection stops and
+each part searches on its own past the last start kept, so hostile views cost no more than
+separate scans. Pure; no logging.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import re2
+
+from fak.screen.rx import Find, matcher, searcher
 
 __all__ = ["SharedStarts", "Tail"]
 
@@ -24,8 +26,6 @@ _DENSE_AFTER = 16
 _DENSE_SPACING = 512
 """After 16 union starts, closer than 512 bytes apart on average, each part scans on its own: an
 anchored match per foreign start then costs more than the part's own pass over the bytes."""
-
-Search = Callable[[bytes, int], "re2._Match | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class SharedStarts:
     __slots__ = ("_found", "_next", "_search", "_tail", "_view", "complete")
 
     def __init__(self, union: re2._Regexp, view: bytes, tail: Tail | None = None) -> None:
-        self._search = union.search
+        self._search = searcher(union)
         self._view = view
         self._found: list[int] = []
         self._next = 0  # where the union search resumes
@@ -76,13 +76,13 @@ class SharedStarts:
                 self.complete = True
                 return False
             self._tail = None  # the other view stopped collecting (dense): search this one
-        match = self._search(self._view, self._next)
-        if match is None:
+        span = self._search(self._view, self._next)
+        if span is None:
             self._next = len(self._view) + 1
             self.complete = True
             return False
-        found.append(match.start())
-        self._next = match.start() + 1
+        found.append(span[0])
+        self._next = span[0] + 1
         return True
 
     def start_from(self, pos: int) -> int | None:
@@ -94,13 +94,14 @@ class SharedStarts:
                 return None if self._next > len(self._view) else -1
         return found[at]
 
-    def search(self, part: re2._Regexp) -> Search:
-        """``part.search`` for ``view``, answered from the union's starts while they are kept."""
-        anchored, own = part.match, part.search
+    def search(self, part: re2._Regexp) -> Find:
+        """``part.search``'s spans for ``view`` (``rx.searcher``), answered from the union's
+        starts while they are kept. ``part`` has no capture groups."""
+        anchored, own = matcher(part), searcher(part)
         found = self._found
         index = 0
 
-        def search(view: bytes, pos: int) -> re2._Match | None:
+        def search(view: bytes, pos: int) -> tuple[int, int] | None:
             nonlocal index
             while True:
                 while index < len(found) and found[index] < pos:
@@ -113,7 +114,7 @@ class SharedStarts:
                     return None if resume > len(view) else own(view, max(pos, resume))
                 at = found[index]
                 index += 1
-                if (match := anchored(view, at)) is not None:
-                    return match
+                if (span := anchored(view, at)) is not None:
+                    return span
 
         return search
