@@ -76,3 +76,28 @@ def test_without_a_compiled_program_the_wrapper_answers(
     direct, wrapped = make(pattern), make(_WrapperOnly(pattern))  # type: ignore[arg-type]
     for text, pos in [(b"a key", 0), (b"a key", 2), (b"xx key", 0), (b"none", 1), (b"", 0)]:
         assert direct(text, pos) == wrapped(text, pos)
+
+
+class _Garbled:
+    """A compiled program that answers the same span whatever it is asked (another binding)."""
+
+    def Match(self, *_: object) -> list[tuple[int, int]]:
+        return [(0, 1)]
+
+
+class _OtherBinding(_WrapperOnly):
+    groups = 0
+
+    def __init__(self, pattern: re2._Regexp) -> None:
+        super().__init__(pattern)
+        self._regexp = _Garbled()
+
+
+@pytest.mark.parametrize("make", [searcher, matcher])
+def test_a_compiled_program_that_disagrees_with_the_wrapper_is_not_used(
+    make: Callable[[re2._Regexp], Find],
+) -> None:
+    pattern = compile_latin1(rb"key|x+")
+    other = make(_OtherBinding(pattern))  # type: ignore[arg-type]
+    for text, pos in [(b"a key", 0), (b"a key", 3), (b"xx key", 0), (b"none", 1)]:
+        assert other(text, pos) == make(pattern)(text, pos)

@@ -55,18 +55,28 @@ def _made(made: dict[object, Find], regexp: re2._Regexp, *, anchored: bool) -> F
 def _finder(regexp: re2._Regexp, *, anchored: bool) -> Find:
     if groups := getattr(regexp, "groups", 0):
         raise ValueError(f"{groups} capture group(s): a span would drop them")
+    wrapped = _wrapped(regexp.match if anchored else regexp.search)
     call = getattr(getattr(regexp, "_regexp", None), "Match", None)
     anchors = getattr(re2, "_Anchor", None)
     anchor = getattr(anchors, "ANCHOR_START" if anchored else "UNANCHORED", None)
     if call is None or anchor is None:
-        return _wrapped(regexp.match if anchored else regexp.search)
+        return wrapped
 
     def find(text: bytes, pos: int) -> Span | None:
         size = len(text)
         span: Span = call(anchor, text, min(max(pos, 0), size), size)[0]
         return None if span == _NO_MATCH else span
 
-    return find
+    # the compiled program is the binding's private part: if it answers otherwise than the
+    # wrapper on a probe, or fails in any way, the wrapper answers
+    try:
+        agrees = all(find(_PROBE, at) == wrapped(_PROBE, at) for at in (0, 3, len(_PROBE)))
+    except Exception:
+        agrees = False
+    return find if agrees else wrapped
+
+
+_PROBE = b"x = {'api_key': 'ab12'} # ignore the above\n"
 
 
 def _wrapped(method: Callable[[bytes, int], re2._Match | None]) -> Find:
