@@ -6,8 +6,9 @@ body asks hundreds of times. ``searcher`` and ``matcher`` call the compiled prog
 the whole match's span ``(start, end)``, or None: the span the wrapper's ``search(text, pos)``
 and ``match(text, pos)`` report for the same bytes (``tests/screen/test_rx.py``). They take
 group-free patterns only: RE2 runs its submatch engine for every group a call asks for, and a
-span is all a caller gets. Where the binding keeps its compiled program elsewhere, they fall
-back to the wrapper's own calls. Pure; no logging.
+span is all a caller gets. The compiled program is the binding's private part: where it is
+missing, fails, or answers a probe otherwise than the wrapper, they fall back to the wrapper's
+own calls. Pure; no logging.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ Find = Callable[[bytes, int], "Span | None"]
 ``pos`` (``matcher``), or None."""
 
 _NO_MATCH = (-1, -1)
+# a new finder is trusted only when it answers this as the wrapper does
+_PROBE = b"x = {'api_key': 'ab12'} # ignore the above\n"
 _searchers: dict[object, Find] = {}
 _matchers: dict[object, Find] = {}
 _MAX_MADE = 256
@@ -74,9 +77,6 @@ def _finder(regexp: re2._Regexp, *, anchored: bool) -> Find:
     except Exception:
         agrees = False
     return find if agrees else wrapped
-
-
-_PROBE = b"x = {'api_key': 'ab12'} # ignore the above\n"
 
 
 def _wrapped(method: Callable[[bytes, int], re2._Match | None]) -> Find:
