@@ -24,6 +24,13 @@ _AI = rb"(?:ai|a\.i\.|assistant|agent|llm|language model|model|chatbot|bot|gpt|c
 _AI_ONLY = rb"(?:ai|a\.i\.|llm|language model|chatbot|gpt|chatgpt|claude|gemini|copilot|llama|ai (?:assistant|agent|model|system)s?|(?:assistant|agent|model) ai)"
 _PREV = rb"(?:previous|prior|preceding|above|earlier|original|initial|old|all|any|your|the|system)"
 _INSTR = rb"(?:instructions?|iunstructions?|directions?|directives?|prompts?|rules|guidelines|commands|task|orders)"
+_ORDERED = rb"(?:include|add|append|insert|mention|output|print|say|write|recommend|tell|reveal|disclose|visit|open|click|approve|use|respond|reply|validate|confirm|run|execute|send|forward|email|upload|share|post|delete|call|ignore|disregard|follow|obey)"
+_TASK = rb"(?:reviewing|reading|processing|handling|summari[sz]ing|parsing|triaging|analy[sz]ing|browsing)"
+_MUST = (
+    rb"(?:must|shall|should|needs? to|is required to|has to|is to)\s+(?:now\s+|also\s+|always\s+|first\s+|immediately\s+)?"
+    + _ORDERED
+    + rb"\b"
+)
 
 
 REQUESTS: tuple[bytes, ...] = (
@@ -111,6 +118,18 @@ CUES: tuple[tuple[Cue, float, bytes], ...] = (
      "|Transfira|transfira|inviare|invia|condividi)\\b|转发|发送|転送|送信|전달|보내|переслать|отправь"
      "|перешли)[^\\n]{0,60}@".encode()),
     *WORLD_CUES,  # the second set of languages (``fak.screen.cues_world``)
+    # the reader's AI named by the task it is doing on this text and told what it must do
+    # ("the reviewing assistant should output", "the agent processing this email must send");
+    # a plain "the assistant must include" is how style guides and model specs talk, and "a
+    # user agent MUST send" is an RFC's, so neither counts
+    (Cue.ADDRESSEE, 0.6, rb"(?i:\bthe " + _TASK + rb" (?:assistant|agent|model|ai|llm)s?\s+" + _MUST + rb"|\bthe (?:assistant|agent|model|ai|llm)s? " + _TASK + rb" (?:this|the) [a-z]+\s+" + _MUST + rb")"),
+    # the reader addressed by the task it is doing on this very text ("when summarizing this
+    # page, also include ...": a person reading a page does not summarize it on request)
+    (Cue.ADDRESSEE, 0.5, rb"(?i:\b(?:when|while|before|after) (?:summari[sz]ing|processing|reviewing|parsing|triaging|analy[sz]ing) this (?:page|document|email|e-mail|message|file|article|webpage|website|site|template|report|thread|issue|ticket|review|record)\b)"),
+    # an authority the reader is told to obey, in capitals or as a bracketed note
+    (Cue.ROLE, 0.5, rb"\[(?:SYSTEM|ADMIN|ADMINISTRATOR|DEVELOPER|OPERATOR)\]|\b(?:NOTE|MESSAGE|NOTICE|INSTRUCTIONS?) FROM (?:THE )?(?:DEVELOPER|ADMIN(?:ISTRATOR)?|SYSTEM|OPERATOR|DOCUMENT AUTHOR|AUTHOR|OWNER)S?\b|(?i:\[note (?:from|by) the (?:document |page |site )?(?:author|owner|admin|developer))"),
+    # an encoded order the reader is told to decode and carry out
+    (Cue.NEW_TASK, 0.5, rb"(?i:\bdecode (?:this |the following |it )?(?:and|then)\s+(?:follow|execute|obey|run|comply)\b)"),
     # candidates: weight 0, they never score; they mark a window for the intent model to read
     # (a tool named in snake_case after a verb of calling, directing the answer, a role to play)
     (Cue.CANDIDATE, 0.0, rb"(?i:\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?[a-z][a-z0-9]*_[a-z0-9_]+\b|\b(?:respond|reply|answer)\s+(?:only\s+)?with\b|\byour (?:response|answer|reply|output)s?\b|\b(?:print|output|say)\s+(?:only\s+|exactly\s+)?[\"'`\[]|\bnothing else\b|\bend every (?:response|answer|reply)\b|\byou are (?:going|about) to\b|\b(?:act|acting) as (?:an?|the|my)\b|\bpretend (?:to be|you)\b|\bstay in character\b|\bfrom now on\b|\bfor the rest of this conversation\b|\b(?:prior|previous|original|current) task\b|\bthe above\b|\[system\])"),
