@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -60,13 +61,33 @@ def _base64_text(leaf: str) -> str | None:
     return None
 
 
-_UNICODE_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
-_SIMPLE_ESCAPES: Final = (("\\n", "\n"), ("\\t", "\t"), ("\\r", "\r"), ('\\"', '"'), ("\\/", "/"))
+_SIMPLE: Final = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "/": "/"}
+_SIMPLE_BYTES: Final = {k.encode(): v.encode() for k, v in _SIMPLE.items()}
+_HEX_DIGITS: Final = "0123456789abcdefABCDEF"
 
 
-def _code_point(match: re.Match[str]) -> str:
-    point = int(match.group(1), 16)
+@functools.lru_cache(maxsize=4096)
+def _code_point(hex4: str) -> str | None:
+    """The character ``\\u`` + ``hex4`` reads as (a surrogate as a space), None unless
+    ``hex4`` is four hex digits. A text repeats the same few escapes: each is read once."""
+    if len(hex4) != 4 or hex4.strip(_HEX_DIGITS):
+        return None
+    point = int(hex4, 16)
     return " " if 0xD800 <= point <= 0xDFFF else chr(point)
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_point_bytes(hex4: bytes) -> bytes | None:
+    """``_code_point`` of four bytes, as UTF-8."""
+    char = _code_point(hex4.decode("latin-1"))
+    return None if char is None else char.encode("utf-8")
+
+
+# Both readers below find every backslash with one C-level split and look at each once, left to
+# right: before n, t, r, " or / it reads as that character, before u and four hex digits as that
+# code point (a surrogate as a space), else it stays. Escapes never overlap, since the character
+# read after a backslash is never a backslash itself, so this equals replacing each kind of escape
+# in turn; a multi-byte ``in`` or ``replace`` per kind walked the whole text byte by byte.
 
 
 def unescaped(text: str) -> str | None:
@@ -76,13 +97,18 @@ def unescaped(text: str) -> str | None:
     too, which can only add a line break to what is screened."""
     if "\\" not in text:
         return None
-    out = text
-    for escape, char in _SIMPLE_ESCAPES:
-        if escape in out:
-            out = out.replace(escape, char)
-    if "\\u" in out:
-        out = _UNICODE_ESCAPE.sub(_code_point, out)
-    return out if out != text else None
+    parts = text.split("\\")
+    out = [parts[0]]
+    for part in parts[1:]:
+        head = part[:1]
+        if head in _SIMPLE:
+            out += (_SIMPLE[head], part[1:])
+        elif head == "u" and (char := _code_point(part[1:5])) is not None:
+            out += (char, part[5:])
+        else:
+            out += ("\\", part)
+    joined = "".join(out)
+    return joined if joined != text else None
 
 
 def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
@@ -131,19 +157,15 @@ def json_text_view(payload: bytes) -> bytes | None:
     head = payload[:64].lstrip(_LEAD)[:1]
     if not head or head[0] not in _JSON_START:
         return None
-    out = payload
-    for escape, char in _SIMPLE_BYTES:
-        if escape in out:
-            out = out.replace(escape, char)
-    if b"\\u" in out:
-        out = _UNICODE_BYTES.sub(_code_point_bytes, out)
-    return out if out != payload else None
-
-
-_SIMPLE_BYTES: Final = tuple((a.encode(), b.encode()) for a, b in _SIMPLE_ESCAPES)
-_UNICODE_BYTES: Final = re.compile(rb"\\u([0-9a-fA-F]{4})")
-
-
-def _code_point_bytes(match: re.Match[bytes]) -> bytes:
-    point = int(match.group(1), 16)
-    return b" " if 0xD800 <= point <= 0xDFFF else chr(point).encode("utf-8")
+    parts = payload.split(b"\\")
+    out = [parts[0]]
+    for part in parts[1:]:
+        head = part[:1]
+        if head in _SIMPLE_BYTES:
+            out += (_SIMPLE_BYTES[head], part[1:])
+        elif head == b"u" and (code := _code_point_bytes(part[1:5])) is not None:
+            out += (code, part[5:])
+        else:
+            out += (b"\\", part)
+    joined = b"".join(out)
+    return joined if joined != payload else None
