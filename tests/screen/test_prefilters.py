@@ -37,10 +37,14 @@ from fak.screen.deobfuscate import (
     _scanners,
     _view_finding,  # the exact per-view checks; the reference differs in how views are found
 )
+from fak.screen.detect import SCAN_BUDGET_MATCHES, SCAN_BUDGET_SPACING
+from fak.screen.escapes import SPELLS, unescaped
 from fak.screen.skeleton import fold_table, normalize_reference
-from fak.screen.tokens import MIN_TOKEN, decode_token, token_bounds, token_mask
+from fak.screen.tokens import MIN_TOKEN, compile_latin1, decode_token, token_bounds, token_mask
 
 # --- references ---------------------------------------------------------------------------------
+
+_SPELLS = compile_latin1(SPELLS)
 
 
 def _reference_tokens(view: bytes) -> list[bytes]:
@@ -71,12 +75,22 @@ def _reference_screen(data: bytes, *, include_raw: bool = True) -> Finding | Non
             budget -= len(view)
             if budget < 0:
                 return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
-            if (hit := _view_finding(view, "decoded", screen_raw=True)) is not None:
+            hit = _view_finding(view, "decoded", screen_raw=True)
+            if hit is not None:
                 return hit
         inner = [normalize_reference(layer) for layer in _reference_tokens(view)]
-        if inner and depth >= MAX_DECODE_DEPTH:
+        spelled = None
+        if _SPELLS.search(view) is not None:
+            marks = view.count(b"&") + view.count(b"%")
+            if marks > SCAN_BUDGET_MATCHES and marks * SCAN_BUDGET_SPACING > len(view):
+                label = "decoded" if depth else "normalized"
+                return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET, view=label)
+            spelled = unescaped(view)
+        if (inner or spelled is not None) and depth >= MAX_DECODE_DEPTH:
             return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_DEPTH, view="decoded")
         pending.extend((layer, depth + 1) for layer in inner)
+        if spelled is not None:
+            pending.append((normalize_reference(spelled), depth + 1))
     return None
 
 
@@ -405,6 +419,16 @@ _HOSTILE = {
     ).encode(),
     "random-bytes": random.Random(1).randbytes(1 << 19),
     "letter-spaced-near-misses": b"i g n o r e p r e v i o u s x " * 20000,
+    # escapes that spell letters and words, varied so that no stretch repeats, a little sparser
+    # than the escape budget: every view holds them, so every view is read unescaped too
+    "entities-for-letters": b" ".join(
+        b"w%06d lorem ipsum dolor sit &#%d;" % (i, 65 + i % 26) for i in range(16000)
+    ),
+    "escaped-spaces-joining-words": b"%20".join(
+        bytes(random.Random(i).choices(b"abcdefghijklmnopqrstuvwxyz", k=40)) for i in range(10000)
+    ),
+    # denser than the budget: held at once (scan_budget), not decoded escape by escape
+    "dense-entities-for-letters": b"".join(b"&#%d;" % (65 + i % 26) for i in range(100000)),
     # An open PEM header keeps an earlier, unfinished secret match alive over every token.
     "open-pem-header-over-tokens": b"-----BEGIN "
     + b" ".join(

@@ -2,10 +2,11 @@
 
 The second, independent result gate. The normalized view is the text's ASCII skeleton
 (``fak.screen.skeleton``); long base64 / hex tokens are decoded when mostly printable
-(``fak.screen.tokens``), recursively and within a budget, and letter-spaced or reversed marker
-phrases are caught. Each view is scanned once by one RE2 pattern that matches wherever a detector
-could fire or a token could decode; only its matches run Python. Decoding shrinks its input, so
-the work is linear.
+(``fak.screen.tokens``), and so are the lines where HTML character references or URL
+percent-escapes touch letters (``fak.screen.escapes``), recursively and within a budget; and
+letter-spaced or reversed marker phrases are caught. Each view is scanned once by one RE2
+pattern that matches wherever a detector could fire or a token could decode; only its matches
+run Python. Decoding shrinks its input, so the work is linear.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import re2
 
 from fak.abi import Reason
 from fak.screen.detect import (
+    SCAN_BUDGET_MATCHES,
+    SCAN_BUDGET_SPACING,
     Detector,
     Finding,
     screen_bytes,
 )
+from fak.screen.escapes import SPELLS, may_spell, unescaped
 from fak.screen.injection import INJECTION_FIND
 from fak.screen.rx import matcher, searcher
 from fak.screen.scope import current
@@ -90,15 +94,17 @@ class _Scanners:
     scan_squeezed: re2._Regexp
     level_squeezed: re2._Regexp
     union: re2._Regexp
+    spells: re2._Regexp
 
 
 @functools.cache
 def _scanners() -> _Scanners:  # compiled on first use: ~40 ms
-    union = b"|".join((SECRET_FIND, INJECTION_FIND, _GAPPED, CANDIDATE_PATTERN))
+    union = b"|".join((SECRET_FIND, INJECTION_FIND, _GAPPED, CANDIDATE_PATTERN, SPELLS))
     return _Scanners(
         compile_latin1(_GAPPED + b"|" + CANDIDATE_PATTERN),
         compile_latin1(_GAPPED),
         compile_latin1(union, BIG_DFA),  # as the first-match screen's pass
+        compile_latin1(SPELLS),
     )
 
 
@@ -197,8 +203,9 @@ def _scan(
     screen_raw: bool,
     settings: SourceSettings | None = None,
     tail: Tail | None = None,
-) -> tuple[Finding | None, list[bytes]]:
-    """The view's finding, else the printable decodings of its tokens.
+) -> tuple[Finding | None, list[bytes], bool]:
+    """The view's finding, else the printable decodings of its tokens, and whether escapes in
+    it spell words (``fak.screen.escapes.SPELLS``, found from the same union pass).
 
     A view other than the raw bytes first goes through the whole first-match screen; a finding
     there carries no span, since the view does not map back to the original bytes byte for byte.
@@ -215,12 +222,13 @@ def _scan(
         starts = SharedStarts(scanners.union, view, tail)
         hit = screen_bytes(view, settings, pollution=label != "normalized", starts=starts)
         if hit is not None:
-            return replace(hit, view=label, span=None), []
-        search = starts.search(scanners.scan_squeezed)
+            return replace(hit, view=label, span=None), [], False
+        search, spells = starts.search(scanners.scan_squeezed), starts.search(scanners.spells)
     elif (shared := raw_starts(view)) is not None:
         search = shared.search(scanners.scan_squeezed)  # the first-match screen's pass
+        spells = shared.search(scanners.spells)
     else:
-        search = searcher(scanners.scan_squeezed)
+        search, spells = searcher(scanners.scan_squeezed), searcher(scanners.spells)
     squeeze = settings is None or settings.injection
     gapped = matcher(scanners.level_squeezed)
     layers: list[bytes] = []
@@ -233,7 +241,7 @@ def _scan(
                 checked = True
                 hit = _squeezed_finding(view)
                 if hit is not None:
-                    return hit, []
+                    return hit, [], False
             continue
         at = span[1] - 1
         if at < done:
@@ -246,9 +254,10 @@ def _scan(
             if not checked and squeeze and scanners.level_squeezed.search(view, pos) is not None:
                 hit = _squeezed_finding(view)
                 if hit is not None:
-                    return hit, []
+                    return hit, [], False
             break
-    return None, layers
+    spelled = may_spell(view) and spells(view, 0) is not None
+    return None, layers, spelled
 
 
 def _decode_rest(view: bytes, start: int) -> list[bytes]:
@@ -260,6 +269,15 @@ def _decode_rest(view: bytes, start: int) -> list[bytes]:
         start = len(mask) if end < 0 else end
         out.extend(decode_token(view[begin:start]))
     return out
+
+
+def _too_many_escapes(view: bytes) -> bool:
+    """More than ``SCAN_BUDGET_MATCHES`` ``&`` and ``%`` bytes, closer than
+    ``SCAN_BUDGET_SPACING`` bytes apart on average, in a view whose escapes spell words:
+    decoding costs Python time per escape, and no page needs that many to say anything, so the
+    body is held (``scan_budget``) as the first screen holds a body dense with candidates."""
+    marks = view.count(b"&") + view.count(b"%")
+    return marks > SCAN_BUDGET_MATCHES and marks * SCAN_BUDGET_SPACING > len(view)
 
 
 def screen_deobfuscated(
@@ -288,7 +306,7 @@ def screen_deobfuscated(
             if budget < 0:
                 return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_BUDGET, view="decoded")
         label = "decoded" if depth else "normalized"
-        hit, layers = _scan(
+        hit, layers, spells = _scan(
             view,
             label,
             screen_raw=depth > 0 or view is not data,
@@ -297,8 +315,14 @@ def screen_deobfuscated(
         )
         if hit is not None:
             return hit
-        inner = [normalize(layer) for layer in layers]
-        if inner and depth >= MAX_DECODE_DEPTH:
+        spelled = None
+        if spells:  # escapes spell words: the view as a reader reads it, decoded in Python
+            if _too_many_escapes(view):
+                return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET, view=label)
+            spelled = unescaped(view)
+        if (layers or spelled is not None) and depth >= MAX_DECODE_DEPTH:
             return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_DEPTH, view="decoded")
-        pending.extend((layer, depth + 1) for layer in inner)
+        pending.extend((normalize(layer), depth + 1) for layer in layers)
+        if spelled is not None:
+            pending.append((normalize(spelled), depth + 1))
     return None
