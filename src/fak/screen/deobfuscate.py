@@ -2,8 +2,8 @@
 
 The second, independent result gate. The normalized view is the text's ASCII skeleton
 (``fak.screen.skeleton``); long base64 / hex tokens are decoded when mostly printable
-(``fak.screen.tokens``), and so are the lines where HTML character references or URL
-percent-escapes touch letters (``fak.screen.escapes``), recursively and within a budget; and
+(``fak.screen.tokens``), and so is a view whose HTML character references or URL
+percent-escapes spell words (``fak.screen.escapes``), recursively and within a budget; and
 letter-spaced or reversed marker phrases are caught. Each view is scanned once by one RE2
 pattern that matches wherever a detector could fire or a token could decode; only its matches
 run Python. Decoding shrinks its input, so the work is linear.
