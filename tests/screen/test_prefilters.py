@@ -427,7 +427,8 @@ _HOSTILE = {
     "escaped-spaces-joining-words": b"%20".join(
         bytes(random.Random(i).choices(b"abcdefghijklmnopqrstuvwxyz", k=40)) for i in range(10000)
     ),
-    # denser than the budget: held at once (scan_budget), not decoded escape by escape
+    # denser than the escape budget and looping: held at once (by the repeat scan, before any
+    # view is decoded), never decoded escape by escape
     "dense-entities-for-letters": b"".join(b"&#%d;" % (65 + i % 26) for i in range(100000)),
     # An open PEM header keeps an earlier, unfinished secret match alive over every token.
     "open-pem-header-over-tokens": b"-----BEGIN "
