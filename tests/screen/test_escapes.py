@@ -10,7 +10,7 @@ from fak.cas import MemoryStore
 from fak.kernel.quarantine import QuarantineLedger
 from fak.screen import Detector
 from fak.screen.deobfuscate import screen_deobfuscated
-from fak.screen.escapes import SPELLS, unescaped
+from fak.screen.escapes import SPELLS, spelled_out
 from fak.screen.tokens import compile_latin1
 
 _SPELLS = compile_latin1(SPELLS)
@@ -59,9 +59,9 @@ def test_ordinary_escapes_spell_nothing_and_get_no_second_view(body: bytes) -> N
     assert not _held(body)
 
 
-def test_unescaped_decodes_nested_escapes_and_says_none_when_nothing_changes() -> None:
-    assert unescaped(b"%2549gnore &amp;#111;") == b"Ignore o"
-    assert unescaped(b"plain text") is None
+def test_spelled_out_decodes_nested_escapes_and_says_none_when_nothing_changes() -> None:
+    assert spelled_out(b"%2549gnore &amp;#111;") == b"Ignore o"
+    assert spelled_out(b"plain text") is None
 
 
 def test_a_body_dense_with_spelling_escapes_is_held_not_decoded_one_by_one() -> None:

@@ -38,7 +38,7 @@ from fak.screen.deobfuscate import (
     _view_finding,  # the exact per-view checks; the reference differs in how views are found
 )
 from fak.screen.detect import SCAN_BUDGET_MATCHES, SCAN_BUDGET_SPACING
-from fak.screen.escapes import SPELLS, unescaped
+from fak.screen.escapes import SPELLS, spelled_out
 from fak.screen.skeleton import fold_table, normalize_reference
 from fak.screen.tokens import MIN_TOKEN, compile_latin1, decode_token, token_bounds, token_mask
 
@@ -85,7 +85,7 @@ def _reference_screen(data: bytes, *, include_raw: bool = True) -> Finding | Non
             if marks > SCAN_BUDGET_MATCHES and marks * SCAN_BUDGET_SPACING > len(view):
                 label = "decoded" if depth else "normalized"
                 return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET, view=label)
-            spelled = unescaped(view)
+            spelled = spelled_out(view)
         if (inner or spelled is not None) and depth >= MAX_DECODE_DEPTH:
             return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_DEPTH, view="decoded")
         pending.extend((layer, depth + 1) for layer in inner)

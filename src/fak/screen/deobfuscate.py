@@ -24,7 +24,7 @@ from fak.screen.detect import (
     Finding,
     screen_bytes,
 )
-from fak.screen.escapes import SPELLS, may_spell, unescaped
+from fak.screen.escapes import SPELLS, may_spell, spelled_out
 from fak.screen.injection import INJECTION_FIND
 from fak.screen.rx import matcher, searcher
 from fak.screen.scope import current
@@ -319,7 +319,7 @@ def screen_deobfuscated(
         if spells:  # escapes spell words: the view as a reader reads it, decoded in Python
             if _too_many_escapes(view):
                 return Finding(Reason.TRUST_VIOLATION, Detector.SCAN_BUDGET, view=label)
-            spelled = unescaped(view)
+            spelled = spelled_out(view)
         if (layers or spelled is not None) and depth >= MAX_DECODE_DEPTH:
             return Finding(Reason.TRUST_VIOLATION, Detector.DECODE_DEPTH, view="decoded")
         pending.extend((normalize(layer), depth + 1) for layer in layers)

@@ -4,7 +4,7 @@ A page or a URL can write an order in escapes that a reader, and a model, reads 
 through: ``Ign&#111;re all previous instructions``, ``&#x49;gnore …``, ``%49gnore …``, or words
 joined by escaped spaces, ``Ignore%20all%20previous%20instructions``,
 ``Ignore&nbsp;all&nbsp;previous&nbsp;instructions``. The cues are written for the characters,
-so when a view holds such a spelling (``SPELLS``), ``unescaped`` gives the whole view with its
+so when a view holds such a spelling (``SPELLS``), ``spelled_out`` gives the whole view with its
 escapes decoded, and the de-obfuscating screen reads it as one more decoded layer. What
 ordinary text escapes (``&amp;``, ``&lt;``, ``&quot;``, ``&#39;``, a URL's ``my%20file.pdf``)
 spells no word this way, so ordinary pages and API replies get no second view. Pure; no logging.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["JOINED_WORDS", "SPELLS", "may_spell", "unescaped"]
+__all__ = ["JOINED_WORDS", "SPELLS", "may_spell", "spelled_out"]
 
 JOINED_WORDS = 4
 """Words in a row joined by escaped spaces before a view is read unescaped."""
@@ -38,7 +38,7 @@ _SPACE = rb"(?:%snbsp;|%s#0*(?:32|160);|%s#[xX]0*(?:20|[aA]0);|%s20)" % (_AMP, _
 _JOINED = rb"[A-Za-z]" + (_SPACE + rb"[A-Za-z]+") * (JOINED_WORDS - 2) + _SPACE + rb"[A-Za-z]"
 SPELLS = rb"(?:%s)|%s" % (_DIGIT_OR_LETTER, _JOINED)
 """RE2 source (Latin-1) that matches where an escape stands for a letter or a digit, or where
-escaped spaces join ``JOINED_WORDS`` words: the views ``unescaped`` decodes. The de-obfuscating
+escaped spaces join ``JOINED_WORDS`` words: the views ``spelled_out`` decodes. The de-obfuscating
 screen adds it to its union pass, so a view's other scans find it at no extra pass."""
 _LEADS = ((b"&", (b"#", b"nbsp;", b"amp;")), (b"%", (b"2", b"3", b"4", b"5", b"6", b"7")))
 """What follows an ``&`` or a ``%`` in every escape ``SPELLS`` reads."""
@@ -75,7 +75,7 @@ def _decoded(text: bytes) -> bytes:
     return text
 
 
-def unescaped(view: bytes) -> bytes | None:
+def spelled_out(view: bytes) -> bytes | None:
     """``view`` with its escapes decoded (for a view ``SPELLS`` matches in); None when that
     changes nothing."""
     decoded = _decoded(view)
