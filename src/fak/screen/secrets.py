@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import re2
 
 from fak.screen.rx import Find, matcher
+from fak.screen.secret_keys import KEY_FORMS, der_key, jwk_key, putty_key, xml_key
 from fak.screen.secret_logins import base64_pair, login_pair, password_ok
 from fak.screen.secret_prefixes import PREFIXED_ANY, PREFIXED_RE2
 from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
@@ -104,9 +105,12 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
     # PEM armour, or the armour in base64 (``LS0tLS1CRUdJTi`` is ``-----BEGIN``: a kubeconfig's
     # ``client-key-data``, a Kubernetes secret's ``tls.key``; at a word's start or after a string
     # escape, so no automaton thread starts inside a base64 run)
+    # (the commercial SSH's and OpenVPN's armour too); then the forms without armour
+    # (``secret_keys``: DER in base64, a JSON Web Key's private member, PuTTY, .NET's XML)
     ("private_key",
-     rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----)"
-     rb"|(?:\b|\\[nrt])LS0tLS1CRUdJTi[A-Za-z0-9+/]{16}"),
+     rb"(?i:-----begin [a-z0-9 ]*private key(?: block)?-----"
+     rb"|---- begin ssh2 (?:encrypted )?private key ----|-----begin openvpn static key v[0-9]-----)"
+     rb"|(?:\b|\\[nrt])LS0tLS1CRUdJTi[A-Za-z0-9+/]{16}|" + KEY_FORMS),
     # 22 + ``.`` + 43 in SendGrid's keys; the scanners' rules accept any run: the validator
     # wants 20 characters mixing letters and digits
     ("sendgrid_key", rb"SG\.[A-Za-z0-9_=-][A-Za-z0-9_.=-]{19}"),
@@ -320,8 +324,11 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
                 return None
             return start, stop
         case "private_key":
-            if text[start] in b"L\\":  # ``LS0t…``: base64 of the armour
+            lead = text[start + 2] if text[start] == 0x5C else text[start]  # after ``\\n``
+            if lead == 0x4C:  # ``LS0t…``: base64 of the armour
                 return _base64_pem(text, start)
+            if lead in _KEY_FORM_LEADS:
+                return _KEY_FORM_LEADS[lead](text, start)
             after = text[end : end + 80].lstrip()
             if (
                 after.startswith((b"...", b"\xe2\x80\xa6"))
@@ -545,6 +552,10 @@ def find_secrets(text: bytes, *, first: bool = False) -> list[SecretHit]:
     return validate_candidates(text, _candidates(text), first=first)
 
 
+_KEY_FORM_LEADS = {
+    ord("M"): der_key, ord("3"): der_key, ord('"'): jwk_key, ord("P"): putty_key, ord("<"): xml_key
+}  # fmt: skip
+"""The private-key forms without armour, by their first byte (``secret_keys.KEY_FORMS``)."""
 _ANGLE_WORDS = re.compile(rb"<[A-Za-z][A-Za-z0-9 _.-]{1,40}>")  # <your key here>
 _PEM_PLACEHOLDERS = (b"your", b"example", b"placeholder", b"redacted", b"xxx", b"...", b"insert")
 # matched inside a longer key / URL (``vendor_token`` checks its own start)
@@ -578,7 +589,7 @@ def validate_candidates(
             nested = _nested_format(text, start, scan)
             if nested is not None:
                 hits.append(nested)
-                looked[kind] = nested.end
+                looked[kind] = looked[nested.kind] = nested.end
                 if first:
                     break
                 continue
