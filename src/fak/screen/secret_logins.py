@@ -1,9 +1,12 @@
 """Passwords written beside their user (tier T1): login pairs and the shapes that carry them.
 
 Oracle's ``jdbc:oracle:thin:user/password@``, a .netrc entry, SQL's ``IDENTIFIED BY '…'``, a
-``--password`` / ``--token`` option, curl's ``-u user:password`` on a curl command line, and
-npm's base64 ``user:password``. ``fak.screen.secrets`` finds where such a shape starts and asks
-here for the password's span. Pure; spans only, never the bytes.
+``--password`` / ``--token`` option, curl's ``-u user:password`` on a curl command line,
+npm's base64 ``user:password``; and the line shapes of everyday tools: PHP's
+``define('DB_PASSWORD', '…')``, a .pgpass line, Redis's ``requirepass``, a MySQL client's
+``-p<password>``, ``sshpass -p``, a session cookie in a ``Cookie`` header. ``fak.screen.secrets``
+finds where such a shape starts and asks here for the password's span. Pure; spans only, never
+the bytes.
 """
 
 from __future__ import annotations
@@ -64,7 +67,11 @@ def login_pair(text: bytes, start: int, end: int) -> tuple[int, int] | None:
 
 
 def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    """The secret's span for each login shape, told apart by the match's first byte."""
+    """The secret's span for each login shape: the line shapes by their own patterns, the
+    others told apart by the match's first byte."""
+    for shape, read in _LINE_SHAPES:
+        if shape.match(text, start) is not None:
+            return read(text, start, end)
     first = text[start]
     if first == 0x6A:  # ``jdbc:oracle:thin:``
         slash = text.index(b"/", start + 17)
@@ -110,3 +117,67 @@ def _on_curl_line(text: bytes, at: int) -> bool:
     while found >= 0 and _CURL.match(text, found - (found > 0)) is None:
         found = text.rfind(b"curl", max(line, low), found)
     return found >= 0
+
+
+def _php_define(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    vstart, vend = _value_at(text, end - 1)
+    return (vstart, vend) if password_ok(text[vstart:vend]) else None
+
+
+def _pgpass(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The last field of ``host:port:database:user:password``, when it ends the line."""
+    vstart = end - 1
+    vend = _token_end(text, vstart, _PASSWORD_CHARS - {0x3A}, limit=128)
+    if text[vend : vend + 1] not in (b"", b"\n", b"\r"):
+        return None
+    return (vstart, vend) if password_ok(text[vstart:vend]) else None
+
+
+def _after_option(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """The value right after the match (``requirepass <value>``, ``sshpass -p <value>``)."""
+    vstart, vend = _value_at(text, end - 1)
+    value = text[vstart:vend]
+    if any(c in value for c in b"([{}$") or not password_ok(value):
+        return None
+    return vstart, vend
+
+
+_MYSQL_P = re.compile(rb"[ \t]-p([^\s'\"]{1,128})")
+
+
+def _mysql(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """A MySQL client's ``-p<password>`` (written with no space), the first on its line."""
+    line_end = text.find(b"\n", start)
+    found = _MYSQL_P.search(text, start, len(text) if line_end < 0 else line_end)
+    if found is None or not password_ok(found.group(1)) or found.group(1)[:1] == b"-":
+        return None
+    return found.span(1)
+
+
+_COOKIE_PAIR = re.compile(rb"([A-Za-z0-9_.-]{1,64})=([A-Za-z0-9_.~+/%=-]{16,4096})")
+_SESSION_NAME = re.compile(rb"(?i)sess|sid|token|auth|jwt|login|remember")
+
+
+def _cookie(text: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """A session cookie's value in a ``Cookie`` / ``Set-Cookie`` header (a line, or a JSON
+    member): a cookie named for a session, a token or a login, its value random-looking."""
+    stop = len(text)
+    for mark in (b"\n", b'"', b"\\"):
+        found = text.find(mark, end + 2, stop)
+        stop = stop if found < 0 else found
+    for pair in _COOKIE_PAIR.finditer(text, end, min(stop, end + 8192)):
+        name, value = pair.group(1), pair.group(2)
+        if _SESSION_NAME.search(name) and _random_looking(value.rstrip(b"="), min_len=16):
+            return pair.span(2)
+    return None
+
+
+_LINE_SHAPES = (
+    (re.compile(rb"[A-Za-z0-9.*_-]+:(?:[0-9]{2,5}|\*):"), _pgpass),
+    (re.compile(rb"(?i)define\("), _php_define),
+    (re.compile(rb"[ \t]*(?:requirepass|masterauth)[ \t]"), _after_option),
+    (re.compile(rb"sshpass[ \t]"), _after_option),
+    (re.compile(rb"mysql"), _mysql),
+    (re.compile(rb"(?i)(?:set-)?cookie"), _cookie),
+)
+"""The shapes that ``_login_span`` tells apart by pattern, not by their first byte."""

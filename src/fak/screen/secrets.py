@@ -163,7 +163,17 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"|(?i:(?:\b|\\[nrt])machine(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+login(?:\s|\\[nrt])+\S+(?:\s|\\[nrt])+password)"
      rb"(?:\s|\\[nrt])+"
      rb"|(?:(?i:\bidentified(?:\s+with\s+[a-z0-9_]+)?\s+by)"
-     rb"|\bWITH\s+(?:LOGIN\s+)?(?:ENCRYPTED\s+)?PASSWORD)\s+\\?'"),
+     rb"|\bWITH\s+(?:LOGIN\s+)?(?:ENCRYPTED\s+)?PASSWORD)\s+\\?'"
+     # (``secret_logins.LINE_SHAPES``) PHP's ``define('DB_PASSWORD', '…')``; a .pgpass line
+     # (``host:port:db:user:password``); Redis's ``requirepass`` / ``masterauth``; a MySQL
+     # client's ``-p<password>``; ``sshpass -p``; a session cookie in a ``Cookie`` header
+     rb"|(?i:\bdefine\([ \t]*[\"'][a-z0-9_]*(?:passw(?:or)?d|secret|_key|_salt|token)[a-z0-9_]*"
+     rb"[\"'][ \t]*,[ \t]*[\"'])"
+     rb"|(?m:^)[A-Za-z0-9.*_-]+:(?:[0-9]{2,5}|\*):[^:\s]+:[^:\s]+:[^:\s]"
+     rb"|(?m:^)[ \t]*(?:requirepass|masterauth)[ \t]+[^\s]"
+     rb"|\bmysql(?:dump|admin|import|show|check)?[ \t][^\n]*[ \t]-p[^\s]"
+     rb"|\bsshpass[ \t]+-p[ \t]*[^\s]"
+     rb"|(?i:\b(?:set-)?cookie\\?[\"']?[ \t]*:)"),
     # schemes: OAuth's, Elastic's ``ApiKey``, GoDaddy's ``sso-key``, Okta's ``SSWS``, DeepL's
     # the header as a line, a JSON member or a dict item (``"Authorization": "Basic …"``,
     # ``headers['Authorization'] = '…'``, escaped in a JSON string too)
