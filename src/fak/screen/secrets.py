@@ -379,6 +379,9 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
         case "assignment":
             key_end = _KEY_OPERATOR.match(text, start + (text[start] == 0x22))  # ``"auth"``
             vstart, vend = _value_at(text, _value_start(text, key_end.end()) if key_end else end)
+            # a quoted secret with brackets or ``=`` in it (Django's keys): read to its quote
+            literal_end = _quoted_literal_end(text, vstart, vend)
+            vend = vend if literal_end is None else literal_end
             value = text[vstart:vend]
             if len(value) < 8 or (key_end and _annotation(text, key_end.end(), vstart, vend)):
                 return None
@@ -394,12 +397,35 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
             raw = text[_key_start(text, start) : vstart]
             if _BENIGN_KEY.search(raw.lower()) is not None or _MIN_MAX.search(raw) is not None:
                 return None
-            if any(c in value for c in b"([{}$") or _dotted_name(value) or _alnum_kinds(value) < 2:
+            if literal_end is None and any(c in value for c in b"([{}$"):
+                return None  # a call, an index or a template: code, not a value
+            if _dotted_name(value) or _alnum_kinds(value) < 2:
                 return None
             if _SIGV4_CREDENTIAL.fullmatch(value) is not None:
                 return None  # ``x-amz-credential``'s value: a key id and its scope (see above)
             return (vstart, vend) if _random_looking(value, min_len=8, bits=2.8) else None
     return None
+
+
+_LITERAL_STOPS = frozenset(b"()[]=")
+_NOT_IN_LITERAL_RE = re.compile(rb"[ \t\n\\{}$]|%\(")
+
+
+def _quoted_literal_end(text: bytes, vstart: int, vend: int) -> int | None:
+    """Where a quoted value really ends when the value reader stopped inside it at a bracket or
+    ``=`` (``SECRET_KEY = 'x8#k(…)=…'``: Django's alphabet has them): the closing quote on the
+    same line, within 160 bytes; None when the value is not such a literal, or when the literal
+    holds a space, an escape or what reads as a template (``{}``, ``$``, ``%(``): those stay
+    refused as before, a Django key holding ``$`` included."""
+    if vstart == 0 or text[vend : vend + 1] == b"" or text[vend] not in _LITERAL_STOPS:
+        return None
+    quote = text[vstart - 1]
+    if quote not in b"'\"":
+        return None
+    close = text.find(bytes([quote]), vend, vstart + 160)
+    if close < 0 or not text[vend:close].strip(b"="):
+        return None  # (only base64's padding left: the value as read before)
+    return None if _NOT_IN_LITERAL_RE.search(text, vstart, close) else close
 
 
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
