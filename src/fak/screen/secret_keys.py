@@ -25,7 +25,8 @@ import base64
 import binascii
 import re
 
-from fak.screen.secret_values import is_placeholder
+from fak.screen.secret_values import BASE64_CHARS as _BASE64
+from fak.screen.secret_values import TOKEN_CHARS, is_placeholder, token_end
 
 __all__ = ["KEY_FORMS", "der_key", "jwk_key", "putty_key", "xml_key"]
 
@@ -45,7 +46,6 @@ KEY_FORMS = (
 )
 """RE2 source (Latin-1): where a private key in one of these forms could start."""
 
-_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 # the smallest key (Ed25519 or X25519 in PKCS #8) is 48 bytes: 64 base64 characters, 96 hex
 _READ = 1368  # characters decoded at most (in base64, 1,026 bytes: past DSA's parameters)
@@ -80,14 +80,12 @@ def _tlv(der: bytes, at: int) -> tuple[int, int, int] | None:
     return tag, at + 2 + count, int.from_bytes(der[at + 2 : at + 2 + count], "big")
 
 
-def _oid_in(der: bytes, at: int, known: tuple[bytes, ...]) -> tuple[bool, int] | None:
-    """Whether the OID at ``at`` starts with one of ``known``, and where the element after it
-    starts; None when no OID is there."""
+def _oid_in(der: bytes, at: int, known: tuple[bytes, ...]) -> bool | None:
+    """Whether the OID at ``at`` starts with one of ``known``; None when no OID is there."""
     oid = _tlv(der, at)
     if oid is None or oid[0] != 0x06 or not 1 <= oid[2] <= 32:
         return None
-    value = der[oid[1] : oid[1] + oid[2]]
-    return value.startswith(known), oid[1] + oid[2]
+    return der[oid[1] : oid[1] + oid[2]].startswith(known)
 
 
 def _is_key(der: bytes) -> bool:
@@ -100,8 +98,7 @@ def _is_key(der: bytes) -> bool:
         return False
     tag, at, size = first
     if tag == 0x30:  # EncryptedPrivateKeyInfo: an encryption algorithm, then the ciphertext
-        named = _oid_in(der, at, _PBE_OIDS)
-        return named is not None and named[0]
+        return _oid_in(der, at, _PBE_OIDS) is True
     if tag != 0x02 or size != 1 or der[at] not in (0, 1, 3):
         return False
     version = der[at]
@@ -110,8 +107,7 @@ def _is_key(der: bytes) -> bool:
         return False
     tag, at, size = second
     if version == 3:  # PKCS #12: the version, then the data (or signed data) it carries
-        named = _oid_in(der, at, _PKCS7_DATA) if tag == 0x30 else None
-        return named is not None and named[0]
+        return tag == 0x30 and _oid_in(der, at, _PKCS7_DATA) is True
     if tag == 0x02:  # PKCS #1 RSA / DSA: version 0, then the modulus (or p), 512 bits or more
         return version == 0 and size >= 64
     if tag == 0x04:  # SEC 1 EC: version 1, then the private scalar
@@ -122,7 +118,7 @@ def _is_key(der: bytes) -> bool:
     if named is None:
         return False
     after = _tlv(der, at + size)
-    return named[0] or (after is not None and after[0] == 0x04 and after[2] >= 16)
+    return named or (after is not None and after[0] == 0x04 and after[2] >= 16)
 
 
 def der_key(text: bytes, start: int) -> tuple[int, int] | None:
@@ -135,10 +131,7 @@ def der_key(text: bytes, start: int) -> tuple[int, int] | None:
     chars = _HEX if hexed else _BASE64
     if not escaped and start > 0 and text[start - 1] in chars:
         return None
-    stop = start
-    limit = min(len(text), start + 16384)
-    while stop < limit and text[stop] in chars:
-        stop += 1
+    stop = token_end(text, start, chars, limit=16384)
     if stop - start < (96 if hexed else 64) or text[stop : stop + 3] in (b"...", b"\xe2\x80\xa6"):
         return None
     read = min(stop - start, _READ) // 4 * 4
@@ -162,9 +155,7 @@ def jwk_key(text: bytes, start: int) -> tuple[int, int] | None:
     """A JSON Web Key's private member at ``start`` (``"d"`` of an RSA, EC or OKP key, ``"k"`` of
     an ``oct`` key) when the object it is in names that key type: the value's span."""
     vstart = text.index(b'"', text.index(b":", start + 3)) + 1
-    vend = vstart
-    while vend < len(text) and (text[vend] in _BASE64 or text[vend] in b"_-"):
-        vend += 1
+    vend = token_end(text, vstart, TOKEN_CHARS)  # base64url
     value = text[vstart:vend]
     if text[vend : vend + 1] != b'"' or is_placeholder(value) or len(set(value)) < 10:
         return None

@@ -79,7 +79,7 @@ def _login_span(text: bytes, start: int, end: int) -> tuple[int, int] | None:
     if first in b"Mm\\":  # .netrc's ``password``: up to a space or a JSON escape
         vstart, vend = end, _token_end(text, end, _PASSWORD_CHARS - {0x5C}, limit=128)
         return (vstart, vend) if password_ok(text[vstart:vend]) else None
-    if first not in b" \t\r\n\x0b\x0c":  # SQL's ``BY '``: from the string's opening quote
+    if first not in b" \t\r\n\x0b\x0c":  # SQL's ``BY '``, PHP's ``define('…', '``: from the quote
         vstart, vend = _value_at(text, end - 1)
         return (vstart, vend) if password_ok(text[vstart:vend]) else None
     if text[end - 1] != 0x3A:  # ``--password <value>``, ``--token <value>``
@@ -117,11 +117,6 @@ def _on_curl_line(text: bytes, at: int) -> bool:
     while found >= 0 and _CURL.match(text, found - (found > 0)) is None:
         found = text.rfind(b"curl", max(line, low), found)
     return found >= 0
-
-
-def _php_define(text: bytes, start: int, end: int) -> tuple[int, int] | None:
-    vstart, vend = _value_at(text, end - 1)
-    return (vstart, vend) if password_ok(text[vstart:vend]) else None
 
 
 def _pgpass(text: bytes, start: int, end: int) -> tuple[int, int] | None:
@@ -174,7 +169,6 @@ def _cookie(text: bytes, start: int, end: int) -> tuple[int, int] | None:
 
 _LINE_SHAPES = (
     (re.compile(rb"[A-Za-z0-9.*_-]+:(?:[0-9]{2,5}|\*):"), _pgpass),
-    (re.compile(rb"(?i)define\("), _php_define),
     (re.compile(rb"[ \t]*(?:requirepass|masterauth)[ \t]"), _after_option),
     (re.compile(rb"sshpass[ \t]"), _after_option),
     (re.compile(rb"mysql"), _mysql),

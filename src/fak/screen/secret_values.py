@@ -97,6 +97,7 @@ def random_looking(value: bytes, *, min_len: int = 12, bits: float = 3.0) -> boo
 
 
 TOKEN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
 
 def token_end(text: bytes, start: int, chars: frozenset[int], limit: int = 512) -> int:
@@ -122,6 +123,27 @@ def value_at(text: bytes, start: int, limit: int = 160) -> tuple[int, int]:
         start += 1
     match = _VALUE.match(text, start, min(len(text), start + limit))
     return start, (match.end() if match else start)
+
+
+_LITERAL_STOPS = frozenset(b"()[]=")
+_NOT_IN_LITERAL = re.compile(rb"[ \t\n\\{}$]|%\(")
+
+
+def quoted_literal_end(text: bytes, vstart: int, vend: int) -> int | None:
+    """Where a quoted value really ends when ``value_at`` stopped inside it at a bracket or
+    ``=`` (``SECRET_KEY = 'x8#k(…)=…'``: Django's alphabet has them): the closing quote on the
+    same line, within 160 bytes; None when the value is not such a literal, or when the literal
+    holds a space, an escape or what reads as a template (``{}``, ``$``, ``%(``): those stay
+    refused as before, a Django key holding ``$`` included."""
+    if vstart == 0 or text[vend : vend + 1] == b"" or text[vend] not in _LITERAL_STOPS:
+        return None
+    quote = text[vstart - 1]
+    if quote not in b"'\"":
+        return None
+    close = text.find(bytes([quote]), vend, vstart + 160)
+    if close < 0 or not text[vend:close].strip(b"="):
+        return None  # (only base64's padding left: the value as read before)
+    return None if _NOT_IN_LITERAL.search(text, vstart, close) else close
 
 
 def alnum_kinds(value: bytes) -> int:

@@ -26,6 +26,7 @@ from fak.screen.rx import Find, matcher
 from fak.screen.secret_keys import KEY_FORMS, der_key, jwk_key, putty_key, xml_key
 from fak.screen.secret_logins import base64_pair, login_pair, password_ok
 from fak.screen.secret_prefixes import PREFIXED_ANY, PREFIXED_RE2
+from fak.screen.secret_values import BASE64_CHARS as _BASE64_CHARS
 from fak.screen.secret_values import TOKEN_CHARS as _TOKEN_CHARS
 from fak.screen.secret_values import TYPED as _TYPED
 from fak.screen.secret_values import alnum_kinds as _alnum_kinds
@@ -34,6 +35,7 @@ from fak.screen.secret_values import clean_start as _clean_start
 from fak.screen.secret_values import credential_value as _credential_value
 from fak.screen.secret_values import entropy as _entropy
 from fak.screen.secret_values import is_placeholder
+from fak.screen.secret_values import quoted_literal_end as _quoted_literal_end
 from fak.screen.secret_values import random_looking as _random_looking
 from fak.screen.secret_values import token_end as _token_end
 from fak.screen.secret_values import value_at as _value_at
@@ -164,7 +166,7 @@ _FORMATS: tuple[tuple[str, bytes], ...] = (
      rb"(?:\s|\\[nrt])+"
      rb"|(?:(?i:\bidentified(?:\s+with\s+[a-z0-9_]+)?\s+by)"
      rb"|\bWITH\s+(?:LOGIN\s+)?(?:ENCRYPTED\s+)?PASSWORD)\s+\\?'"
-     # (``secret_logins.LINE_SHAPES``) PHP's ``define('DB_PASSWORD', '…')``; a .pgpass line
+     # (read in ``secret_logins``) PHP's ``define('DB_PASSWORD', '…')``; a .pgpass line
      # (``host:port:db:user:password``); Redis's ``requirepass`` / ``masterauth``; a MySQL
      # client's ``-p<password>``; ``sshpass -p``; a session cookie in a ``Cookie`` header
      rb"|(?i:\bdefine\([ \t]*[\"'][a-z0-9_]*(?:passw(?:or)?d|secret|_key|_salt|token)[a-z0-9_]*"
@@ -407,27 +409,6 @@ def _validate(kind: str, text: bytes, start: int, end: int, scan: _Scan) -> tupl
     return None
 
 
-_LITERAL_STOPS = frozenset(b"()[]=")
-_NOT_IN_LITERAL_RE = re.compile(rb"[ \t\n\\{}$]|%\(")
-
-
-def _quoted_literal_end(text: bytes, vstart: int, vend: int) -> int | None:
-    """Where a quoted value really ends when the value reader stopped inside it at a bracket or
-    ``=`` (``SECRET_KEY = 'x8#k(…)=…'``: Django's alphabet has them): the closing quote on the
-    same line, within 160 bytes; None when the value is not such a literal, or when the literal
-    holds a space, an escape or what reads as a template (``{}``, ``$``, ``%(``): those stay
-    refused as before, a Django key holding ``$`` included."""
-    if vstart == 0 or text[vend : vend + 1] == b"" or text[vend] not in _LITERAL_STOPS:
-        return None
-    quote = text[vstart - 1]
-    if quote not in b"'\"":
-        return None
-    close = text.find(bytes([quote]), vend, vstart + 160)
-    if close < 0 or not text[vend:close].strip(b"="):
-        return None  # (only base64's padding left: the value as read before)
-    return None if _NOT_IN_LITERAL_RE.search(text, vstart, close) else close
-
-
 def _inside_base64(text: bytes, start: int, stop: int) -> bool:
     """A short-prefix format (``AKC``, ``AC``) inside a base64 run (a certificate, a data URI):
     ``+`` or ``/`` touches it on either side."""
@@ -454,7 +435,6 @@ def _keyed(text: bytes, start: int, vstart: int, vend: int) -> tuple[int, int] |
     return None if _dotted_name(value) or not _credential_value(value) else (vstart, vend)
 
 
-_BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _PEM_PRIVATE = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
 
